@@ -1,0 +1,96 @@
+"""The stream configuration loader: the shipped file is valid; every bad value fails naming its key."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tidemark.stream_config import StreamConfigError, load_stream, load_streams
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {"TIDEMARK_LAKE_ROOT": "/lake", "TIDEMARK_CHECKPOINT_ROOT": "/checkpoints"}
+
+
+def _shipped() -> dict:
+    return yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+
+
+def _load(tmp_path, document, environ=ENV):
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return load_streams(path, environ)
+
+
+def test_shipped_configuration_is_valid_and_typed():
+    stream = load_stream(REPO / "conf" / "streams.yaml", "telemetry", ENV)
+    assert stream.source.topic == "telemetry"
+    assert stream.source.partitions == 4
+    assert stream.source.bootstrap_servers == "127.0.0.1:19092"
+    assert stream.event_time.max_out_of_orderness_ms == 30_000
+    assert stream.event_time.allowed_lateness_ms == 600_000
+    assert stream.retention_ms == 7 * 86_400_000
+    assert [f.name for f in stream.payload.fields] == ["device_id", "lat", "lon", "battery"]
+    assert stream.table_path("events") == "/lake/telemetry/events"
+    assert stream.checkpoint_path("persist") == "/checkpoints/telemetry/persist"
+
+
+def test_environment_overrides_the_default(tmp_path):
+    streams = _load(tmp_path, _shipped(), {**ENV, "TIDEMARK_KAFKA_BOOTSTRAP": "kafka:9092"})
+    assert streams["telemetry"].source.bootstrap_servers == "kafka:9092"
+
+
+def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
+    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.lake\.root: environment variable TIDEMARK_LAKE_ROOT"):
+        _load(tmp_path, _shipped(), {"TIDEMARK_CHECKPOINT_ROOT": "/c"})
+
+
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("event_time", "max_out_of_orderness", "-5s", r"event_time\.max_out_of_orderness: expected a non-negative duration"),
+        ("event_time", "allowed_lateness", "10", r"event_time\.allowed_lateness: a bare number is ambiguous"),
+        ("event_time", "allowed_lateness", "8d", r"event_time\.allowed_lateness: 8d is not shorter than the log retention 7d"),
+        ("event_time", "idle_timeout", "0s", r"event_time\.idle_timeout: must be greater than zero"),
+        ("event_time", "max_drfit", "5m", r"event_time\.max_drfit: unknown key"),
+        ("source", "partitions", 0, r"source\.partitions: expected a whole number >= 1"),
+        ("source", "starting_offsets", "newest", r"source\.starting_offsets: expected one of earliest, latest"),
+        ("persist", "mode", "streaming", r"persist\.mode: expected one of available_now, continuous"),
+    ],
+)
+def test_bad_value_fails_naming_the_key(tmp_path, section, key, value, message):
+    document = _shipped()
+    document["streams"]["telemetry"][section][key] = value
+    with pytest.raises(StreamConfigError, match=message):
+        _load(tmp_path, document)
+
+
+def test_missing_section_and_bad_field_type(tmp_path):
+    document = _shipped()
+    del document["streams"]["telemetry"]["event_time"]
+    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.event_time: missing required section"):
+        _load(tmp_path, document)
+    document = _shipped()
+    document["streams"]["telemetry"]["payload"]["fields"]["battery"]["type"] = "float"
+    with pytest.raises(StreamConfigError, match=r"payload\.fields\.battery\.type: expected one of string, double"):
+        _load(tmp_path, document)
+
+
+def test_payload_field_may_not_shadow_tidemark_columns(tmp_path):
+    document = _shipped()
+    document["streams"]["telemetry"]["payload"]["fields"]["source_offset"] = {"type": "long"}
+    with pytest.raises(StreamConfigError, match="source_offset.*column tidemark adds itself"):
+        _load(tmp_path, document)
+
+
+def test_unknown_stream_lists_the_configured_ones():
+    with pytest.raises(StreamConfigError, match="no stream named 'clicks'; configured streams: telemetry"):
+        load_stream(REPO / "conf" / "streams.yaml", "clicks", ENV)
+
+
+def test_missing_file_and_invalid_yaml(tmp_path):
+    with pytest.raises(StreamConfigError, match="not found"):
+        load_streams(tmp_path / "absent.yaml", ENV)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("streams: [unclosed")
+    with pytest.raises(StreamConfigError, match="not valid YAML"):
+        load_streams(broken, ENV)

@@ -1,0 +1,217 @@
+"""Decoding and validation of one log record's value into an event, or a reason to quarantine it.
+
+Contract: ``RecordDecoder.decode`` never raises for bad input. Every record becomes exactly one of
+``DecodedEvent`` (goes to the events table) or ``Rejection`` (goes to quarantine with the raw
+bytes), so nothing is dropped and one bad producer cannot crash the job. A rejected record never
+reaches the event-time rules, so it can never move a watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from tidemark.duration import format_duration_ms
+from tidemark.stream_config import PayloadSchema
+
+
+class RejectReason:
+    """Stable reason codes, so quarantine counts can be grouped and thresholds set per reason."""
+
+    EMPTY_VALUE = "empty_value"
+    OVERSIZED = "oversized"
+    MALFORMED_JSON = "malformed_json"
+    NOT_AN_OBJECT = "not_an_object"
+    MISSING_EVENT_TIME = "missing_event_time"
+    UNPARSABLE_EVENT_TIME = "unparsable_event_time"
+    FUTURE_EVENT_TIME = "future_event_time"
+    MISSING_FIELD = "missing_field"
+    WRONG_TYPE = "wrong_type"
+
+
+@dataclass(frozen=True)
+class DecodedEvent:
+    """A valid record: its event time (ms since the epoch, UTC) and typed payload values by field."""
+
+    event_time_ms: int
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a record was quarantined: a reason code and a sentence for the person reading it."""
+
+    reason: str
+    detail: str
+
+
+# The earliest and latest event times tidemark accepts at all (years 1970..9999); outside that the
+# value is garbage, not a clock that is a little off.
+_MIN_EVENT_TIME_MS = 0
+_MAX_EVENT_TIME_MS = 253_402_300_799_999
+
+
+class RecordDecoder:
+    """Turns raw record values into events according to a stream's payload schema.
+
+    ``max_future_skew_ms`` is the future guard: an event time more than that ahead of the time the
+    record is read is a broken clock, and is quarantined instead of being allowed to seal hours
+    that are not over.
+    """
+
+    def __init__(self, schema: PayloadSchema, max_future_skew_ms: int):
+        self._schema = schema
+        self._max_future_skew_ms = max_future_skew_ms
+        self._checkers = [(field.name, field.required, _TYPE_CHECKS[field.type]) for field in schema.fields]
+
+    def decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
+        """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC)."""
+        if not value:
+            return Rejection(RejectReason.EMPTY_VALUE, "the record has no value")
+        if len(value) > self._schema.max_record_bytes:
+            return Rejection(
+                RejectReason.OVERSIZED,
+                f"the value is {len(value)} bytes, more than max_record_bytes {self._schema.max_record_bytes}",
+            )
+        try:
+            document = json.loads(value)
+        except (ValueError, UnicodeDecodeError) as error:
+            return Rejection(RejectReason.MALFORMED_JSON, f"not valid JSON: {error}")
+        if not isinstance(document, dict):
+            return Rejection(RejectReason.NOT_AN_OBJECT, f"expected a JSON object, got a JSON {_json_kind(document)}")
+
+        event_time = self._event_time_ms(document)
+        if isinstance(event_time, Rejection):
+            return event_time
+        if event_time - read_time_ms > self._max_future_skew_ms:
+            return Rejection(
+                RejectReason.FUTURE_EVENT_TIME,
+                f"event time {_iso(event_time)} is {format_duration_ms(event_time - read_time_ms)} ahead of the "
+                f"time it was read ({_iso(read_time_ms)}); max_future_skew is {format_duration_ms(self._max_future_skew_ms)}",
+            )
+
+        values: dict[str, Any] = {}
+        for name, required, check in self._checkers:
+            raw = document.get(name)
+            if raw is None:
+                if required:
+                    return Rejection(RejectReason.MISSING_FIELD, f"required field {name!r} is missing or null")
+                values[name] = None
+                continue
+            typed = check(raw)
+            if typed is _WRONG:
+                expected = next(f.type for f in self._schema.fields if f.name == name)
+                return Rejection(
+                    RejectReason.WRONG_TYPE,
+                    f"field {name!r} must be {expected}, got {_json_kind(raw)} {_preview(raw)}",
+                )
+            values[name] = typed
+        return DecodedEvent(event_time, values)
+
+    def _event_time_ms(self, document: dict) -> int | Rejection:
+        field = self._schema.event_time_field
+        raw = document.get(field)
+        if raw is None:
+            return Rejection(RejectReason.MISSING_EVENT_TIME, f"the event-time field {field!r} is missing or null")
+        if self._schema.event_time_format == "epoch_millis":
+            if isinstance(raw, bool) or not isinstance(raw, int):
+                return Rejection(
+                    RejectReason.UNPARSABLE_EVENT_TIME,
+                    f"{field!r} must be whole milliseconds since the epoch, got {_json_kind(raw)} {_preview(raw)}",
+                )
+            event_time = raw
+        else:
+            event_time = _parse_iso8601_ms(raw)
+            if event_time is None:
+                return Rejection(
+                    RejectReason.UNPARSABLE_EVENT_TIME,
+                    f"{field!r} must be an ISO-8601 time with a UTC offset, e.g. 2026-11-22T08:59:59.999Z; "
+                    f"got {_preview(raw)}",
+                )
+        if not _MIN_EVENT_TIME_MS <= event_time <= _MAX_EVENT_TIME_MS:
+            return Rejection(RejectReason.UNPARSABLE_EVENT_TIME, f"{field!r} {event_time} is outside years 1970..9999")
+        return event_time
+
+
+def _parse_iso8601_ms(raw: Any) -> int | None:
+    """ISO-8601 with an explicit offset → ms since the epoch; None when it is not one.
+
+    A time without an offset is refused rather than guessed: assuming UTC for a producer that
+    writes local time would shift its records by hours without anyone noticing.
+    """
+    if not isinstance(raw, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    delta = parsed - _EPOCH
+    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_WRONG = object()
+
+
+def _as_string(raw: Any) -> Any:
+    return raw if isinstance(raw, str) else _WRONG
+
+
+def _as_double(raw: Any) -> Any:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        return _WRONG
+    return float(raw)
+
+
+def _integer_check(low: int, high: int):
+    def check(raw: Any) -> Any:
+        if isinstance(raw, bool):
+            return _WRONG
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if not isinstance(raw, int) or not low <= raw <= high:
+            return _WRONG
+        return raw
+
+    return check
+
+
+def _as_boolean(raw: Any) -> Any:
+    return raw if isinstance(raw, bool) else _WRONG
+
+
+_TYPE_CHECKS = {
+    "string": _as_string,
+    "double": _as_double,
+    "int": _integer_check(-(2**31), 2**31 - 1),
+    "long": _integer_check(-(2**63), 2**63 - 1),
+    "boolean": _as_boolean,
+}
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def _preview(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,327 @@
+"""Stream configuration: conf/streams.yaml parsed once into typed, validated, frozen dataclasses.
+
+Every consumer of configuration (the Spark jobs, the DAG files, the generator) goes through
+``load_streams``; a bad value fails here, at start-up, with the full key path and the reason,
+never later as a confusing runtime error. All durations are held in milliseconds.
+
+String values may refer to the environment as ``${VAR}`` (required) or ``${VAR:-default}``: that
+is how the embedded default and the full stack share one file with other values.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from tidemark.duration import format_duration_ms, parse_duration_ms
+
+FIELD_TYPES = ("string", "double", "long", "int", "boolean")
+EVENT_TIME_FORMATS = ("iso8601", "epoch_millis")
+STARTING_OFFSETS = ("earliest", "latest")
+PERSIST_MODES = ("available_now", "continuous")
+
+# Columns tidemark adds to every events row; a payload field may not reuse these names.
+RESERVED_COLUMNS = frozenset(
+    {
+        "source_partition",
+        "source_offset",
+        "log_timestamp",
+        "event_time",
+        "event_date",
+        "event_hour",
+        "record_key",
+        "batch_id",
+    }
+)
+
+_STREAM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class StreamConfigError(ValueError):
+    """A configuration value is missing, malformed or inconsistent; the message names the key."""
+
+
+@dataclass(frozen=True)
+class PayloadField:
+    name: str
+    type: str
+    required: bool
+
+
+@dataclass(frozen=True)
+class PayloadSchema:
+    """How a record's value is decoded: a JSON object with an event-time field and typed fields."""
+
+    event_time_field: str
+    event_time_format: str
+    fields: tuple[PayloadField, ...]
+    max_record_bytes: int
+
+
+@dataclass(frozen=True)
+class EventTimeTolerances:
+    """The stream's event-time tolerances, all in milliseconds (see DESIGN.md, event-time rules)."""
+
+    max_out_of_orderness_ms: int
+    allowed_lateness_ms: int
+    idle_timeout_ms: int
+    max_drift_ms: int
+    max_future_skew_ms: int
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    starting_offsets: str
+    # True when the producer sets the record timestamp to the event time (CreateTime = event
+    # time); only then can the log's time index plan event-time slices.
+    log_timestamp_is_event_time: bool
+
+
+@dataclass(frozen=True)
+class LakeLocation:
+    """Where a stream's tables and checkpoints live: <root>/<stream>/<table>."""
+
+    root: str
+    checkpoint_root: str
+
+
+@dataclass(frozen=True)
+class PersistSettings:
+    mode: str
+    schedule: str
+    trigger_interval_ms: int
+    max_records_per_batch: int
+    spark_conn_id: str
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    name: str
+    source: KafkaSource
+    payload: PayloadSchema
+    event_time: EventTimeTolerances
+    lake: LakeLocation
+    retention_ms: int
+    persist: PersistSettings
+
+    def table_path(self, table: str) -> str:
+        """Location of one of the stream's Delta tables (events, ledger, quarantine, late, seals)."""
+        return f"{self.lake.root.rstrip('/')}/{self.name}/{table}"
+
+    def checkpoint_path(self, job: str) -> str:
+        """Location of one job's Spark checkpoint for this stream."""
+        return f"{self.lake.checkpoint_root.rstrip('/')}/{self.name}/{job}"
+
+
+def load_streams(path: str | Path, environ: Mapping[str, str] | None = None) -> dict[str, StreamConfig]:
+    """Read and validate every stream of a streams.yaml file.
+
+    Raises StreamConfigError naming the file, the key path and what is wrong.
+    """
+    path = Path(path)
+    environ = os.environ if environ is None else environ
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise StreamConfigError(f"{path}: stream configuration file not found (set TIDEMARK_CONF)") from None
+    except yaml.YAMLError as error:
+        raise StreamConfigError(f"{path}: not valid YAML: {error}") from None
+    root = _Section(document, "", str(path), environ)
+    streams_section = root.section("streams")
+    root.reject_unknown()
+    names = streams_section.keys()
+    if not names:
+        raise StreamConfigError(f"{path}: streams: at least one stream is required")
+    return {name: _parse_stream(name, streams_section.section(name)) for name in names}
+
+
+def load_stream(path: str | Path, name: str, environ: Mapping[str, str] | None = None) -> StreamConfig:
+    """Read one stream by name; an unknown name fails with the names that exist."""
+    streams = load_streams(path, environ)
+    if name not in streams:
+        raise StreamConfigError(f"{path}: no stream named {name!r}; configured streams: {', '.join(sorted(streams))}")
+    return streams[name]
+
+
+def _parse_stream(name: str, section: "_Section") -> StreamConfig:
+    if not _STREAM_NAME.match(name):
+        section.fail("", "a stream name must be lower-case letters, digits and '_', starting with a letter")
+
+    source_section = section.section("source")
+    kind = source_section.choice("kind", ("kafka",))
+    source = KafkaSource(
+        bootstrap_servers=source_section.text("bootstrap_servers"),
+        topic=source_section.text("topic"),
+        partitions=source_section.positive_int("partitions"),
+        starting_offsets=source_section.choice("starting_offsets", STARTING_OFFSETS, default="earliest"),
+        log_timestamp_is_event_time=source_section.boolean("log_timestamp_is_event_time", default=True),
+    )
+    del kind  # only Kafka today; Kinesis will be a second choice here
+    source_section.reject_unknown()
+
+    payload = _parse_payload(section.section("payload"))
+
+    tolerance_section = section.section("event_time")
+    event_time = EventTimeTolerances(
+        max_out_of_orderness_ms=tolerance_section.duration("max_out_of_orderness"),
+        allowed_lateness_ms=tolerance_section.duration("allowed_lateness"),
+        idle_timeout_ms=tolerance_section.duration("idle_timeout", minimum_ms=1),
+        max_drift_ms=tolerance_section.duration("max_drift", minimum_ms=1),
+        max_future_skew_ms=tolerance_section.duration("max_future_skew"),
+    )
+    tolerance_section.reject_unknown()
+
+    lake_section = section.section("lake")
+    lake = LakeLocation(root=lake_section.text("root"), checkpoint_root=lake_section.text("checkpoint_root"))
+    lake_section.reject_unknown()
+
+    retention_ms = section.duration("retention", minimum_ms=1)
+    if event_time.allowed_lateness_ms >= retention_ms:
+        section.fail(
+            "event_time.allowed_lateness",
+            f"{format_duration_ms(event_time.allowed_lateness_ms)} is not shorter than the log retention "
+            f"{format_duration_ms(retention_ms)}: records could leave the log before their hour is sealed",
+        )
+
+    persist_section = section.section("persist")
+    persist = PersistSettings(
+        mode=persist_section.choice("mode", PERSIST_MODES, default="available_now"),
+        schedule=persist_section.text("schedule", default="*/5 * * * *"),
+        trigger_interval_ms=persist_section.duration("trigger_interval", default="30s", minimum_ms=1),
+        max_records_per_batch=persist_section.positive_int("max_records_per_batch", default=200_000),
+        spark_conn_id=persist_section.text("spark_conn_id", default="spark_default"),
+    )
+    persist_section.reject_unknown()
+    section.reject_unknown()
+    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist)
+
+
+def _parse_payload(section: "_Section") -> PayloadSchema:
+    event_time_field = section.text("event_time_field")
+    event_time_format = section.choice("event_time_format", EVENT_TIME_FORMATS, default="iso8601")
+    fields_section = section.section("fields")
+    fields = []
+    for field_name in fields_section.keys():
+        field_section = fields_section.section(field_name)
+        if not _IDENTIFIER.match(field_name):
+            field_section.fail("", "a field name must be a letter or '_' followed by letters, digits or '_'")
+        if field_name in RESERVED_COLUMNS:
+            field_section.fail("", f"{field_name!r} is a column tidemark adds itself; rename the field")
+        if field_name == event_time_field:
+            field_section.fail("", "the event-time field is declared by event_time_field, not as a payload field")
+        fields.append(
+            PayloadField(
+                name=field_name,
+                type=field_section.choice("type", FIELD_TYPES),
+                required=field_section.boolean("required", default=True),
+            )
+        )
+        field_section.reject_unknown()
+    if not fields:
+        fields_section.fail("", "declare at least one payload field")
+    max_record_bytes = section.positive_int("max_record_bytes", default=1_048_576)
+    section.reject_unknown()
+    return PayloadSchema(event_time_field, event_time_format, tuple(fields), max_record_bytes)
+
+
+class _Section:
+    """A mapping in the YAML document that knows its key path, for error messages."""
+
+    def __init__(self, value: Any, path: str, file: str, environ: Mapping[str, str]):
+        self._file = file
+        self._path = path
+        self._environ = environ
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            self.fail("", f"expected a mapping of keys, got {type(value).__name__}")
+        self._values: dict = value
+        self._read: set[str] = set()
+
+    def fail(self, key: str, reason: str):
+        where = ".".join(part for part in (self._path, key) if part) or "(top level)"
+        raise StreamConfigError(f"{self._file}: {where}: {reason}")
+
+    def keys(self) -> list[str]:
+        self._read.update(str(k) for k in self._values)
+        return [str(k) for k in self._values]
+
+    def section(self, key: str) -> "_Section":
+        if key not in self._values:
+            self.fail(key, "missing required section")
+        self._read.add(key)
+        return _Section(self._values[key], ".".join(p for p in (self._path, key) if p), self._file, self._environ)
+
+    def _raw(self, key: str, default: Any) -> Any:
+        self._read.add(key)
+        if key not in self._values or self._values[key] is None:
+            if default is _REQUIRED:
+                self.fail(key, "missing required key")
+            return default
+        value = self._values[key]
+        return self._interpolate(key, value) if isinstance(value, str) else value
+
+    def _interpolate(self, key: str, text: str) -> str:
+        def substitute(match: re.Match) -> str:
+            variable, default = match.group(1), match.group(2)
+            if variable in self._environ and self._environ[variable] != "":
+                return self._environ[variable]
+            if default is not None:
+                return default
+            self.fail(key, f"environment variable {variable} is not set (see `python -m stack env`)")
+
+        return _ENV_REF.sub(substitute, text)
+
+    def text(self, key: str, default: Any = None) -> str:
+        value = self._raw(key, _REQUIRED if default is None else default)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"expected a non-empty string, got {value!r}")
+        return value.strip()
+
+    def choice(self, key: str, options: tuple[str, ...], default: Any = None) -> str:
+        value = self._raw(key, _REQUIRED if default is None else default)
+        if value not in options:
+            self.fail(key, f"expected one of {', '.join(options)}; got {value!r}")
+        return value
+
+    def boolean(self, key: str, default: Any = None) -> bool:
+        value = self._raw(key, _REQUIRED if default is None else default)
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false, got {value!r}")
+        return value
+
+    def positive_int(self, key: str, default: Any = None) -> int:
+        value = self._raw(key, _REQUIRED if default is None else default)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.fail(key, f"expected a whole number >= 1, got {value!r}")
+        return value
+
+    def duration(self, key: str, default: Any = None, minimum_ms: int = 0) -> int:
+        value = self._raw(key, _REQUIRED if default is None else default)
+        try:
+            ms = parse_duration_ms(value)
+        except ValueError as error:
+            self.fail(key, str(error))
+        if ms < minimum_ms:
+            self.fail(key, f"must be greater than zero, got {value!r}")
+        return ms
+
+    def reject_unknown(self) -> None:
+        unknown = sorted(str(k) for k in self._values if str(k) not in self._read)
+        if unknown:
+            self.fail(unknown[0], f"unknown key; expected one of {', '.join(sorted(self._read)) or '(none)'}")
+
+
+_REQUIRED = object()

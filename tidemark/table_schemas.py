@@ -1,0 +1,58 @@
+"""The columns of a stream's lake tables, as (name, Spark SQL type) pairs.
+
+Kept in the core (plain strings, no Spark import) so the schemas are one reviewed definition that
+the Spark writer, the checks and the tests all read. Times are TIMESTAMP in UTC.
+"""
+
+from tidemark.stream_config import PayloadSchema
+
+_PAYLOAD_SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
+
+# Identity of a record in the log: unique per stream, the key of exactly-once.
+_RECORD_IDENTITY = [("source_partition", "INT"), ("source_offset", "BIGINT"), ("log_timestamp", "TIMESTAMP")]
+
+EVENTS_PARTITIONING = ("event_date", "event_hour")
+
+
+def events_columns(payload: PayloadSchema) -> list[tuple[str, str]]:
+    """One row per persisted record; partitioned by event_date, event_hour (UTC)."""
+    return (
+        _RECORD_IDENTITY
+        + [("event_time", "TIMESTAMP"), ("record_key", "BINARY")]
+        + [(field.name, _PAYLOAD_SQL_TYPES[field.type]) for field in payload.fields]
+        + [("batch_id", "BIGINT"), ("event_date", "DATE"), ("event_hour", "INT")]
+    )
+
+
+QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
+    ("record_key", "BINARY"),
+    ("raw_value", "BINARY"),  # the bytes exactly as read, so the record can be repaired and replayed
+    ("reason", "STRING"),  # a tidemark.record_decoder.RejectReason code
+    ("detail", "STRING"),
+    ("batch_id", "BIGINT"),
+    ("read_time", "TIMESTAMP"),
+]
+
+LEDGER_COLUMNS = [
+    ("stream", "STRING"),
+    ("batch_id", "BIGINT"),
+    ("source_partition", "INT"),
+    ("mode", "STRING"),  # live | backfill | recovery
+    ("start_offset", "BIGINT"),  # first offset of the range read (inclusive)
+    ("end_offset", "BIGINT"),  # end of the range read (exclusive); the next range starts here
+    ("log_end_offset", "BIGINT"),  # the log's end offset when the range was planned
+    ("records", "BIGINT"),  # records persisted to events
+    ("quarantined", "BIGINT"),
+    ("late", "BIGINT"),
+    ("min_event_time", "TIMESTAMP"),
+    ("max_event_time", "TIMESTAMP"),
+    ("partition_watermark", "TIMESTAMP"),
+    ("partition_status", "STRING"),
+    ("slicing", "STRING"),  # how the range was planned: record_count | event_time
+    ("read_time", "TIMESTAMP"),  # when the range was planned
+]
+
+
+def ddl(columns: list[tuple[str, str]]) -> str:
+    """The columns as a Spark DDL string, e.g. 'source_partition INT, source_offset BIGINT'."""
+    return ", ".join(f"{name} {sql_type}" for name, sql_type in columns)
