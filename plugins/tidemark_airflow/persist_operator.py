@@ -1,0 +1,81 @@
+"""Submit the persist job of one stream through the Spark provider's connection."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+# The job file ships with the project; spark-submit needs a path, not a module name.
+PERSIST_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "persist.py"
+
+# Variables the job needs from the environment the task runs in (all of them non-secret).
+_FORWARDED_ENVIRONMENT = (
+    "TIDEMARK_HOME",
+    "TIDEMARK_CONF",
+    "TIDEMARK_KAFKA_BOOTSTRAP",
+    "TIDEMARK_LAKE_ROOT",
+    "TIDEMARK_CHECKPOINT_ROOT",
+    "TIDEMARK_JARS",
+    "PYSPARK_PYTHON",
+    "SPARK_LOCAL_IP",
+)
+
+
+class PersistStreamOperator(SparkSubmitOperator):
+    """Runs ``spark_jobs/persist.py --stream <stream>`` with spark-submit.
+
+    The stream's configuration is validated when the task starts, before anything is submitted:
+    a bad value fails the task at once, without retries, naming the key. The Spark master comes
+    from the connection ``conn_id`` (``{"conn_type": "spark", "host": "local[*]"}`` embedded).
+    """
+
+    template_fields = (*SparkSubmitOperator.template_fields, "stream", "mode")
+
+    def __init__(
+        self,
+        *,
+        stream: str,
+        conf_path: str,
+        mode: str | None = None,
+        max_records_per_batch: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", f"tidemark-persist-{stream}")
+        super().__init__(application=str(PERSIST_APPLICATION), **kwargs)
+        self.stream = stream
+        self.conf_path = conf_path
+        self.mode = mode
+        self.max_records_per_batch = max_records_per_batch
+
+    def execute(self, context: Any) -> Any:
+        from airflow.exceptions import AirflowFailException
+
+        from spark_jobs.spark_session import delta_classpath
+        from tidemark.stream_config import StreamConfigError, load_stream
+
+        try:
+            stream = load_stream(self.conf_path, self.stream)
+            classpath = delta_classpath()
+        except (StreamConfigError, RuntimeError) as error:
+            raise AirflowFailException(str(error)) from None
+
+        self.application_args = ["--stream", stream.name, "--conf", self.conf_path]
+        if self.mode:
+            self.application_args += ["--mode", self.mode]
+        if self.max_records_per_batch:
+            self.application_args += ["--max-records-per-batch", str(self.max_records_per_batch)]
+        # Delta must be on the driver's classpath when spark-submit starts the JVM; the job's
+        # session adds the rest of its settings itself.
+        self.conf = {
+            "spark.driver.extraClassPath": classpath,
+            "spark.executor.extraClassPath": classpath,
+            **(self.conf or {}),
+        }
+        self.env_vars = {
+            **{name: os.environ[name] for name in _FORWARDED_ENVIRONMENT if name in os.environ},
+            **(self.env_vars or {}),
+        }
+        return super().execute(context)

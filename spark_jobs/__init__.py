@@ -1,0 +1,1 @@
+"""Spark adapters: the Kafka streaming source, the Delta writers and the job entry points."""

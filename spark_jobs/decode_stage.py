@@ -1,0 +1,67 @@
+"""The decode stage of the persist job: raw log rows in, the same rows plus decoded columns out.
+
+Runs tidemark.record_decoder.RecordDecoder over Arrow batches (``DataFrame.mapInArrow``), so the
+quarantine rules live once, in the core, and are unit-tested without Spark. Range rows pass
+through untouched (their decoded columns are null).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from spark_jobs.kafka_source import RAW_RECORD_SCHEMA, RECORD_ROW
+from tidemark.record_decoder import Rejection, RecordDecoder
+from tidemark.stream_config import StreamConfig
+from tidemark.table_schemas import ddl
+
+_ARROW_TYPES = {"string": "string", "double": "float64", "long": "int64", "int": "int32", "boolean": "bool_"}
+_SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
+
+
+def decoded_schema(stream: StreamConfig) -> str:
+    """DDL of the decode stage's output: the raw columns, then event_time_ms, reject_reason,
+    reject_detail and one column per payload field."""
+    decoded = [("event_time_ms", "BIGINT"), ("reject_reason", "STRING"), ("reject_detail", "STRING")]
+    decoded += [(field.name, _SQL_TYPES[field.type]) for field in stream.payload.fields]
+    return f"{RAW_RECORD_SCHEMA}, {ddl(decoded)}"
+
+
+def decode_function(stream: StreamConfig) -> Callable[[Iterator], Iterator]:
+    """The function to give ``mapInArrow``; it captures only picklable configuration."""
+    payload = stream.payload
+    max_future_skew_ms = stream.event_time.max_future_skew_ms
+
+    def decode_batches(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        decoder = RecordDecoder(payload, max_future_skew_ms)
+        field_names = [field.name for field in payload.fields]
+        output_types = [pa.int64(), pa.string(), pa.string()] + [
+            getattr(pa, _ARROW_TYPES[field.type])() for field in payload.fields
+        ]
+        for batch in batches:
+            kinds = batch.column("row_kind").to_pylist()
+            values = batch.column("value").to_pylist()
+            read_times = batch.column("read_time_ms").to_pylist()
+            event_times, reasons, details = [], [], []
+            payload_columns = [[] for _ in field_names]
+            for kind, value, read_time in zip(kinds, values, read_times):
+                result = decoder.decode(value, read_time) if kind == RECORD_ROW else None
+                if result is None or isinstance(result, Rejection):
+                    event_times.append(None)
+                    reasons.append(result.reason if result else None)
+                    details.append(result.detail if result else None)
+                    for column in payload_columns:
+                        column.append(None)
+                else:
+                    event_times.append(result.event_time_ms)
+                    reasons.append(None)
+                    details.append(None)
+                    for column, name in zip(payload_columns, field_names):
+                        column.append(result.values[name])
+            new_columns = [event_times, reasons, details] + payload_columns
+            arrays = list(batch.columns) + [pa.array(c, t) for c, t in zip(new_columns, output_types)]
+            names = list(batch.schema.names) + ["event_time_ms", "reject_reason", "reject_detail"] + field_names
+            yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    return decode_batches

@@ -1,0 +1,53 @@
+"""A stream's Delta tables: created with explicit schemas, appended to idempotently.
+
+Idempotent append: Delta records (txnAppId, txnVersion) in the commit; a second append with a
+version at or below the last one recorded for that app id is skipped. The persist job uses the
+streaming query's id as app id and the batch id as version, so a batch replayed after a crash
+writes each table at most once: together with Spark's checkpoint, exactly-once.
+"""
+
+from __future__ import annotations
+
+from tidemark.stream_config import StreamConfig
+from tidemark.table_schemas import EVENTS_PARTITIONING, LEDGER_COLUMNS, QUARANTINE_COLUMNS, events_columns
+
+TABLES = ("events", "quarantine", "ledger")
+
+
+class LakeTables:
+    def __init__(self, spark, stream: StreamConfig):
+        self._spark = spark
+        self._stream = stream
+
+    def path(self, table: str) -> str:
+        return self._stream.table_path(table)
+
+    def ensure(self) -> None:
+        """Create the tables that do not exist yet, so checks and reports can read empty tables."""
+        from delta.tables import DeltaTable
+
+        layouts = {
+            "events": (events_columns(self._stream.payload), EVENTS_PARTITIONING),
+            "quarantine": (QUARANTINE_COLUMNS, ()),
+            "ledger": (LEDGER_COLUMNS, ()),
+        }
+        for table, (columns, partitioning) in layouts.items():
+            builder = DeltaTable.createIfNotExists(self._spark).location(self.path(table))
+            for name, sql_type in columns:
+                builder = builder.addColumn(name, sql_type)
+            if partitioning:
+                builder = builder.partitionedBy(*partitioning)
+            builder.execute()
+
+    def append_once(self, frame, table: str, app_id: str, version: int) -> None:
+        """Append ``frame`` unless this (app_id, version) was already committed to ``table``."""
+        (
+            frame.write.format("delta")
+            .mode("append")
+            .option("txnAppId", app_id)
+            .option("txnVersion", version)
+            .save(self.path(table))
+        )
+
+    def read(self, table: str):
+        return self._spark.read.format("delta").load(self.path(table))

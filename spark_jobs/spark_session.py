@@ -1,0 +1,50 @@
+"""The Spark session every tidemark job uses: Delta enabled, UTC, sized for the machine it runs on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def delta_classpath() -> str:
+    """Classpath entry for the Delta jars fetched by `python -m stack jars` (under TIDEMARK_JARS).
+
+    A directory wildcard rather than a list: the DAG can pass it to spark-submit without listing
+    files at parse time.
+    """
+    jars = os.environ.get("TIDEMARK_JARS")
+    if not jars:
+        raise RuntimeError("TIDEMARK_JARS is not set: run `eval \"$(python -m stack env)\"` or `make up` first")
+    delta = Path(jars) / "delta"
+    return f"{delta}/*"
+
+
+def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
+    """Get or create the session. Under spark-submit the master and classpath come from the
+    submit; run directly (tests, benchmarks) it starts local[*] with the Delta jars itself."""
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        # Event times, hours and dates are UTC everywhere; the machine's zone must not leak in.
+        .config("spark.sql.session.timeZone", "UTC")
+        # One micro-batch is small next to a cluster: the default 200 shuffle tasks cost more than they do.
+        .config("spark.sql.shuffle.partitions", os.environ.get("TIDEMARK_SHUFFLE_PARTITIONS", "4"))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    # spark-submit starts the JVM first and hands the Python process its gateway port; then master
+    # and classpath are the submit's, and setting them here would override the user's choice.
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = (
+            builder.master(os.environ.get("TIDEMARK_SPARK_MASTER", "local[*]"))
+            .config("spark.driver.extraClassPath", delta_classpath())
+            .config("spark.executor.extraClassPath", delta_classpath())
+            .config("spark.ui.enabled", os.environ.get("TIDEMARK_SPARK_UI", "false"))
+            .config("spark.driver.memory", os.environ.get("TIDEMARK_DRIVER_MEMORY", "2g"))
+        )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,89 @@
+"""Shared pieces of the persist integration tests: a stream config per test, records to produce,
+and the persist job run as a real separate process (the way spark-submit runs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PERSIST_JOB = REPO / "spark_jobs" / "persist.py"
+
+
+def write_stream_config(tmp_path: Path, bootstrap: str, topic: str, partitions: int, **persist) -> Path:
+    """A streams.yaml for one test: the shipped telemetry stream on its own topic and lake folder."""
+    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    stream = document["streams"]["telemetry"]
+    stream["source"].update(bootstrap_servers=bootstrap, topic=topic, partitions=partitions)
+    stream["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "checkpoints")}
+    stream["persist"].update(persist)
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def telemetry_value(device: str, event_time_ms: int, battery: int = 50) -> bytes:
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(event_time_ms / 1000)) + f".{event_time_ms % 1000:03d}Z"
+    return json.dumps({"device_id": device, "event_time": iso, "lat": 52.0, "lon": 4.9, "battery": battery}).encode()
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, int]]) -> dict[int, int]:
+    """Produce (partition, value, timestamp_ms) records; returns records produced per partition."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    counts: dict[int, int] = {}
+    for partition, value, timestamp_ms in records:
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=partition, timestamp=timestamp_ms)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        counts[partition] = counts.get(partition, 0) + 1
+    assert producer.flush(60) == 0, "not every record reached the broker"
+    return counts
+
+
+def job_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TIDEMARK_JARS", str(REPO / ".tidemark" / "jars"))
+    env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", TIDEMARK_DRIVER_MEMORY="1g")
+    return env
+
+
+def start_persist(conf: Path, *args: str, log: Path) -> subprocess.Popen:
+    """Start the persist job in its own process group (so SIGKILL takes its JVM down with it)."""
+    return subprocess.Popen(
+        [sys.executable, str(PERSIST_JOB), "--stream", "telemetry", "--conf", str(conf), *args],
+        env=job_environment(),
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def run_persist(conf: Path, *args: str, log: Path, timeout_s: float = 600) -> None:
+    process = start_persist(conf, *args, log=log)
+    try:
+        code = process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        raise
+    assert code == 0, f"persist job exited {code}; log tail:\n{_tail(log)}"
+
+
+def committed_versions(table_path: Path) -> int:
+    """How many commits a Delta table has (0 when it does not exist yet)."""
+    log_dir = table_path / "_delta_log"
+    return len(list(log_dir.glob("*.json"))) if log_dir.exists() else 0
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
