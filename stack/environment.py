@@ -1,0 +1,139 @@
+"""The one wiring module of the embedded stack.
+
+``embedded_environment()`` returns the environment variables every process of the embedded
+stack needs: the Kafka broker, Airflow and its tasks, spark-submit, the tests. Each variable is
+set only when the caller's environment does not already set it, so a user's shell or
+docker-compose (the full stack) overrides any of them by exporting it; only configuration
+changes between the two.
+
+Everything stateful lives under ``TIDEMARK_HOME`` (default ``<repo>/.tidemark``, git-ignored):
+
+    $TIDEMARK_HOME/jars         JVM jars from stack/pom.xml (kafka/, delta/, spark-kafka/)
+    $TIDEMARK_HOME/kafka        broker config, data and logs
+    $TIDEMARK_HOME/airflow      AIRFLOW_HOME: SQLite database, logs, generated password
+    $TIDEMARK_HOME/lake         Delta tables
+    $TIDEMARK_HOME/checkpoints  Spark streaming checkpoints
+
+This module does no I/O and starts nothing, so DAG files and unit tests may import it freely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from stack.errors import StackError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+DEFAULT_KAFKA_PORT = 19092
+DEFAULT_AIRFLOW_PORT = 18080
+LOOPBACK = "127.0.0.1"
+
+# A URI such as spark://local[2] makes the Spark provider treat the host as a cluster master
+# and fall back to YARN; the JSON form keeps "local[*]" as the master verbatim.
+SPARK_DEFAULT_CONNECTION = json.dumps({"conn_type": "spark", "host": "local[*]"})
+
+
+def tidemark_home(
+    repo_root: Path | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """The state folder of the embedded stack: ``$TIDEMARK_HOME`` or ``<repo>/.tidemark``."""
+    environ = os.environ if environ is None else environ
+    if environ.get("TIDEMARK_HOME"):
+        return Path(environ["TIDEMARK_HOME"])
+    return (repo_root or REPO_ROOT) / ".tidemark"
+
+
+def kafka_port(environ: Mapping[str, str] | None = None) -> int:
+    """The broker's client port (``TIDEMARK_KAFKA_PORT``); the controller listens on port + 1."""
+    return _port(os.environ if environ is None else environ, "TIDEMARK_KAFKA_PORT", DEFAULT_KAFKA_PORT)
+
+
+def airflow_port(environ: Mapping[str, str] | None = None) -> int:
+    """The Airflow API server's port (``TIDEMARK_AIRFLOW_PORT``), UI included."""
+    return _port(
+        os.environ if environ is None else environ, "TIDEMARK_AIRFLOW_PORT", DEFAULT_AIRFLOW_PORT
+    )
+
+
+def embedded_environment(
+    repo_root: Path | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The variables the embedded stack needs, each one only if ``environ`` lacks it.
+
+    ``environ`` defaults to ``os.environ``. The result is meant to be merged over it:
+    ``{**os.environ, **embedded_environment()}``. ``PATH`` is the one exception to "only if
+    not set": it always comes back, with this interpreter's bin folder (the venv, where
+    ``spark-submit`` and ``airflow`` live) moved to the front.
+
+    Raises ``StackError`` if ``TIDEMARK_KAFKA_PORT`` or ``TIDEMARK_AIRFLOW_PORT`` is not a
+    port number.
+    """
+    environ = os.environ if environ is None else environ
+    repo = repo_root or REPO_ROOT
+    home = tidemark_home(repo, environ)
+    kafka = kafka_port(environ)
+    api = airflow_port(environ)
+
+    defaults: dict[str, str] = {
+        "TIDEMARK_HOME": str(home),
+        "TIDEMARK_CONF": str(repo / "conf" / "streams.yaml"),
+        "TIDEMARK_KAFKA_PORT": str(kafka),
+        "TIDEMARK_KAFKA_BOOTSTRAP": f"{LOOPBACK}:{kafka}",
+        "TIDEMARK_LAKE_ROOT": str(home / "lake"),
+        "TIDEMARK_CHECKPOINT_ROOT": str(home / "checkpoints"),
+        "TIDEMARK_JARS": str(home / "jars"),
+        "TIDEMARK_AIRFLOW_PORT": str(api),
+        # Spark: driver and executors run this venv's Python, and never bind a public address.
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": LOOPBACK,
+        # Airflow 3.3 (keys from airflow/config_templates/config.yml).
+        "AIRFLOW_HOME": str(home / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(repo / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(repo / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        # Spark jobs are the heavy tasks; more than a few at once would starve 2 cores.
+        "AIRFLOW__CORE__PARALLELISM": "8",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__API__HOST": LOOPBACK,
+        "AIRFLOW__API__PORT": str(api),
+        "AIRFLOW__API__WORKERS": "1",
+        # Task processes reach the API server here; the default is http://localhost:8080.
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{LOOPBACK}:{api}/execution/",
+        # New DAG files show up in ~10 s instead of the default 5 minutes.
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+        "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
+        # Component output goes to log files, where colour codes are noise.
+        "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_DEFAULT_CONNECTION,
+    }
+    result = {name: value for name, value in defaults.items() if not environ.get(name)}
+    result["PATH"] = _path_with_venv_first(environ.get("PATH", ""))
+    return result
+
+
+def _path_with_venv_first(path: str) -> str:
+    # Not resolved: .venv/bin/python is a symlink to the base interpreter, and the venv's
+    # console scripts (spark-submit, airflow) sit next to the link, not next to its target.
+    venv_bin = str(Path(sys.executable).parent)
+    rest = [entry for entry in path.split(os.pathsep) if entry and entry != venv_bin]
+    return os.pathsep.join([venv_bin, *rest])
+
+
+def _port(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name)
+    if not raw:
+        return default
+    try:
+        port = int(raw)
+    except ValueError:
+        raise StackError(f"{name}={raw!r} is not a port number; set it to e.g. {default}.") from None
+    if not 1024 <= port <= 65534:
+        raise StackError(f"{name}={port} is outside 1024..65534; set it to e.g. {default}.")
+    return port

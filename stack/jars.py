@@ -1,0 +1,153 @@
+"""The JVM jars of the embedded stack, downloaded once with Maven from stack/pom.xml.
+
+Each group of the pom lands in its own folder under the jars root (``$TIDEMARK_JARS``,
+default ``$TIDEMARK_HOME/jars``; tests point it at the checkout's copy so the jars are
+downloaded once per machine, not once per test session):
+
+    kafka/        the broker's classpath: java -cp "$TIDEMARK_JARS/kafka/*" kafka.Kafka ...
+    delta/        for a Spark session's spark.jars (Delta Lake)
+    spark-kafka/  for a Spark session's spark.jars (Spark's own Kafka source, benchmark only)
+
+Groups that go on a Spark classpath never get a jar whose artifact pyspark already ships in
+pyspark/jars: a second, different version of Jackson, Hadoop or Scala next to Spark's own
+fails at run time with NoSuchMethodError, far from the cause.
+
+A group folder holds a stamp with a hash of the pom and of that exclusion list; while it
+matches, Maven is not run. Maven's local repository (~/.m2) is the download cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from stack.environment import REPO_ROOT, tidemark_home
+from stack.errors import StackError
+
+POM = Path(__file__).resolve().parent / "pom.xml"
+GROUPS = ("kafka", "delta", "spark-kafka")
+SPARK_GROUPS = frozenset({"delta", "spark-kafka"})
+STAMP = ".stamp"
+INSTALL_HINT = "install them with `apt-get install maven openjdk-17-jre-headless`"
+
+
+def jars_root(environ: Mapping[str, str] | None = None) -> Path:
+    """``$TIDEMARK_JARS``, else ``$TIDEMARK_HOME/jars``."""
+    environ = os.environ if environ is None else environ
+    if environ.get("TIDEMARK_JARS"):
+        return Path(environ["TIDEMARK_JARS"])
+    return tidemark_home(environ=environ) / "jars"
+
+
+def shared_jars_root(environ: Mapping[str, str] | None = None) -> Path:
+    """``$TIDEMARK_JARS``, else the checkout's ``.tidemark/jars``, whatever ``TIDEMARK_HOME`` is.
+
+    For test sessions, which keep their state in a temporary home but should not download
+    the jars again each time.
+    """
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("TIDEMARK_JARS") or REPO_ROOT / ".tidemark" / "jars")
+
+
+def group_jars(root: Path, group: str) -> list[Path]:
+    """The jar files of one group, sorted; empty if not downloaded."""
+    return sorted((root / group).glob("*.jar"))
+
+
+def spark_jars(root: Path, groups: Iterable[str] = ("delta",)) -> str:
+    """A comma-separated jar list for Spark's ``spark.jars`` / ``spark-submit --jars``.
+
+    Raises ``StackError`` if a group has not been downloaded.
+    """
+    paths: list[str] = []
+    for group in groups:
+        jars = group_jars(root, group)
+        if not jars:
+            raise StackError(f"No jars in {root / group}; run `python -m stack jars` first.")
+        paths.extend(str(jar) for jar in jars)
+    return ",".join(paths)
+
+
+def ensure_jars(root: Path, groups: Iterable[str] = GROUPS) -> list[str]:
+    """Make every group in ``groups`` present and current under ``root``.
+
+    Idempotent: a group whose stamp matches is left alone. Returns the groups it downloaded.
+    Raises ``StackError`` if java or mvn is missing or Maven fails.
+    """
+    downloaded = []
+    for group in groups:
+        if group not in GROUPS:
+            raise StackError(f"Unknown jar group {group!r}; expected one of {', '.join(GROUPS)}.")
+        excluded = _pyspark_artifacts() if group in SPARK_GROUPS else []
+        stamp = _stamp(group, excluded)
+        folder = root / group
+        if (folder / STAMP).is_file() and (folder / STAMP).read_text() == stamp and group_jars(root, group):
+            continue
+        _require_tools()
+        # Start from an empty folder so a version bump in the pom leaves no stale jar behind.
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        _run_maven(group, root, excluded)
+        (folder / STAMP).write_text(stamp)
+        downloaded.append(group)
+    return downloaded
+
+
+def _run_maven(group: str, root: Path, excluded: list[str]) -> None:
+    command = [
+        "mvn", "-q", "-B", "-f", str(POM), "-P", group,
+        "dependency:copy-dependencies", f"-Dtidemark.jars={root}",
+    ]  # fmt: skip
+    if excluded:
+        command.append(f"-DexcludeArtifactIds={','.join(excluded)}")
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip().splitlines()
+        errors = [line for line in output if "ERROR" in line] or output
+        detail = errors[0] if errors else f"exit code {result.returncode}"
+        raise StackError(
+            f"Maven could not fetch the {group!r} jars (is Maven Central reachable?): {detail}"
+        )
+
+
+def _require_tools() -> None:
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    if missing:
+        raise StackError(f"{' and '.join(missing)} not found on PATH; {INSTALL_HINT}.")
+
+
+def _stamp(group: str, excluded: list[str]) -> str:
+    digest = hashlib.sha256(POM.read_bytes())
+    digest.update(group.encode())
+    digest.update(",".join(excluded).encode())
+    return digest.hexdigest() + "\n"
+
+
+def _pyspark_artifacts() -> list[str]:
+    """Artifact ids of the jars pyspark ships, for Maven's excludeArtifactIds."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise StackError("pyspark is not installed in this Python; run from the project's venv.")
+    shipped = Path(spec.origin).parent / "jars"
+    return sorted(artifact_candidates(jar.name for jar in shipped.glob("*.jar")))
+
+
+def artifact_candidates(jar_names: Iterable[str]) -> set[str]:
+    """Possible artifact ids of jars named ``<artifactId>-<version>.jar``.
+
+    Both halves may contain "-<digit>" (log4j-1.2-api-2.25.4.jar, zstd-jni-1.5.7-7.jar), so
+    every prefix ending before a "-<digit>" is a candidate. The extra candidates are harmless
+    as exclusions: no real artifact is named like a truncated one.
+    """
+    candidates = set()
+    for name in jar_names:
+        stem = name.removesuffix(".jar")
+        for match in re.finditer(r"-\d", stem):
+            candidates.add(stem[: match.start()])
+    return candidates

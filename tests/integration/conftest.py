@@ -1,0 +1,62 @@
+"""Fixtures of the integration suite: the real services, started once per test session.
+
+Each fixture owns one service, starts it on free loopback ports with its state in pytest's
+temporary folder (never the developer's .tidemark/), and stops it at the end of the session.
+JVM jars are the exception: they come from the checkout's .tidemark/jars (or $TIDEMARK_JARS),
+so Maven downloads them once per machine, not once per session.
+
+Add further service fixtures (Spark, ...) below, one per service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import os
+import sys
+
+import pytest
+
+from stack.jars import ensure_jars, shared_jars_root
+from stack.kafka_broker import KafkaBroker
+from stack.ports import free_port
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A real single-node Kafka 4.2 broker (KRaft) on 127.0.0.1, for the whole session.
+
+    Yields a ``KafkaBroker``: ``.bootstrap`` ("127.0.0.1:PORT") and
+    ``.create_topic(name, partitions)`` (idempotent). Topics are not auto-created; give each
+    test its own topic name.
+    """
+    broker = KafkaBroker(
+        state_dir=tmp_path_factory.mktemp("kafka-home") / "kafka",
+        jars_dir=shared_jars_root(),
+        port=free_port(consecutive=2),  # broker port and controller port + 1
+    )
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local Spark session with Delta, for reading what the jobs under test wrote.
+
+    The jobs themselves run in their own processes (as spark-submit runs them); this session
+    only inspects tables. The Delta jars come from the shared jars folder, fetched once.
+    """
+    jars = shared_jars_root()
+    ensure_jars(jars, ["delta"])
+    os.environ["TIDEMARK_JARS"] = str(jars)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from spark_jobs.spark_session import lake_spark_session
+
+    session = lake_spark_session("tidemark-tests", {"spark.driver.memory": "1g"})
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
