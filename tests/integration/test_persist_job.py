@@ -15,7 +15,7 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from persist_harness import committed_versions, produce, run_persist, start_persist, telemetry_value, write_stream_config
+from harness.persist_job import committed_versions, produce, run_persist, start_persist, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
 

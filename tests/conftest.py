@@ -1,4 +1,4 @@
-"""Fixtures of the integration suite: the real services, started once per test session.
+"""Fixtures shared by the integration and DAG suites: the real services, started once per test session.
 
 Each fixture owns one service, starts it on free loopback ports with its state in pytest's
 temporary folder (never the developer's .tidemark/), and stops it at the end of the session.

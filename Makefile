@@ -1,0 +1,47 @@
+# tidemark — the two commands of the README:
+#   make demo   start the embedded stack (Kafka, Airflow), generate data, run the persist DAG, report
+#   make test   install everything and run the whole test suite (unit, DAGs, integration)
+# Everything stateful lives under .tidemark/ (git-ignored); the venv is .venv/.
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: install up down status demo test unit bench clean
+
+# Reinstall only when the dependency list changes.
+$(INSTALLED): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "tidemark needs Python 3.11: '$(PYTHON)' was not found (set PYTHON=/path/to/python3.11)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(INSTALLED)
+
+install: $(INSTALLED)
+	$(PY) -m stack jars
+
+up: install
+	$(PY) -m stack start
+
+down:
+	$(PY) -m stack stop
+
+status:
+	$(PY) -m stack status
+
+demo: install
+	$(PY) -m stack demo
+
+test: install
+	$(PY) -m pytest tests
+
+unit: install
+	$(PY) -m pytest tests/unit
+
+bench: install
+	$(PY) benchmarks/persist_throughput.py
+
+# Stops the services and deletes all local state (broker data, lake, Airflow database).
+clean: down
+	rm -rf .tidemark/kafka .tidemark/airflow .tidemark/lake .tidemark/checkpoints

@@ -1,0 +1,61 @@
+"""Every DAG file imports cleanly, builds one persist DAG per stream, and does no work at parse time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.airflow_process import run_python
+
+REPO = Path(__file__).resolve().parents[2]
+DAG_FILE = REPO / "dags" / "tidemark_persist.py"
+
+_DESCRIBE_DAG_BAG = f"""
+import json
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder={str(REPO / "dags")!r})
+dag = bag.get_dag("tidemark_persist__telemetry")
+task = dag.get_task("persist") if dag else None
+print(json.dumps({{
+    "import_errors": {{str(k): v for k, v in bag.import_errors.items()}},
+    "dag_ids": sorted(bag.dag_ids),
+    "max_active_runs": dag.max_active_runs,
+    "catchup": dag.catchup,
+    "tags": sorted(dag.tags),
+    "doc_md": dag.doc_md,
+    "conn_id": task._conn_id,
+    "stream": task.stream,
+}}))
+"""
+
+
+def test_dag_bag_imports_and_persist_dag_follows_the_config(airflow_environment):
+    result = run_python(airflow_environment, _DESCRIBE_DAG_BAG)
+    assert result.returncode == 0, result.stderr[-3000:]
+    described = json.loads(result.stdout.strip().splitlines()[-1])
+    assert described["import_errors"] == {}
+    assert described["dag_ids"] == ["tidemark_persist__telemetry"]
+    assert described["max_active_runs"] == 1
+    assert described["catchup"] is False
+    assert {"tidemark", "persist", "telemetry"} <= set(described["tags"])
+    assert "telemetry" in described["doc_md"]
+    assert (described["conn_id"], described["stream"]) == ("spark_default", "telemetry")
+
+
+def test_parsing_starts_no_spark_and_opens_no_kafka_client(airflow_environment):
+    probe = (
+        "import runpy, sys\n"
+        f"runpy.run_path({str(DAG_FILE)!r})\n"
+        "print(','.join(m for m in ('pyspark', 'confluent_kafka', 'delta') if m in sys.modules))\n"
+    )
+    result = run_python(airflow_environment, probe)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "", f"parsing the DAG file imported {result.stdout.strip()}"
+
+
+def test_a_bad_config_fails_parsing_naming_the_key(airflow_environment, tmp_path):
+    bad = tmp_path / "streams.yaml"
+    bad.write_text((REPO / "conf" / "streams.yaml").read_text().replace("max_drift: 15m", "max_drift: soon"))
+    result = run_python({**airflow_environment, "TIDEMARK_CONF": str(bad)}, f"import runpy; runpy.run_path({str(DAG_FILE)!r})")
+    assert result.returncode != 0
+    assert "streams.telemetry.event_time.max_drift" in result.stderr

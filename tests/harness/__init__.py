@@ -1,0 +1,1 @@
+"""Shared pieces of the test suites (no tests here)."""

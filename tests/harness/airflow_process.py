@@ -1,0 +1,12 @@
+"""Airflow in a child process: it reads its configuration once, when first imported, so tests
+never import it into the pytest process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run_python(environment: dict[str, str], code: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
+    """Run Python code in a child process with the given environment."""
+    return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=timeout_s)
