@@ -75,6 +75,12 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if all_running else 3
 
 
+def _demo(args: argparse.Namespace) -> int:
+    from stack.demo import run_demo
+
+    return run_demo(hours=args.hours)
+
+
 def _create_topic(args: argparse.Namespace) -> int:
     from stack.kafka_broker import create_topic
 
@@ -120,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     topic.add_argument("name")
     topic.add_argument("--partitions", type=int, required=True)
     topic.set_defaults(command=_create_topic)
+
+    demo = commands.add_parser("demo", help="start everything, generate data, run the persist DAG, report")
+    demo.add_argument("--hours", type=int, default=3, help="simulated hours of backlog to produce (default 3)")
+    demo.set_defaults(command=_demo)
     return parser
 
 

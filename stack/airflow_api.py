@@ -1,0 +1,69 @@
+"""A minimal client of Airflow 3's REST API (v2), for the demo: log in, unpause, trigger, wait.
+
+Only the standard library, so it runs wherever the stack scripts run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+from stack.errors import StackError
+
+_FINISHED = {"success", "failed"}
+
+
+class AirflowApi:
+    def __init__(self, base_url: str, username: str, password: str, timeout_s: float = 30.0):
+        self._base = base_url.rstrip("/")
+        self._timeout_s = timeout_s
+        token = self._call("POST", "/auth/token", {"username": username, "password": password}, authorized=False)
+        self._token = token["access_token"]
+
+    def wait_for_dag(self, dag_id: str, timeout_s: float = 180.0) -> None:
+        """Wait until the DAG processor has parsed ``dag_id``; fail with its import error if any."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                self._call("GET", f"/api/v2/dags/{dag_id}")
+                return
+            except StackError:
+                errors = self._call("GET", "/api/v2/importErrors").get("import_errors", [])
+                if errors:
+                    raise StackError(f"Airflow could not import the DAGs: {errors[0].get('stack_trace', errors[0])}")
+                time.sleep(2)
+        raise StackError(f"DAG {dag_id} did not appear in Airflow within {timeout_s:.0f}s")
+
+    def unpause(self, dag_id: str) -> None:
+        self._call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def trigger(self, dag_id: str) -> str:
+        run = self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None})
+        return run["dag_run_id"]
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout_s: float = 900.0) -> str:
+        """Poll the run until it succeeds or fails; returns the final state."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            state = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"]
+            if state in _FINISHED:
+                return state
+            time.sleep(3)
+        raise StackError(f"run {run_id} of {dag_id} did not finish within {timeout_s:.0f}s")
+
+    def _call(self, method: str, path: str, body: dict | None = None, authorized: bool = True) -> dict:
+        request = urllib.request.Request(
+            self._base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {self._token}"} if authorized else {})},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as error:
+            raise StackError(f"Airflow API {method} {path}: HTTP {error.code} {error.read()[:300]!r}") from None
+        except urllib.error.URLError as error:
+            raise StackError(f"Airflow API at {self._base} is not reachable: {error.reason}") from None
