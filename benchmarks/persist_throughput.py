@@ -1,0 +1,170 @@
+"""Persistence throughput: a backlog of N records caught up by the persist job, on this machine.
+
+    .venv/bin/python benchmarks/persist_throughput.py [--records 2000000] [--max-records-per-batch 200000]
+
+Starts its own broker (temporary state, free loopback port), produces the backlog with the data
+generator (four heavy partitions), runs the persist job in available_now mode as a separate
+process (as spark-submit would), and reports:
+
+- wall time of the whole job (JVM start included) and of its batches only (steady state);
+- records/s and MB/s (MB = 10^6 bytes of record values, as read from the log);
+- peak resident memory of the job's process tree (JVM + Python workers), sampled every 0.5 s.
+
+Results are printed and written to benchmarks/results/persist_throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
+from stack.kafka_broker import KafkaBroker  # noqa: E402
+from stack.ports import free_port  # noqa: E402
+
+HEAVY_RECORDS_PER_HOUR = 18_000
+PARTITIONS = 4
+RESULTS = REPO / "benchmarks" / "results" / "persist_throughput.json"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--max-records-per-batch", type=int, default=200_000)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    jars = shared_jars_root()
+    ensure_jars(jars, ["kafka", "delta"])
+    with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
+        scratch = Path(scratch)
+        broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
+        broker.start()
+        try:
+            figures = run(broker, scratch, jars, args.records, args.max_records_per_batch)
+        finally:
+            broker.stop()
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(figures, indent=2) + "\n")
+    print(json.dumps(figures, indent=2))
+    print(f"written to {args.results}")
+    return 0
+
+
+def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_records_per_batch: int) -> dict:
+    topic = "bench_persist"
+    broker.create_topic(topic, PARTITIONS)
+    hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
+    env = {
+        **os.environ,
+        "TIDEMARK_KAFKA_BOOTSTRAP": broker.bootstrap,
+        "TIDEMARK_LAKE_ROOT": str(scratch / "lake"),
+        "TIDEMARK_CHECKPOINT_ROOT": str(scratch / "checkpoints"),
+        "TIDEMARK_JARS": str(jars),
+        "TIDEMARK_CONF": str(REPO / "conf" / "streams.yaml"),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    # The backlog ends an hour ago so that no record is ahead of the future guard's limit.
+    end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
+    produced = subprocess.run(
+        [sys.executable, "-m", "generator", "--topic", topic, "backlog", "--hours", str(hours), "--end", end,
+         "--profiles", "heavy"],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    summary = json.loads(produced.stdout.strip().splitlines()[-1])
+    value_bytes = _value_bytes(broker.bootstrap, topic)
+
+    log_file = scratch / "persist.log"
+    started = time.monotonic()
+    job = subprocess.Popen(
+        [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", "telemetry", "--mode", "available_now",
+         "--max-records-per-batch", str(max_records_per_batch)],
+        env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, broker.bootstrap))},
+        stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    peak_rss = _wait_sampling_rss(job)
+    wall_s = time.monotonic() - started
+    if job.returncode != 0:
+        raise SystemExit(f"persist job failed ({job.returncode}); see {log_file}:\n" + log_file.read_text()[-3000:])
+
+    batches = [json.loads(m) for m in re.findall(r'"msg":(\{"event": "batch_persisted".*?\})\}', log_file.read_text())]
+    persisted = sum(b["records"] + b["quarantined"] for b in batches)
+    batch_s = sum(b["seconds"] for b in batches)
+    total = summary["records"]
+    return {
+        "benchmark": "persist_throughput",
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+        "records": total,
+        "persisted": persisted,
+        "value_megabytes": round(value_bytes / 1e6, 1),
+        "batches": len(batches),
+        "max_records_per_batch": max_records_per_batch,
+        "job_wall_seconds": round(wall_s, 1),
+        "batch_seconds": round(batch_s, 1),
+        "records_per_second_wall": round(total / wall_s),
+        "megabytes_per_second_wall": round(value_bytes / 1e6 / wall_s, 2),
+        "records_per_second_batches": round(total / batch_s),
+        "megabytes_per_second_batches": round(value_bytes / 1e6 / batch_s, 2),
+        "peak_rss_megabytes": round(peak_rss / 1e6),
+    }
+
+
+def _bench_config(scratch: Path, topic: str, bootstrap: str) -> Path:
+    import yaml
+
+    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    stream = document["streams"]["telemetry"]
+    stream["source"].update(topic=topic, bootstrap_servers=bootstrap)
+    path = scratch / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _value_bytes(bootstrap: str, topic: str) -> int:
+    """Total size of the record values in the topic (what the job decodes)."""
+    sys.path.insert(0, str(REPO))
+    from spark_jobs.kafka_log import KafkaLog, read_range
+
+    log = KafkaLog(bootstrap, topic)
+    try:
+        total = 0
+        for partition in log.partition_ids():
+            bounds = log.bounds(partition)
+            for chunk in read_range(bootstrap, topic, partition, bounds.earliest, bounds.end):
+                total += sum(len(record.value or b"") for record in chunk)
+        return total
+    finally:
+        log.close()
+
+
+def _wait_sampling_rss(job: subprocess.Popen) -> int:
+    import psutil
+
+    peak = 0
+    root = psutil.Process(job.pid)
+    while job.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.5)
+    return peak
+
+
+if __name__ == "__main__":
+    sys.exit(main())
