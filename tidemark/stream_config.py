@@ -180,6 +180,12 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
         max_future_skew_ms=tolerance_section.duration("max_future_skew"),
     )
     tolerance_section.reject_unknown()
+    if event_time.max_drift_ms <= event_time.max_out_of_orderness_ms:
+        tolerance_section.fail(
+            "max_drift",
+            f"{format_duration_ms(event_time.max_drift_ms)} must be larger than max_out_of_orderness "
+            f"{format_duration_ms(event_time.max_out_of_orderness_ms)}: aligned reading advances by the difference",
+        )
 
     lake_section = section.section("lake")
     lake = LakeLocation(root=lake_section.text("root"), checkpoint_root=lake_section.text("checkpoint_root"))

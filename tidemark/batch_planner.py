@@ -1,0 +1,186 @@
+"""Plans the next batch: folds what the last batch taught into the event-time state, then slices.
+
+For every partition: its watermark W_p is raised by the last batch's result (``feedback``: W_p
+after the batch, computed from the decoded event times of valid records) and by what the time
+index proved (a slice cut at T means the next record is >= T); its status is re-derived from
+its position. Then G = max(G, min W_p over ACTIVE) and, with alignment, every partition's slice
+ends at its first record with log timestamp >= T = G + max_drift.
+
+No deadlock: when no partition can read below T, every ACTIVE partition with unread data has
+its next record at or beyond T, so their watermarks rise to (next record time − bound − 1), G
+rises with them and T passes the earliest next record. This needs max_drift > max out-of-
+orderness (checked by the stream configuration).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+from tidemark.aligned_slices import LogTimeIndex, plan_aligned_slices
+from tidemark.global_watermark import GlobalWatermark
+from tidemark.partition_status import PartitionStatus, partition_status
+from tidemark.partition_watermark import PartitionWatermark
+from tidemark.record_count_slices import plan_record_count_slices
+from tidemark.source_state import EVENT_TIME_SLICING, RECORD_COUNT_SLICING, PartitionState, SourceState
+
+# Each round raises G by at least max_drift − bound; this only stops a broken index looping forever.
+_MAX_ROUNDS = 10_000
+
+
+class BatchPlanner:
+    def __init__(
+        self,
+        max_out_of_orderness_ms: int,
+        max_drift_ms: int,
+        idle_timeout_ms: int,
+        max_future_skew_ms: int,
+        align: bool,
+        clock: Callable[[], float] = time.time,
+    ):
+        self._bound_ms = max_out_of_orderness_ms
+        self._max_drift_ms = max_drift_ms
+        self._idle_timeout_ms = idle_timeout_ms
+        self._max_future_skew_ms = max_future_skew_ms
+        self._align = align
+        self._clock = clock
+
+    def initial(self, positions: Mapping[int, int], log_ends: Mapping[int, int]) -> SourceState:
+        now = self._now_ms()
+        return SourceState(
+            plan_seq=-1,
+            read_time_ms=now,
+            slicing=EVENT_TIME_SLICING if self._align else RECORD_COUNT_SLICING,
+            global_watermark_ms=None,
+            target_ms=None,
+            partitions={
+                p: PartitionState(positions[p], log_ends[p], None, PartitionStatus.ACTIVE, now) for p in positions
+            },
+        )
+
+    def plan(
+        self,
+        previous: SourceState,
+        log_ends: Mapping[int, int],
+        feedback: Mapping[int, int | None],
+        index: LogTimeIndex,
+        max_records: int | None,
+    ) -> SourceState:
+        """The next batch's state; ``previous`` itself when there is nothing new to do."""
+        now = self._now_ms()
+        positions = previous.positions()
+        watermarks: dict[int, PartitionWatermark] = {}
+        statuses: dict[int, PartitionStatus] = {}
+        last_produced: dict[int, int] = {}
+        for p, state in previous.partitions.items():
+            log_end = max(log_ends.get(p, state.log_end), state.position)
+            watermark = PartitionWatermark(self._bound_ms, state.watermark_ms)
+            watermark.on_watermark(feedback.get(p))
+            if state.next_record_at_least_ms is not None:
+                watermark.on_next_record_at_least(state.next_record_at_least_ms)
+            if self._align and watermark.current_ms is None and state.position < log_end:
+                self._raise_to_next_record(watermark, index, p, state.position, now)
+            watermarks[p] = watermark
+            last_produced[p] = now if log_end > state.log_end else state.last_produced_ms
+            statuses[p] = partition_status(state.position, log_end, last_produced[p], now, self._idle_timeout_ms)
+
+        global_watermark = GlobalWatermark(previous.global_watermark_ms)
+        g = global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses)
+        ends, cut, target = self._slice(
+            positions, log_ends, watermarks, statuses, global_watermark, index, max_records, now
+        )
+        g = global_watermark.current_ms
+
+        partitions = {
+            p: PartitionState(
+                position=ends[p],
+                log_end=max(log_ends.get(p, state.log_end), state.position),
+                watermark_ms=watermarks[p].current_ms,
+                status=statuses[p],
+                last_produced_ms=last_produced[p],
+                next_record_at_least_ms=target if cut.get(p) else None,
+            )
+            for p, state in previous.partitions.items()
+        }
+        unchanged = (
+            ends == positions
+            and g == previous.global_watermark_ms
+            and all(partitions[p].status == s.status for p, s in previous.partitions.items())
+        )
+        if unchanged:
+            return previous
+        return SourceState(
+            plan_seq=previous.plan_seq + 1,
+            read_time_ms=now,
+            slicing=EVENT_TIME_SLICING if self._align else RECORD_COUNT_SLICING,
+            global_watermark_ms=g,
+            target_ms=target,
+            partitions=partitions,
+        )
+
+    def _slice(self, positions, log_ends, watermarks, statuses, global_watermark, index, max_records, now):
+        """Ends per partition, which were cut at the target, and the target (None: not aligned)."""
+        if not self._align or global_watermark.current_ms is None:
+            capped_ends = {p: max(log_ends.get(p, positions[p]), positions[p]) for p in positions}
+            return plan_record_count_slices(positions, capped_ends, max_records), {}, None
+        for _ in range(_MAX_ROUNDS):
+            target = global_watermark.current_ms + self._max_drift_ms
+            slices = plan_aligned_slices(positions, log_ends, target, index, max_records)
+            ends = {p: s.end for p, s in slices.items()}
+            if ends != positions:
+                return ends, self._trustworthy_cuts(slices, index, now), target
+            # Nothing below T anywhere: the next record of every partition with unread data is
+            # at or past T, which raises its watermark; G follows, and T with it.
+            before = global_watermark.current_ms
+            doomed = {}
+            for p, position in positions.items():
+                if position < log_ends.get(p, position) and statuses[p] == PartitionStatus.ACTIVE:
+                    if not self._raise_to_next_record(watermarks[p], index, p, position, now):
+                        doomed[p] = position + 1
+            if doomed:
+                # A far-future record heads the partition: it will be quarantined and must not
+                # move any watermark, but it must not block the partition either: read it alone.
+                return {**ends, **doomed}, {}, target
+            global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses)
+            if global_watermark.current_ms == before:
+                return ends, self._trustworthy_cuts(slices, index, now), target
+        raise RuntimeError("aligned planning did not converge; the log's time index looks inconsistent")
+
+    def _trustworthy_cuts(self, slices, index: LogTimeIndex, now: int) -> dict[int, bool]:
+        """A cut at T proves "next record >= T" only if that record is not a future outlier, which
+        breaks the bounded out-of-orderness the bound relies on."""
+        cuts = {}
+        for p, planned in slices.items():
+            next_time = index.record_time(p, planned.end) if planned.cut_at_target else None
+            cuts[p] = planned.cut_at_target and next_time is not None and next_time - now <= self._max_future_skew_ms
+        return cuts
+
+    def _raise_to_next_record(
+        self, watermark: PartitionWatermark, index: LogTimeIndex, partition: int, position: int, now: int
+    ) -> bool:
+        """Raise W_p by the next record's timestamp; False when that record is beyond the future
+        guard (it will be quarantined, so its timestamp proves nothing)."""
+        next_time = index.record_time(partition, position)
+        if next_time is None:
+            return True
+        if next_time - now > self._max_future_skew_ms:
+            return False
+        watermark.on_next_record_at_least(next_time)
+        return True
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+
+def partition_watermark_after(
+    state: PartitionState, max_valid_event_time_ms: int | None, max_out_of_orderness_ms: int
+) -> int | None:
+    """W_p once a batch planned as ``state`` is persisted: raised by the largest valid event time
+    it admitted and by the time-index bound of its slice. The persist job reports this back to
+    the planner; a rejected record has no valid event time, so it never moves W_p."""
+    watermark = PartitionWatermark(max_out_of_orderness_ms, state.watermark_ms)
+    if max_valid_event_time_ms is not None:
+        watermark.on_event(max_valid_event_time_ms)
+    if state.next_record_at_least_ms is not None:
+        watermark.on_next_record_at_least(state.next_record_at_least_ms)
+    return watermark.current_ms

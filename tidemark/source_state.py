@@ -1,0 +1,83 @@
+"""The source's event-time state, as it travels in Spark's checkpointed offsets.
+
+One ``SourceState`` is the end offset of one planned batch: where each partition's slice ends,
+and the event-time state the batch is processed under (each partition's watermark and status,
+the global watermark G). Because Spark checkpoints offsets before a batch runs, the state
+survives restarts, and a replayed batch is routed and sealed exactly like its first run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tidemark.partition_status import PartitionStatus
+
+EVENT_TIME_SLICING = "event_time"
+RECORD_COUNT_SLICING = "record_count"
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    position: int  # next offset to read once this batch is done
+    log_end: int  # the log's end offset when the batch was planned
+    watermark_ms: int | None  # W_p before this batch's records
+    status: PartitionStatus
+    last_produced_ms: int  # when the log end was last seen to move (processing time)
+    # Set when the slice was cut at the target T: the next unread record's timestamp is >= T.
+    next_record_at_least_ms: int | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "position": self.position,
+            "log_end": self.log_end,
+            "watermark_ms": self.watermark_ms,
+            "status": self.status.value,
+            "last_produced_ms": self.last_produced_ms,
+            "next_record_at_least_ms": self.next_record_at_least_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PartitionState":
+        return cls(
+            position=data["position"],
+            log_end=data["log_end"],
+            watermark_ms=data.get("watermark_ms"),
+            status=PartitionStatus(data.get("status", PartitionStatus.ACTIVE.value)),
+            last_produced_ms=data.get("last_produced_ms", 0),
+            next_record_at_least_ms=data.get("next_record_at_least_ms"),
+        )
+
+
+@dataclass(frozen=True)
+class SourceState:
+    plan_seq: int  # -1 for the initial offset, then +1 per planned batch
+    read_time_ms: int  # when the batch was planned: the "now" of the future guard
+    slicing: str  # event_time (aligned) or record_count
+    global_watermark_ms: int | None  # G the batch's records are routed and sealed under
+    target_ms: int | None  # T = G + max_drift, when slicing is event_time
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+
+    def positions(self) -> dict[int, int]:
+        return {p: state.position for p, state in self.partitions.items()}
+
+    def to_offset(self, topic: str) -> dict:
+        return {
+            "topic": topic,
+            "plan_seq": self.plan_seq,
+            "read_time_ms": self.read_time_ms,
+            "slicing": self.slicing,
+            "global_watermark_ms": self.global_watermark_ms,
+            "target_ms": self.target_ms,
+            "partitions": {str(p): state.to_json() for p, state in sorted(self.partitions.items())},
+        }
+
+    @classmethod
+    def from_offset(cls, offset: dict) -> "SourceState":
+        return cls(
+            plan_seq=offset.get("plan_seq", -1),
+            read_time_ms=offset["read_time_ms"],
+            slicing=offset.get("slicing", RECORD_COUNT_SLICING),
+            global_watermark_ms=offset.get("global_watermark_ms"),
+            target_ms=offset.get("target_ms"),
+            partitions={int(p): PartitionState.from_json(state) for p, state in offset["partitions"].items()},
+        )
