@@ -69,6 +69,24 @@ class KafkaLog:
             raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}") from None
         return LogBounds(earliest, end)
 
+    def offset_for_time(self, partition: int, timestamp_ms: int) -> int | None:
+        """Kafka's time index (offsetsForTimes): the first offset whose timestamp >= timestamp_ms."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            (answer,) = self._consumer.offsets_for_times(
+                [TopicPartition(self._topic, partition, timestamp_ms)], timeout=self._timeout_s
+            )
+        except KafkaException as error:
+            raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer offsetsForTimes: {error}") from None
+        return None if answer.offset < 0 else answer.offset
+
+    def record_time(self, partition: int, offset: int) -> int | None:
+        """The log timestamp of the first record at or after ``offset``; None at the log end."""
+        for records in read_range(self._bootstrap, self._topic, partition, offset, offset + 1, chunk=1, timeout_s=self._timeout_s):
+            return records[0].timestamp_ms
+        return None
+
     def close(self) -> None:
         self._consumer.close()
 

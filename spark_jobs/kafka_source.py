@@ -5,13 +5,17 @@ Reads exact offset ranges per partition. Every micro-batch yields, for every par
 range's ``record`` rows. The range rows let the persist job write one ledger row per batch and
 partition even when a partition had nothing to read, in the same idempotent commit as the data.
 
-Offsets (checkpointed by Spark) look like::
+Planning is tidemark.batch_planner.BatchPlanner: with alignment, every batch admits from each
+partition only records with log timestamp < T = G + max_drift (Kafka's offsetsForTimes). The end
+offset of a batch is a tidemark.source_state.SourceState, checkpointed by Spark::
 
-    {"topic": "telemetry", "read_time_ms": 1763800000000,
-     "partitions": {"0": {"position": 120, "log_end": 500}, ...}}
+    {"topic": "telemetry", "plan_seq": 7, "read_time_ms": 1763800000000, "slicing": "event_time",
+     "global_watermark_ms": ..., "target_ms": ...,
+     "partitions": {"0": {"position": 120, "log_end": 500, "watermark_ms": ..., "status": "ACTIVE",
+                          "last_produced_ms": ..., "next_record_at_least_ms": ...}, ...}}
 
-``position`` is the next offset to read. ``read_time_ms`` is when the batch was planned; it is the
-"now" of the future guard, fixed in the offset so a replayed batch decides exactly as the first run.
+so each partition's position, W_p and status, and G survive restarts. ``read_time_ms`` is the "now"
+of the future guard, fixed in the offset so a replayed batch decides exactly as the first run.
 """
 
 from __future__ import annotations
@@ -28,13 +32,16 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from tidemark.record_count_slices import plan_record_count_slices
+from tidemark.batch_planner import BatchPlanner
+from tidemark.partition_status import PartitionStatus
+from tidemark.source_state import PartitionState, SourceState
 
 SOURCE_NAME = "tidemark_kafka"
 
 RAW_RECORD_SCHEMA = (
     "row_kind STRING, source_partition INT, source_offset BIGINT, log_timestamp_ms BIGINT, "
-    "record_key BINARY, value BINARY, range_end BIGINT, log_end_offset BIGINT, read_time_ms BIGINT"
+    "record_key BINARY, value BINARY, range_end BIGINT, log_end_offset BIGINT, read_time_ms BIGINT, "
+    "range_state STRING"
 )
 RANGE_ROW = "range"
 RECORD_ROW = "record"
@@ -48,6 +55,12 @@ class KafkaSourceOptions:
     topic: str
     starting_offsets: str
     max_records_per_batch: int | None
+    alignment: bool
+    max_out_of_orderness_ms: int
+    max_drift_ms: int
+    idle_timeout_ms: int
+    max_future_skew_ms: int
+    feedback_dir: str | None
 
     @classmethod
     def parse(cls, options: dict) -> "KafkaSourceOptions":
@@ -57,12 +70,30 @@ class KafkaSourceOptions:
         starting = options.get("starting_offsets", "earliest")
         if starting not in ("earliest", "latest"):
             raise ValueError(f"Option 'starting_offsets' must be earliest or latest, got {starting!r}.")
-        limit = options.get("max_records_per_batch")
-        if limit is not None:
-            if not str(limit).isdigit() or int(limit) < 1:
-                raise ValueError(f"Option 'max_records_per_batch' must be a whole number >= 1, got {limit!r}.")
-            limit = int(limit)
-        return cls(options["bootstrap_servers"], options["topic"], starting, limit)
+        alignment = options.get("alignment", "true").lower()
+        if alignment not in ("true", "false"):
+            raise ValueError(f"Option 'alignment' must be true or false, got {alignment!r}.")
+        return cls(
+            options["bootstrap_servers"],
+            options["topic"],
+            starting,
+            _whole_number(options, "max_records_per_batch", None, minimum=1),
+            alignment == "true",
+            _whole_number(options, "max_out_of_orderness_ms", 0),
+            _whole_number(options, "max_drift_ms", 900_000, minimum=1),
+            _whole_number(options, "idle_timeout_ms", 300_000, minimum=1),
+            _whole_number(options, "max_future_skew_ms", 300_000),
+            options.get("feedback_dir") or None,
+        )
+
+
+def _whole_number(options: dict, key: str, default, minimum: int = 0):
+    value = options.get(key)
+    if value is None:
+        return default
+    if not str(value).isdigit() or int(value) < minimum:
+        raise ValueError(f"Option '{key}' must be a whole number >= {minimum}, got {value!r}.")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -76,6 +107,9 @@ class PartitionRange(InputPartition):
     end: int
     log_end: int
     read_time_ms: int
+    # The batch's event-time state for this partition, as JSON (see SourceState): carried in
+    # the range row so the persist job routes and seals with exactly the planned state.
+    range_state: str
 
 
 class KafkaLogSource(DataSource):
@@ -98,7 +132,14 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: KafkaSourceOptions, clock=time.time):
         self._options = options
-        self._clock = clock
+        self._planner = BatchPlanner(
+            options.max_out_of_orderness_ms,
+            options.max_drift_ms,
+            options.idle_timeout_ms,
+            options.max_future_skew_ms,
+            options.alignment,
+            clock,
+        )
         self._log = None
         # Set by prepareForTriggerAvailableNow: the log ends when the run started, never passed.
         self._available_now_target: dict[int, int] | None = None
@@ -113,12 +154,12 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         log = self._kafka()
-        partitions = {}
+        positions, log_ends = {}, {}
         for partition in log.partition_ids():
             bounds = log.bounds(partition)
-            position = bounds.earliest if self._options.starting_offsets == "earliest" else bounds.end
-            partitions[str(partition)] = {"position": position, "log_end": bounds.end}
-        return {"topic": self._options.topic, "read_time_ms": self._now_ms(), "partitions": partitions}
+            positions[partition] = bounds.earliest if self._options.starting_offsets == "earliest" else bounds.end
+            log_ends[partition] = bounds.end
+        return self._planner.initial(positions, log_ends, log).to_offset(self._options.topic)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self._options.max_records_per_batch is None:
@@ -130,33 +171,39 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_target = {p: log.bounds(p).end for p in log.partition_ids()}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """Plan the next batch. ReadMaxRows caps its records; ReadAllAvailable lifts the cap, but
+        alignment still slices at T: it is an event-time rule, not a read limit."""
         if start.get("topic") != self._options.topic:
             raise ValueError(
                 f"the checkpoint belongs to topic {start.get('topic')!r}, not {self._options.topic!r}: "
                 "use a new checkpoint location for a new topic"
             )
+        previous = SourceState.from_offset(start)
         log = self._kafka()
-        known = {int(p): state for p, state in start["partitions"].items()}
         log_ends = self._log_ends(log)
-        discovered = sorted(set(log_ends) - set(known))
+        discovered = sorted(set(log_ends) - set(previous.partitions))
         if discovered:
             # A partition added to the topic: register it at its earliest offset in a batch of its
             # own, so its first range has a known start like every other range.
-            partitions = dict(start["partitions"])
+            partitions = dict(previous.partitions)
             for partition in discovered:
-                partitions[str(partition)] = {"position": log.bounds(partition).earliest, "log_end": log_ends[partition]}
-            return {**start, "read_time_ms": self._now_ms(), "partitions": partitions}
+                earliest = log.bounds(partition).earliest
+                partitions[partition] = PartitionState(earliest, log_ends[partition], None, PartitionStatus.ACTIVE, self._now_ms())
+            grown = SourceState(previous.plan_seq + 1, self._now_ms(), previous.slicing,
+                                previous.global_watermark_ms, previous.target_ms, partitions)  # fmt: skip
+            return grown.to_offset(self._options.topic)
 
-        positions = {p: state["position"] for p, state in known.items()}
+        feedback = self._feedback(previous.plan_seq)
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        ends = plan_record_count_slices(positions, log_ends, max_records)
-        if ends == positions:
-            return start  # nothing new: Spark runs no batch
-        return {
-            "topic": self._options.topic,
-            "read_time_ms": self._now_ms(),
-            "partitions": {str(p): {"position": ends[p], "log_end": log_ends.get(p, ends[p])} for p in sorted(ends)},
-        }
+        planned = self._planner.plan(previous, log_ends, feedback, log, max_records)
+        return start if planned is previous else planned.to_offset(self._options.topic)
+
+    def _feedback(self, plan_seq: int) -> dict:
+        if self._options.feedback_dir is None or plan_seq < 0:
+            return {}
+        from spark_jobs.event_time_feedback import read_feedback
+
+        return read_feedback(self._options.feedback_dir, plan_seq) or {}
 
     def _log_ends(self, log) -> dict[int, int]:
         ends = {p: log.bounds(p).end for p in log.partition_ids()}
@@ -169,18 +216,30 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"topic": self._options.topic, "log_ends": {str(p): log.bounds(p).end for p in log.partition_ids()}}
 
     def partitions(self, start: dict, end: dict) -> list[PartitionRange]:
+        import json
+
+        before, after = SourceState.from_offset(start), SourceState.from_offset(end)
         ranges = []
-        for partition, state in sorted(end["partitions"].items(), key=lambda item: int(item[0])):
-            first = start["partitions"].get(partition, state)["position"]
+        for partition, state in sorted(after.partitions.items()):
+            first = before.partitions.get(partition, state).position
+            range_state = {
+                "plan_seq": after.plan_seq,
+                "slicing": after.slicing,
+                "global_watermark_ms": after.global_watermark_ms,
+                "previous_global_watermark_ms": before.global_watermark_ms,
+                "target_ms": after.target_ms,
+                **state.to_json(),
+            }
             ranges.append(
                 PartitionRange(
                     self._options.bootstrap_servers,
                     self._options.topic,
-                    int(partition),
+                    partition,
                     first,
-                    state["position"],
-                    state["log_end"],
-                    end["read_time_ms"],
+                    state.position,
+                    state.log_end,
+                    after.read_time_ms,
+                    json.dumps(range_state),
                 )
             )
         return ranges
@@ -228,6 +287,7 @@ def _arrow_schema(pa):
             ("range_end", pa.int64()),
             ("log_end_offset", pa.int64()),
             ("read_time_ms", pa.int64()),
+            ("range_state", pa.string()),
         ]
     )
 
@@ -245,6 +305,7 @@ def _range_batch(pa, partition: PartitionRange):
                 "range_end": partition.end,
                 "log_end_offset": partition.log_end,
                 "read_time_ms": partition.read_time_ms,
+                "range_state": partition.range_state,
             }
         ],
         schema=_arrow_schema(pa),
@@ -264,6 +325,7 @@ def _record_batch(pa, partition: PartitionRange, records):
             pa.array([partition.end] * count, pa.int64()),
             pa.array([partition.log_end] * count, pa.int64()),
             pa.array([partition.read_time_ms] * count, pa.int64()),
+            pa.nulls(count, pa.string()),
         ],
         schema=_arrow_schema(pa),
     )

@@ -9,9 +9,16 @@ writes each table at most once: together with Spark's checkpoint, exactly-once.
 from __future__ import annotations
 
 from tidemark.stream_config import StreamConfig
-from tidemark.table_schemas import EVENTS_PARTITIONING, LEDGER_COLUMNS, QUARANTINE_COLUMNS, events_columns
+from tidemark.table_schemas import (
+    EVENTS_PARTITIONING,
+    LEDGER_COLUMNS,
+    QUARANTINE_COLUMNS,
+    SEALS_COLUMNS,
+    events_columns,
+    late_columns,
+)
 
-TABLES = ("events", "quarantine", "ledger")
+TABLES = ("events", "late", "quarantine", "ledger", "seals")
 
 
 class LakeTables:
@@ -28,8 +35,10 @@ class LakeTables:
 
         layouts = {
             "events": (events_columns(self._stream.payload), EVENTS_PARTITIONING),
+            "late": (late_columns(self._stream.payload), ()),
             "quarantine": (QUARANTINE_COLUMNS, ()),
             "ledger": (LEDGER_COLUMNS, ()),
+            "seals": (SEALS_COLUMNS, ()),
         }
         for table, (columns, partitioning) in layouts.items():
             builder = DeltaTable.createIfNotExists(self._spark).location(self.path(table))

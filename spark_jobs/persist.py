@@ -1,7 +1,8 @@
 """Entry point of the persist job: one stream's Kafka topic into its Delta tables.
 
     spark-submit spark_jobs/persist.py --stream telemetry [--conf conf/streams.yaml]
-        [--mode available_now|continuous] [--max-records-per-batch N]
+        [--mode available_now|continuous] [--max-records-per-batch N] [--no-alignment]
+        [--run-summary PATH]
 
 available_now reads what the log holds when the run starts, batch by batch within the read
 limit, and stops; continuous runs one micro-batch per trigger interval until stopped. Both resume
@@ -34,6 +35,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"), help="streams.yaml path")
     parser.add_argument("--mode", choices=PERSIST_MODES, help="override the stream's persist.mode")
     parser.add_argument("--max-records-per-batch", type=_positive_int, help="override persist.max_records_per_batch")
+    parser.add_argument(
+        "--no-alignment",
+        action="store_true",
+        help="slice batches by record count only (for comparison; the event-time rules still route and seal)",
+    )
+    parser.add_argument("--run-summary", type=Path, help="write the run's summary (sealed hours, G) as JSON here")
     return parser.parse_args(argv)
 
 
@@ -53,12 +60,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mode = args.mode or stream.persist.mode
     max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
-    run_persist(stream, mode, max_records)
+    summary = run_persist(stream, mode, max_records, align=not args.no_alignment)
+    if args.run_summary:
+        args.run_summary.parent.mkdir(parents=True, exist_ok=True)
+        args.run_summary.write_text(json.dumps(summary, indent=2) + "\n")
     return 0
 
 
-def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int) -> dict:
-    """Run the persist query; returns a summary of the run (batches, rows read)."""
+def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int, align: bool = True) -> dict:
+    """Run the persist query; returns a summary of the run: batches, G, the hours it sealed.
+
+    Aligned slicing needs log timestamps that are event times; where the stream says they are
+    not, the source slices by record count, and the ledger's ``slicing`` column says so.
+    """
     from spark_jobs.kafka_source import KafkaLogSource
     from spark_jobs.lake_tables import LakeTables
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
@@ -70,17 +84,26 @@ def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int) -> 
     tables.ensure()
 
     identity = QueryIdentity()
+    tolerances = stream.event_time
+    feedback_dir = _feedback_dir(stream)
     raw = (
         spark.readStream.format(KafkaLogSource.name())
         .option("bootstrap_servers", stream.source.bootstrap_servers)
         .option("topic", stream.source.topic)
         .option("starting_offsets", stream.source.starting_offsets)
         .option("max_records_per_batch", str(max_records_per_batch))
+        .option("alignment", str(align and stream.source.log_timestamp_is_event_time).lower())
+        .option("max_out_of_orderness_ms", str(tolerances.max_out_of_orderness_ms))
+        .option("max_drift_ms", str(tolerances.max_drift_ms))
+        .option("idle_timeout_ms", str(tolerances.idle_timeout_ms))
+        .option("max_future_skew_ms", str(tolerances.max_future_skew_ms))
+        .option("feedback_dir", feedback_dir)
         .load()
     )
+    persist_batch = PersistBatch(stream, tables, identity, mode="live", feedback_dir=feedback_dir)
     writer = (
         raw.writeStream.queryName(f"tidemark_persist_{stream.name}")
-        .foreachBatch(PersistBatch(stream, tables, identity, mode="live"))
+        .foreachBatch(persist_batch)
         .option("checkpointLocation", stream.checkpoint_path("persist"))
     )
     if mode == "available_now":
@@ -98,10 +121,29 @@ def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int) -> 
         "mode": mode,
         "query_id": query.id,
         "batches": len(progress),
-        "rows_read": sum(p.numInputRows for p in progress),
+        "global_watermark": _iso(persist_batch.global_watermark_ms),
+        "sealed_hours": [_iso(hour) for hour in sorted(set(persist_batch.sealed_hours))],
     }
     log.info(json.dumps({"event": "query_finished", **summary}))
     return summary
+
+
+def _feedback_dir(stream: StreamConfig) -> str:
+    """Where the batches leave W_p for the planner: beside the checkpoint when that is a local
+    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.event_time_feedback)."""
+    checkpoint = stream.checkpoint_path("persist")
+    if "://" not in checkpoint or checkpoint.startswith("file://"):
+        return checkpoint.removeprefix("file://") + "/_tidemark_feedback"
+    home = os.environ.get("TIDEMARK_HOME", ".tidemark")
+    return f"{home}/feedback/{stream.name}/persist"
+
+
+def _iso(ms: int | None) -> str | None:
+    from datetime import datetime, timezone
+
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 if __name__ == "__main__":

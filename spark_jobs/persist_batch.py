@@ -1,9 +1,15 @@
-"""One micro-batch of the persist job: decode, route, and commit to events, quarantine and ledger.
+"""One micro-batch of the persist job: decode, route, seal, and commit.
 
-Order of the commits: events, quarantine, then the ledger. Each append is idempotent per
-(query id, batch id), so a crash between two of them is repaired by Spark replaying the batch: the
-tables already written skip it, the others write it. The ledger row is the last word: when it is
-there, the batch is fully persisted.
+Routing uses the event-time state the source planned the batch under (carried in its range
+rows, checkpointed with the offsets): a valid record with event time < G − allowed_lateness goes
+to ``late`` with the G it met, every other valid record to ``events``, an invalid one to
+``quarantine``. Hours newly sealed by G go to ``seals``. Then the ledger, and last the feedback
+the planner needs for the next batch (W_p after this one).
+
+Order of the commits: events, late, quarantine, seals, then the ledger. Each append is idempotent
+per (query id, batch id), so a crash between two of them is repaired by Spark replaying the batch:
+the tables already written skip it, the others write it. The ledger row is the last word: when it
+is there, the batch is fully persisted.
 """
 
 from __future__ import annotations
@@ -12,11 +18,18 @@ import json
 import logging
 import threading
 import time
+from datetime import datetime, timezone
 
 from spark_jobs.decode_stage import decode_function, decoded_schema
+from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.kafka_source import RANGE_ROW, RECORD_ROW
 from spark_jobs.lake_tables import LakeTables
+from tidemark.batch_planner import partition_watermark_after
+from tidemark.hour_sealer import HourSealer
+from tidemark.lateness import LatenessClassifier
+from tidemark.source_state import PartitionState
 from tidemark.stream_config import StreamConfig
+from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 
 log = logging.getLogger("tidemark.persist")
 
@@ -43,36 +56,80 @@ class QueryIdentity:
 
 
 class PersistBatch:
-    """The ``foreachBatch`` function of the persist job (mode: live, backfill or recovery)."""
+    """The ``foreachBatch`` function of the persist job (mode: live, backfill or recovery).
 
-    def __init__(self, stream: StreamConfig, tables: LakeTables, identity: QueryIdentity, mode: str = "live"):
+    After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed and
+    ``global_watermark_ms`` the last G it persisted under.
+    """
+
+    def __init__(
+        self,
+        stream: StreamConfig,
+        tables: LakeTables,
+        identity: QueryIdentity,
+        mode: str = "live",
+        feedback_dir: str | None = None,
+    ):
         self._stream = stream
         self._tables = tables
         self._identity = identity
         self._mode = mode
+        self._feedback_dir = feedback_dir
         self._decode = decode_function(stream)
         self._decoded_schema = decoded_schema(stream)
+        self._lateness = LatenessClassifier(stream.event_time.allowed_lateness_ms)
+        self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
+        self.sealed_hours: list[int] = []
+        self.global_watermark_ms: int | None = None
 
     def __call__(self, raw, batch_id: int) -> None:
         from pyspark import StorageLevel
+        from pyspark.sql import functions as F
 
-        app_id = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
-        # Decoded once and kept: events, quarantine and the ledger all derive from it, and reading
-        # the log again per output would triple the Kafka reads.
         started = time.monotonic()
+        app_id = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
+        # Decoded once and kept: every output derives from it, and reading the log again per
+        # output would multiply the Kafka reads.
         decoded = raw.mapInArrow(self._decode, self._decoded_schema).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            ledger = self._ledger(decoded, batch_id).cache()
-            totals = ledger.groupBy().sum("records", "quarantined").first()
-            self._tables.append_once(_events(decoded, self._stream, batch_id), "events", app_id, batch_id)
-            # Decoding is deterministic, so a replay of this batch finds the same (empty) set:
-            # skipping the commit loses nothing and saves an idempotent commit per batch.
-            if totals[1]:
+            ranges = _planned_ranges(decoded)
+            batch = next(iter(ranges.values()))
+            g = batch["global_watermark_ms"]
+            late_before = self._lateness.late_before_ms(g)
+            valid = decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNull())
+            is_late = F.col("event_time_ms") < F.lit(late_before) if late_before is not None else F.lit(False)
+            stats = _partition_stats(decoded, is_late)
+            totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
+
+            self._tables.append_once(_events(valid.where(~is_late), self._stream, batch_id), "events", app_id, batch_id)
+            # A replay decodes and routes identically, so an empty output stays empty: skipping
+            # its commit loses nothing and saves an idempotent commit per batch.
+            if totals["late"]:
+                late = _events(valid.where(is_late), self._stream, batch_id).withColumn(
+                    "global_watermark", F.timestamp_millis(F.lit(g))
+                )
+                self._tables.append_once(late, "late", app_id, batch_id)
+            if totals["quarantined"]:
                 self._tables.append_once(_quarantine(decoded, batch_id), "quarantine", app_id, batch_id)
+            sealed = self._sealer.newly_sealed(batch["previous_global_watermark_ms"], g)
+            if sealed:
+                self._tables.append_once(self._seals(decoded.sparkSession, sealed, batch, batch_id), "seals", app_id, batch_id)
+
+            watermarks = {
+                p: partition_watermark_after(
+                    PartitionState.from_json(state), stats.get(p, {}).get("max_event_time_ms"),
+                    self._stream.event_time.max_out_of_orderness_ms,
+                )  # fmt: skip
+                for p, state in ranges.items()
+            }
+            ledger = self._ledger(decoded.sparkSession, batch_id, ranges, stats, watermarks)
             self._tables.append_once(ledger, "ledger", app_id, batch_id)
-            ledger.unpersist()
+            if self._feedback_dir:
+                write_feedback(self._feedback_dir, batch["plan_seq"], watermarks)
         finally:
             decoded.unpersist()
+        self.sealed_hours.extend(sealed)
+        self.global_watermark_ms = g
         log.info(
             json.dumps(
                 {
@@ -80,50 +137,90 @@ class PersistBatch:
                     "stream": self._stream.name,
                     "mode": self._mode,
                     "batch_id": batch_id,
-                    "records": totals[0] or 0,
-                    "quarantined": totals[1] or 0,
+                    **totals,
+                    "global_watermark": _iso(g),
+                    "sealed_hours": [_iso(h) for h in sealed],
+                    "slicing": batch["slicing"],
                     "seconds": round(time.monotonic() - started, 2),
                 }
             )
         )
 
-    def _ledger(self, decoded, batch_id: int):
-        from pyspark.sql import functions as F
+    def _ledger(self, spark, batch_id: int, ranges: dict, stats: dict, watermarks: dict):
+        rows = []
+        for partition, state in sorted(ranges.items()):
+            partition_stats = stats.get(partition, {})
+            rows.append(
+                (
+                    self._stream.name,
+                    batch_id,
+                    partition,
+                    self._mode,
+                    state["start_offset"],
+                    state["position"],
+                    state["log_end"],
+                    partition_stats.get("records", 0),
+                    partition_stats.get("quarantined", 0),
+                    partition_stats.get("late", 0),
+                    _timestamp(partition_stats.get("min_event_time_ms")),
+                    _timestamp(partition_stats.get("max_event_time_ms")),
+                    _timestamp(watermarks[partition]),
+                    state["status"],
+                    state["slicing"],
+                    _timestamp(state["read_time_ms"]),
+                )
+            )
+        return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS))
 
-        records = decoded.where(F.col("row_kind") == RECORD_ROW)
-        valid = F.col("reject_reason").isNull()
-        per_partition = records.groupBy("source_partition").agg(
-            F.sum(F.when(valid, 1).otherwise(0)).alias("records"),
+    def _seals(self, spark, hours: list[int], batch: dict, batch_id: int):
+        rows = [
+            (self._stream.name, _timestamp(hour), _timestamp(batch["read_time_ms"]), _timestamp(batch["global_watermark_ms"]), batch_id)
+            for hour in hours
+        ]
+        return spark.createDataFrame(rows, ddl(SEALS_COLUMNS))
+
+
+def _planned_ranges(decoded) -> dict[int, dict]:
+    """The batch's range rows (one per partition, tiny): the planned range and its event-time state."""
+    from pyspark.sql import functions as F
+
+    ranges = {}
+    for row in decoded.where(F.col("row_kind") == RANGE_ROW).select(
+        "source_partition", "source_offset", "read_time_ms", "range_state"
+    ).collect():
+        ranges[row.source_partition] = {
+            **json.loads(row.range_state),
+            "start_offset": row.source_offset,
+            "read_time_ms": row.read_time_ms,
+        }
+    return ranges
+
+
+def _partition_stats(decoded, is_late) -> dict[int, dict]:
+    """Per partition: records persisted, late, quarantined, and min/max valid event time."""
+    from pyspark.sql import functions as F
+
+    valid = F.col("reject_reason").isNull()
+    rows = (
+        decoded.where(F.col("row_kind") == RECORD_ROW)
+        .groupBy("source_partition")
+        .agg(
+            F.sum(F.when(valid & ~is_late, 1).otherwise(0)).alias("records"),
+            F.sum(F.when(valid & is_late, 1).otherwise(0)).alias("late"),
             F.sum(F.when(valid, 0).otherwise(1)).alias("quarantined"),
             F.min(F.when(valid, F.col("event_time_ms"))).alias("min_event_time_ms"),
             F.max(F.when(valid, F.col("event_time_ms"))).alias("max_event_time_ms"),
         )
-        ranges = decoded.where(F.col("row_kind") == RANGE_ROW)
-        return ranges.join(per_partition, "source_partition", "left").select(
-            F.lit(self._stream.name).alias("stream"),
-            F.lit(batch_id).cast("bigint").alias("batch_id"),
-            F.col("source_partition"),
-            F.lit(self._mode).alias("mode"),
-            F.col("source_offset").alias("start_offset"),
-            F.col("range_end").alias("end_offset"),
-            F.col("log_end_offset"),
-            F.coalesce(F.col("records"), F.lit(0)).cast("bigint").alias("records"),
-            F.coalesce(F.col("quarantined"), F.lit(0)).cast("bigint").alias("quarantined"),
-            F.lit(0).cast("bigint").alias("late"),
-            F.timestamp_millis(F.col("min_event_time_ms")).alias("min_event_time"),
-            F.timestamp_millis(F.col("max_event_time_ms")).alias("max_event_time"),
-            F.lit(None).cast("timestamp").alias("partition_watermark"),
-            F.lit(None).cast("string").alias("partition_status"),
-            F.lit("record_count").alias("slicing"),
-            F.timestamp_millis(F.col("read_time_ms")).alias("read_time"),
-        )
+        .collect()
+    )
+    return {row.source_partition: row.asDict() for row in rows}
 
 
-def _events(decoded, stream: StreamConfig, batch_id: int):
+def _events(records, stream: StreamConfig, batch_id: int):
     from pyspark.sql import functions as F
 
     event_time = F.timestamp_millis(F.col("event_time_ms"))
-    return decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNull()).select(
+    return records.select(
         F.col("source_partition"),
         F.col("source_offset"),
         F.timestamp_millis(F.col("log_timestamp_ms")).alias("log_timestamp"),
@@ -150,3 +247,11 @@ def _quarantine(decoded, batch_id: int):
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         F.timestamp_millis(F.col("read_time_ms")).alias("read_time"),
     )
+
+
+def _timestamp(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else _timestamp(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -45,7 +45,7 @@ class BatchPlanner:
         self._align = align
         self._clock = clock
 
-    def initial(self, positions: Mapping[int, int], log_ends: Mapping[int, int]) -> SourceState:
+    def initial(self, positions: Mapping[int, int], log_ends: Mapping[int, int], index: LogTimeIndex) -> SourceState:
         now = self._now_ms()
         return SourceState(
             plan_seq=-1,
@@ -54,9 +54,25 @@ class BatchPlanner:
             global_watermark_ms=None,
             target_ms=None,
             partitions={
-                p: PartitionState(positions[p], log_ends[p], None, PartitionStatus.ACTIVE, now) for p in positions
+                p: PartitionState(
+                    positions[p], log_ends[p], None, PartitionStatus.ACTIVE, self._last_produced(index, p, log_ends[p], now)
+                )
+                for p in positions
             },
         )
+
+    @staticmethod
+    def _last_produced(index: LogTimeIndex, partition: int, log_end: int, now: int) -> int:
+        """When the partition last produced: its last record's timestamp (never after now).
+
+        From the log, not from when this planner happened to look: a partition whose backlog
+        ends hours ago has been quiet for hours, even if the job started a second ago.
+        An empty partition has never produced (0).
+        """
+        if log_end <= 0:
+            return 0
+        last = index.record_time(partition, log_end - 1)
+        return now if last is None else min(last, now)
 
     def plan(
         self,
@@ -81,7 +97,9 @@ class BatchPlanner:
             if self._align and watermark.current_ms is None and state.position < log_end:
                 self._raise_to_next_record(watermark, index, p, state.position, now)
             watermarks[p] = watermark
-            last_produced[p] = now if log_end > state.log_end else state.last_produced_ms
+            last_produced[p] = (
+                self._last_produced(index, p, log_end, now) if log_end > state.log_end else state.last_produced_ms
+            )
             statuses[p] = partition_status(state.position, log_end, last_produced[p], now, self._idle_timeout_ms)
 
         global_watermark = GlobalWatermark(previous.global_watermark_ms)

@@ -1,7 +1,7 @@
 """A partition's status, derived from the source position alone (never from a timer firing).
 
 ACTIVE while the partition has unread records, or produced records within idle_timeout; IDLE
-only when it is caught up (read position = log end) and its log end has not moved for
+only when it is caught up (read position = log end) and its last record is older than
 idle_timeout. A partition with unread data is never IDLE: that is what makes the FLINK-29099
 deadlock (an idle-marked source that never refreshed while it had data) impossible here.
 Worst case: a partition becomes IDLE between idle_timeout and idle_timeout + one planning
@@ -23,7 +23,7 @@ def partition_status(
 ) -> PartitionStatus:
     """Status of a partition read up to ``position`` (next offset) whose log ends at ``log_end``.
 
-    ``last_produced_ms`` is when its log end was last seen to move (ms, UTC, processing time).
+    ``last_produced_ms`` is when it last produced: its last record's log timestamp (ms, UTC).
     """
     if position < log_end:
         return PartitionStatus.ACTIVE

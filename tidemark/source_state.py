@@ -22,7 +22,7 @@ class PartitionState:
     log_end: int  # the log's end offset when the batch was planned
     watermark_ms: int | None  # W_p before this batch's records
     status: PartitionStatus
-    last_produced_ms: int  # when the log end was last seen to move (processing time)
+    last_produced_ms: int  # when the partition last produced: its last record's timestamp
     # Set when the slice was cut at the target T: the next unread record's timestamp is >= T.
     next_record_at_least_ms: int | None = None
 

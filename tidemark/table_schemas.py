@@ -24,6 +24,19 @@ def events_columns(payload: PayloadSchema) -> list[tuple[str, str]]:
     )
 
 
+def late_columns(payload: PayloadSchema) -> list[tuple[str, str]]:
+    """A record that arrived behind G − allowed lateness: the events row plus the G it met."""
+    return events_columns(payload) + [("global_watermark", "TIMESTAMP")]
+
+
+SEALS_COLUMNS = [
+    ("stream", "STRING"),
+    ("hour", "TIMESTAMP"),  # start of the sealed hour [hour, hour + 1h), UTC
+    ("sealed_at", "TIMESTAMP"),  # the read time of the batch that sealed it
+    ("global_watermark", "TIMESTAMP"),  # G that sealed it: G >= hour + 1h + allowed lateness
+    ("batch_id", "BIGINT"),
+]
+
 QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
     ("record_key", "BINARY"),
     ("raw_value", "BINARY"),  # the bytes exactly as read, so the record can be repaired and replayed

@@ -19,7 +19,9 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
     topic = "dag_persist"
     kafka_broker.create_topic(topic, 4)
     now_ms = int(time.time() * 1000)
-    good = [(i % 4, telemetry_value(f"scooter-{i % 9}", now_ms - 60_000 * (i % 90)), now_ms - 60_000 * (i % 90)) for i in range(400)]
+    # Event times rising over the last 90 minutes, as a producer writes them.
+    times = [now_ms - 5_400_000 + i * 13_500 for i in range(400)]
+    good = [(i % 4, telemetry_value(f"scooter-{i % 9}", t), t) for i, t in enumerate(times)]
     bad = [(p, b'{"device_id": "s", "event_time": "not a time"}', now_ms) for p in range(4)]
     produce(kafka_broker.bootstrap, topic, good + bad)
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 4)

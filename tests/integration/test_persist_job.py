@@ -22,16 +22,17 @@ pytestmark = pytest.mark.integration
 HOUR_MS = 3_600_000
 
 
-def _recent_ms(now_ms: int, index: int, span_ms: int = 2 * HOUR_MS) -> int:
-    """Event times spread over the last two hours, so the future guard lets them through."""
-    return now_ms - span_ms + (index * 997) % span_ms
+def _recent_ms(now_ms: int, index: int, count: int, span_ms: int = 2 * HOUR_MS) -> int:
+    """The index-th of ``count`` event times rising evenly over the last two hours (so the future
+    guard lets them through and each partition stays within its out-of-orderness bound)."""
+    return now_ms - span_ms + index * span_ms // count
 
 
 def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everything(kafka_broker, spark, tmp_path):
     topic = "persist_quarantine"
     kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
-    good = [(i % 2, telemetry_value(f"scooter-{i % 7}", _recent_ms(now_ms, i)), _recent_ms(now_ms, i)) for i in range(40)]
+    good = [(i % 2, telemetry_value(f"scooter-{i % 7}", _recent_ms(now_ms, i, 40)), _recent_ms(now_ms, i, 40)) for i in range(40)]
     bad_values = {
         b"{not json": "malformed_json",
         b"[1, 2, 3]": "not_an_object",
@@ -76,9 +77,10 @@ def test_killed_mid_run_and_restarted_persists_every_record_exactly_once(kafka_b
     partitions = 4
     kafka_broker.create_topic(topic, partitions)
     now_ms = int(time.time() * 1000)
+    count = 60_000
     records = [
-        (i % partitions, telemetry_value(f"scooter-{i % 50}", _recent_ms(now_ms, i), i % 100), _recent_ms(now_ms, i))
-        for i in range(60_000)
+        (i % partitions, telemetry_value(f"scooter-{i % 50}", _recent_ms(now_ms, i, count), i % 100), _recent_ms(now_ms, i, count))
+        for i in range(count)
     ]
     produced = produce(kafka_broker.bootstrap, topic, records)
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, partitions, max_records_per_batch=4_000)
@@ -98,7 +100,10 @@ def test_killed_mid_run_and_restarted_persists_every_record_exactly_once(kafka_b
 
     run_persist(conf, "--mode", "available_now", log=tmp_path / "second_run.log")
 
-    events = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "events"))
+    lake = tmp_path / "lake" / "telemetry"
+    events = spark.read.format("delta").load(str(lake / "events"))
+    late = spark.read.format("delta").load(str(lake / "late"))
+    assert late.count() == 0, "ordered data within the out-of-orderness bound: nothing is late"
     stats = events.groupBy("source_partition").agg(
         F.count("*").alias("n"),
         F.countDistinct("source_offset").alias("distinct_offsets"),
