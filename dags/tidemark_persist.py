@@ -14,6 +14,7 @@ from airflow.sdk import dag
 
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.persist_operator import PersistStreamOperator
+from tidemark_airflow.sealed_hour_assets import sealed_hours_alias, sealed_hours_asset
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
@@ -36,6 +37,9 @@ Reads Kafka topic `{stream.source.topic}` ({stream.source.partitions} partitions
 under `{stream.lake.root}/{stream.name}/`: `events`, `quarantine` (undecodable records, with a reason)
 and `ledger` (one row per batch and partition). Mode: **{stream.persist.mode}**. Exactly-once: Spark's
 checkpoint plus idempotent Delta commits, so a killed run is simply run again.
+
+Every event-time hour a run newly seals becomes one event of the asset `{sealed_hours_asset(stream.name).name}`
+(extra: `stream`, `hour`, `global_watermark`), emitted through the alias `{sealed_hours_alias(stream.name).name}`.
 """,
     )
     def persist():
@@ -44,6 +48,7 @@ checkpoint plus idempotent Delta commits, so a killed run is simply run again.
             stream=stream.name,
             conf_path=CONF_PATH,
             conn_id=stream.persist.spark_conn_id,
+            outlets=[sealed_hours_alias(stream.name)],
             retries=0 if continuous else 2,
             retry_delay=timedelta(minutes=1),
         )

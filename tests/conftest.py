@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import logging
 import os
 import sys
 
@@ -56,6 +57,8 @@ def spark():
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from spark_jobs.spark_session import lake_spark_session
 
+    # py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = lake_spark_session("tidemark-tests", {"spark.driver.memory": "1g"})
     session.sparkContext.setLogLevel("ERROR")
     yield session
