@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from generator.bad_records import BadRecord
-from generator.event_time_text import format_event_time, parse_event_time
+from tidemark.event_time_text import format_event_time, parse_event_time
 from generator.kafka_target import KafkaTarget, KafkaTargetError
 from generator.production_plan import ProductionPlan
 from generator.production_summary import PartitionTally, run_summary

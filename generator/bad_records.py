@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Iterator, NamedTuple
 
-from generator.event_time_text import format_event_time
+from tidemark.event_time_text import format_event_time
 
 MALFORMED_JSON = "malformed_json"
 NOT_AN_OBJECT = "not_an_object"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.event_time_text import format_event_time
+from tidemark.event_time_text import format_event_time
 
 
 class PartitionTally:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from generator.event_time_text import format_event_time
+from tidemark.event_time_text import format_event_time
 
 DEVICES_PER_PARTITION = 50
 

@@ -25,6 +25,7 @@ from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.kafka_source import RANGE_ROW, RECORD_ROW
 from spark_jobs.lake_tables import LakeTables
 from tidemark.batch_planner import partition_watermark_after
+from tidemark.event_time_text import format_event_time
 from tidemark.hour_sealer import HourSealer
 from tidemark.lateness import LatenessClassifier
 from tidemark.source_state import PartitionState
@@ -254,4 +255,4 @@ def _timestamp(ms: int | None) -> datetime | None:
 
 
 def _iso(ms: int | None) -> str | None:
-    return None if ms is None else _timestamp(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None if ms is None else format_event_time(ms)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from tidemark.duration import format_duration_ms
+from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.stream_config import PayloadSchema
 
 
@@ -89,8 +89,8 @@ class RecordDecoder:
         if event_time - read_time_ms > self._max_future_skew_ms:
             return Rejection(
                 RejectReason.FUTURE_EVENT_TIME,
-                f"event time {_iso(event_time)} is {format_duration_ms(event_time - read_time_ms)} ahead of the "
-                f"time it was read ({_iso(read_time_ms)}); max_future_skew is {format_duration_ms(self._max_future_skew_ms)}",
+                f"event time {format_event_time(event_time)} is {format_duration_ms(event_time - read_time_ms)} ahead of the "
+                f"time it was read ({format_event_time(read_time_ms)}); max_future_skew is {format_duration_ms(self._max_future_skew_ms)}",
             )
 
         values: dict[str, Any] = {}
@@ -137,24 +137,15 @@ class RecordDecoder:
 
 
 def _parse_iso8601_ms(raw: Any) -> int | None:
-    """ISO-8601 with an explicit offset → ms since the epoch; None when it is not one.
-
-    A time without an offset is refused rather than guessed: assuming UTC for a producer that
-    writes local time would shift its records by hours without anyone noticing.
-    """
+    """ISO-8601 with an explicit offset → ms since the epoch; None when it is not one."""
     if not isinstance(raw, str):
         return None
     try:
-        parsed = datetime.fromisoformat(raw)
+        return parse_event_time(raw)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        return None
-    delta = parsed - _EPOCH
-    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _WRONG = object()
 
 
@@ -211,7 +202,3 @@ def _json_kind(value: Any) -> str:
 def _preview(value: Any, limit: int = 60) -> str:
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

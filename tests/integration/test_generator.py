@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, TopicPartition
 
 from generator.__main__ import main
-from generator.event_time_text import format_event_time, parse_event_time
+from tidemark.event_time_text import format_event_time, parse_event_time
 from generator.profiles import HOUR_MS, partition_events, profile_named
 from tidemark.record_decoder import DecodedEvent, RecordDecoder
 from tidemark.stream_config import load_stream

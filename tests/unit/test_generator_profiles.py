@@ -13,7 +13,7 @@ from generator.bad_records import (
     bad_records_per_partition,
     partition_bad_records,
 )
-from generator.event_time_text import format_event_time, parse_event_time
+from tidemark.event_time_text import format_event_time, parse_event_time
 from generator.production_plan import ProductionPlan
 from generator.profiles import HOUR_MS, PROFILES, partition_events, profile_named
 from tidemark.record_decoder import Rejection, RecordDecoder
