@@ -26,6 +26,7 @@ class PartitionReport:
     log_end: int
     ledger_position: int
     persisted: int
+    late: int
     quarantined: int
 
     @property
@@ -43,6 +44,7 @@ def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
 
     tables = LakeTables(spark, stream)
     persisted = _counts(tables.read("events"))
+    late = _counts(tables.read("late"))
     quarantined = _counts(tables.read("quarantine"))
     positions = {
         row.source_partition: row.position
@@ -62,6 +64,7 @@ def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
                     bounds.end,
                     positions.get(partition, bounds.earliest),
                     persisted.get(partition, 0),
+                    late.get(partition, 0),
                     quarantined.get(partition, 0),
                 )
             )
@@ -74,15 +77,33 @@ def _counts(frame) -> dict[int, int]:
     return {row.source_partition: row["count"] for row in frame.groupBy("source_partition").count().collect()}
 
 
-def render(stream: StreamConfig, reports: list[PartitionReport]) -> str:
-    header = f"{'partition':>9} {'in log':>10} {'persisted':>10} {'quarantined':>11} {'not yet read':>12}"
+def render(stream: StreamConfig, reports: list[PartitionReport], sealing: str) -> str:
+    columns = (("partition", 9), ("in log", 10), ("persisted", 10), ("late", 6), ("quarantined", 11), ("not yet read", 12))
+    header = " ".join(f"{name:>{width}}" for name, width in columns)
     lines = [f"stream {stream.name} (topic {stream.source.topic})", header, "-" * len(header)]
+
+    def row(label, values):
+        return " ".join(f"{value:>{width}}" for value, (_, width) in zip([label, *values], columns))
+
+    attributes = ("in_log", "persisted", "late", "quarantined", "lag")
     for r in reports:
-        lines.append(f"{r.partition:>9} {r.in_log:>10} {r.persisted:>10} {r.quarantined:>11} {r.lag:>12}")
-    total = lambda attribute: sum(getattr(r, attribute) for r in reports)  # noqa: E731
+        lines.append(row(r.partition, [getattr(r, a) for a in attributes]))
     lines.append("-" * len(header))
-    lines.append(f"{'total':>9} {total('in_log'):>10} {total('persisted'):>10} {total('quarantined'):>11} {total('lag'):>12}")
+    lines.append(row("total", [sum(getattr(r, a) for r in reports) for a in attributes]))
+    lines.append(sealing)
     return "\n".join(lines)
+
+
+def sealing_summary(spark, stream: StreamConfig) -> str:
+    """One line: the global watermark reached and the hours sealed so far."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.lake_tables import LakeTables
+
+    seals = LakeTables(spark, stream).read("seals").agg(F.count("*").alias("n"), F.max("hour").alias("latest")).first()
+    if not seals.n:
+        return "sealed hours: none yet"
+    return f"sealed hours: {seals.n}, the latest [{seals.latest:%Y-%m-%d %H:00}, +1h) UTC"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = lake_spark_session(f"tidemark-report-{stream.name}")
     spark.sparkContext.setLogLevel("ERROR")
     reports = build_report(spark, stream)
-    print(render(stream, reports))
+    print(render(stream, reports, sealing_summary(spark, stream)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
