@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install up down status demo test unit bench clean
+.PHONY: install up down status demo test unit bench bench-alignment clean
 
 # Reinstall only when the dependency list changes.
 $(INSTALLED): pyproject.toml
@@ -41,6 +41,10 @@ unit: install
 
 bench: install
 	$(PY) benchmarks/persist_throughput.py
+
+bench-alignment: install
+	$(PY) benchmarks/alignment_side_by_side.py --scale 1
+	$(PY) benchmarks/alignment_side_by_side.py --scale 4
 
 # Stops the services and deletes all local state (broker data, lake, Airflow database).
 clean: down

@@ -30,6 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
+from benchmarks.scratch_environment import scratch_environment  # noqa: E402
 from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
 from stack.ports import free_port  # noqa: E402
@@ -67,16 +69,7 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
     topic = "bench_persist"
     broker.create_topic(topic, PARTITIONS)
     hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
-    env = {
-        **os.environ,
-        "TIDEMARK_KAFKA_BOOTSTRAP": broker.bootstrap,
-        "TIDEMARK_LAKE_ROOT": str(scratch / "lake"),
-        "TIDEMARK_CHECKPOINT_ROOT": str(scratch / "checkpoints"),
-        "TIDEMARK_JARS": str(jars),
-        "TIDEMARK_CONF": str(REPO / "conf" / "streams.yaml"),
-        "PYSPARK_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-    }
+    env = scratch_environment(broker.bootstrap, scratch, jars)
     # The backlog ends an hour ago so that no record is ahead of the future guard's limit.
     end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
     produced = subprocess.run(
@@ -95,7 +88,7 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
         env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, broker.bootstrap))},
         stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
     )
-    peak_rss = _wait_sampling_rss(job)
+    peak_rss = wait_sampling_peak_rss(job)
     wall_s = time.monotonic() - started
     if job.returncode != 0:
         raise SystemExit(f"persist job failed ({job.returncode}); see {log_file}:\n" + log_file.read_text()[-3000:])
@@ -149,21 +142,6 @@ def _value_bytes(bootstrap: str, topic: str) -> int:
         return total
     finally:
         log.close()
-
-
-def _wait_sampling_rss(job: subprocess.Popen) -> int:
-    import psutil
-
-    peak = 0
-    root = psutil.Process(job.pid)
-    while job.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
-        except psutil.Error:
-            pass
-        time.sleep(0.5)
-    return peak
 
 
 if __name__ == "__main__":
