@@ -52,6 +52,7 @@ def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
         ("event_time", "allowed_lateness", "8d", r"event_time\.allowed_lateness: 8d is not shorter than the log retention 7d"),
         ("event_time", "idle_timeout", "0s", r"event_time\.idle_timeout: must be greater than zero"),
         ("event_time", "max_drfit", "5m", r"event_time\.max_drfit: unknown key"),
+        ("event_time", "max_drift", "30s", r"event_time\.max_drift: 30s must be larger than max_out_of_orderness 30s"),
         ("source", "partitions", 0, r"source\.partitions: expected a whole number >= 1"),
         ("source", "starting_offsets", "newest", r"source\.starting_offsets: expected one of earliest, latest"),
         ("persist", "mode", "streaming", r"persist\.mode: expected one of available_now, continuous"),
