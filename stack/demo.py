@@ -72,7 +72,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
         f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
-        f"Lake tables: {lake}/{{events,quarantine,ledger}}\n"
+        f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals}}\n"
         f"Reports:     {report_file}\n"
         f"Stop with:   make down"
     )
