@@ -116,3 +116,37 @@ def test_killed_mid_run_and_restarted_persists_every_record_exactly_once(kafka_b
         assert (n, distinct, lo, hi) == (total, total, 0, total - 1), f"partition {partition}: each offset exactly once"
     ledger = spark.read.format("delta").load(str(ledger_path))
     assert ledger.groupBy("batch_id", "source_partition").count().where("count > 1").count() == 0
+
+
+def test_continuous_mode_persists_records_produced_while_it_runs(kafka_broker, spark, tmp_path):
+    topic = "persist_continuous"
+    kafka_broker.create_topic(topic, 2)
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, mode="continuous", trigger_interval="2s")
+    events_path = tmp_path / "lake" / "telemetry" / "events"
+
+    def wave(first: int, count: int) -> list:
+        now_ms = int(time.time() * 1000)
+        return [(i % 2, telemetry_value(f"scooter-{i}", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(first, first + count)]
+
+    produce(kafka_broker.bootstrap, topic, wave(0, 200))
+    job = start_persist(conf, log=tmp_path / "continuous.log")  # the mode comes from the config
+    try:
+        _wait_for_events(spark, events_path, 200, job)
+        produce(kafka_broker.bootstrap, topic, wave(200, 300))  # while the query runs
+        _wait_for_events(spark, events_path, 500, job)
+        assert job.poll() is None, "a continuous job keeps running"
+    finally:
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(60)
+    events = spark.read.format("delta").load(str(events_path))
+    assert events.select("source_partition", "source_offset").distinct().count() == 500
+
+
+def _wait_for_events(spark, path, expected: int, job, timeout_s: float = 240) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert job.poll() is None, "the continuous job stopped"
+        if committed_versions(path) > 0 and spark.read.format("delta").load(str(path)).count() >= expected:
+            return
+        time.sleep(2)
+    raise AssertionError(f"fewer than {expected} events after {timeout_s:.0f} s")
