@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 
@@ -14,10 +15,8 @@ def wait_sampling_peak_rss(job: subprocess.Popen, interval_s: float = 0.5) -> in
     peak = 0
     root = psutil.Process(job.pid)
     while job.poll() is None:
-        try:
+        with contextlib.suppress(psutil.Error):  # a worker exited between listing and sampling
             tree = [root, *root.children(recursive=True)]
             peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
-        except psutil.Error:
-            pass  # a worker exited between listing and sampling
         time.sleep(interval_s)
     return peak

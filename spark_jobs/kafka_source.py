@@ -245,8 +245,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ranges
 
     def commit(self, end: dict) -> None:
-        # Positions are checkpointed by Spark and recorded in the ledger; nothing to commit in Kafka.
-        pass
+        """Nothing to commit in Kafka: positions are checkpointed by Spark and kept in the ledger."""
 
     def stop(self) -> None:
         if self._log is not None:

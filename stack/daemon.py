@@ -9,6 +9,7 @@ components, their task processes, spark-submit) goes down with it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -163,10 +164,8 @@ def _group_members(pgid: int) -> list[int]:
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # already gone: nothing to signal
         os.killpg(pgid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
