@@ -10,7 +10,8 @@ process (as spark-submit would), and reports:
 - records/s and MB/s (MB = 10^6 bytes of record values, as read from the log);
 - peak resident memory of the job's process tree (JVM + Python workers), sampled every 0.5 s.
 
-Results are printed and written to benchmarks/results/persist_throughput.json.
+Results are printed and written to benchmarks/results/persist_throughput.json (aligned, the default)
+or persist_throughput_no_alignment.json (--no-alignment).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 import math
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -45,8 +45,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--max-records-per-batch", type=int, default=200_000)
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--no-alignment", action="store_true", help="record-count slices instead of aligned ones")
+    parser.add_argument("--results", type=Path, default=None)
     args = parser.parse_args()
+    results = args.results or RESULTS.with_name(f"persist_throughput{'_no_alignment' if args.no_alignment else ''}.json")
 
     jars = shared_jars_root()
     ensure_jars(jars, ["kafka", "delta"])
@@ -55,17 +57,17 @@ def main() -> int:
         broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
         broker.start()
         try:
-            figures = run(broker, scratch, jars, args.records, args.max_records_per_batch)
+            figures = run(broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment)
         finally:
             broker.stop()
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(figures, indent=2) + "\n")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
-    print(f"written to {args.results}")
+    print(f"written to {results}")
     return 0
 
 
-def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_records_per_batch: int) -> dict:
+def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_records_per_batch: int, align: bool) -> dict:
     topic = "bench_persist"
     broker.create_topic(topic, PARTITIONS)
     hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
@@ -84,7 +86,7 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
     started = time.monotonic()
     job = subprocess.Popen(
         [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", "telemetry", "--mode", "available_now",
-         "--max-records-per-batch", str(max_records_per_batch)],
+         "--max-records-per-batch", str(max_records_per_batch), *([] if align else ["--no-alignment"])],
         env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, broker.bootstrap))},
         stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
     )
@@ -93,7 +95,7 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
     if job.returncode != 0:
         raise SystemExit(f"persist job failed ({job.returncode}); see {log_file}:\n" + log_file.read_text()[-3000:])
 
-    batches = [json.loads(m) for m in re.findall(r'"msg":(\{"event": "batch_persisted".*?\})\}', log_file.read_text())]
+    batches = [entry for entry in _json_lines(log_file) if entry.get("event") == "batch_persisted"]
     persisted = sum(b["records"] + b["quarantined"] for b in batches)
     batch_s = sum(b["seconds"] for b in batches)
     total = summary["records"]
@@ -101,6 +103,7 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
         "benchmark": "persist_throughput",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+        "slicing": "event_time (aligned)" if align else "record_count",
         "records": total,
         "persisted": persisted,
         "value_megabytes": round(value_bytes / 1e6, 1),
@@ -114,6 +117,18 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
         "megabytes_per_second_batches": round(value_bytes / 1e6 / batch_s, 2),
         "peak_rss_megabytes": round(peak_rss / 1e6),
     }
+
+
+def _json_lines(log_file: Path) -> list[dict]:
+    """The job's structured log lines (Spark's own plain-text lines are skipped)."""
+    entries = []
+    for line in log_file.read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue
+    return entries
 
 
 def _bench_config(scratch: Path, topic: str, bootstrap: str) -> Path:

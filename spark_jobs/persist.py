@@ -52,7 +52,9 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format='{"level":"%(levelname)s","logger":"%(name)s","msg":%(message)s}')
+    from spark_jobs.json_log import configure_json_logging
+
+    configure_json_logging()
     args = parse_args(argv)
     try:
         stream = load_stream(args.conf, args.stream)
@@ -113,7 +115,7 @@ def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int, ali
         writer = writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
     query = writer.start()
     identity.set(query.id)
-    log.info(json.dumps({"event": "query_started", "stream": stream.name, "mode": mode, "query_id": query.id}))
+    log.info({"event": "query_started", "stream": stream.name, "mode": mode, "query_id": query.id})
     query.awaitTermination()
 
     progress = query.recentProgress
@@ -125,7 +127,7 @@ def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int, ali
         "global_watermark": _text(persist_batch.global_watermark_ms),
         "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
     }
-    log.info(json.dumps({"event": "query_finished", **summary}))
+    log.info({"event": "query_finished", **summary})
     return summary
 
 

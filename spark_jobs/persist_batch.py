@@ -132,19 +132,17 @@ class PersistBatch:
         self.sealed_hours.extend(sealed)
         self.global_watermark_ms = g
         log.info(
-            json.dumps(
-                {
-                    "event": "batch_persisted",
-                    "stream": self._stream.name,
-                    "mode": self._mode,
-                    "batch_id": batch_id,
-                    **totals,
-                    "global_watermark": _iso(g),
-                    "sealed_hours": [_iso(h) for h in sealed],
-                    "slicing": batch["slicing"],
-                    "seconds": round(time.monotonic() - started, 2),
-                }
-            )
+            {
+                "event": "batch_persisted",
+                "stream": self._stream.name,
+                "mode": self._mode,
+                "batch_id": batch_id,
+                **totals,
+                "global_watermark": _iso(g),
+                "sealed_hours": [_iso(h) for h in sealed],
+                "slicing": batch["slicing"],
+                "seconds": round(time.monotonic() - started, 2),
+            }
         )
 
     def _ledger(self, spark, batch_id: int, ranges: dict, stats: dict, watermarks: dict):
