@@ -54,7 +54,7 @@ from benchmarks.scratch_environment import scratch_environment  # noqa: E402
 from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
 from stack.ports import free_port  # noqa: E402
-from tidemark.event_time_text import format_event_time  # noqa: E402
+from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.stream_config import load_stream  # noqa: E402
 
 STREAM = "telemetry"
@@ -300,7 +300,7 @@ def _spark_run(
         "unparsed": sum(b["unparsed"] for b in batches),
         "spark_rows_dropped_by_watermark_metric": sum(b["spark_rows_dropped_by_watermark"] or 0 for b in report["batches"]),
         "watermark_per_batch": [
-            {"batch_id": r.batch_id, "watermark": _iso(r.watermark_ms), "late_cutoff": _iso(r.late_cutoff_ms),
+            {"batch_id": r.batch_id, "watermark": format_optional_event_time(r.watermark_ms), "late_cutoff": format_optional_event_time(r.late_cutoff_ms),
              "rows": b["rows"], "dropped_replayed": r.dropped}
             for r, b in zip(replayed, sorted(report["batches"], key=lambda b: b["batch_id"]))
         ],
@@ -330,7 +330,7 @@ def _spread_figures(per_batch: dict[int, dict[int, int]], records_per_batch: dic
                 "batch_id": batch_id,
                 "records": records_per_batch[batch_id],
                 "spread_minutes": round((max(maxima.values()) - min(maxima.values())) / MINUTE_MS, 2),
-                "max_event_time": {str(p): _iso(t) for p, t in sorted(maxima.items())},
+                "max_event_time": {str(p): format_optional_event_time(t) for p, t in sorted(maxima.items())},
             }
         )
     return {
@@ -354,10 +354,6 @@ def _tally(values) -> dict:
     for value in values:
         counts[str(value)] = counts.get(str(value), 0) + 1
     return counts
-
-
-def _iso(epoch_ms: int | None) -> str | None:
-    return None if epoch_ms is None else format_event_time(epoch_ms)
 
 
 def _run_measured(command: list[str], env: dict, log_file: Path) -> tuple[float, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tidemark.event_time_text import format_event_time
+from tidemark.event_time_text import format_optional_event_time
 
 
 class PartitionTally:
@@ -33,8 +33,8 @@ class PartitionTally:
             "profile": self.profile,
             "records": self.records,
             "bad_records": self.bad_records,
-            "min_event_time": _iso_or_none(self.min_event_time_ms),
-            "max_event_time": _iso_or_none(self.max_event_time_ms),
+            "min_event_time": format_optional_event_time(self.min_event_time_ms),
+            "max_event_time": format_optional_event_time(self.max_event_time_ms),
         }
 
 
@@ -55,6 +55,3 @@ def run_summary(run: dict, tallies: list[PartitionTally], elapsed_s: float) -> d
         "records_per_s": round((records + bad_records) / elapsed_s, 1) if elapsed_s > 0 else None,
     }
 
-
-def _iso_or_none(epoch_ms: int | None) -> str | None:
-    return None if epoch_ms is None else format_event_time(epoch_ms)

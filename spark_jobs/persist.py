@@ -24,7 +24,7 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tidemark.event_time_text import format_event_time  # noqa: E402
+from tidemark.event_time_text import format_event_time, format_optional_event_time  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
 log = logging.getLogger("tidemark.persist")
@@ -124,7 +124,7 @@ def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int, ali
         "mode": mode,
         "query_id": query.id,
         "batches": len(progress),
-        "global_watermark": _text(persist_batch.global_watermark_ms),
+        "global_watermark": format_optional_event_time(persist_batch.global_watermark_ms),
         "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
     }
     log.info({"event": "query_finished", **summary})
@@ -139,10 +139,6 @@ def _feedback_dir(stream: StreamConfig) -> str:
         return checkpoint.removeprefix("file://") + "/_tidemark_feedback"
     home = os.environ.get("TIDEMARK_HOME", ".tidemark")
     return f"{home}/feedback/{stream.name}/persist"
-
-
-def _text(ms: int | None) -> str | None:
-    return None if ms is None else format_event_time(ms)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.kafka_source import RANGE_ROW, RECORD_ROW
 from spark_jobs.lake_tables import LakeTables
 from tidemark.batch_planner import partition_watermark_after
-from tidemark.event_time_text import format_event_time
+from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
 from tidemark.lateness import LatenessClassifier
 from tidemark.source_state import PartitionState
@@ -138,8 +138,8 @@ class PersistBatch:
                 "mode": self._mode,
                 "batch_id": batch_id,
                 **totals,
-                "global_watermark": _iso(g),
-                "sealed_hours": [_iso(h) for h in sealed],
+                "global_watermark": format_optional_event_time(g),
+                "sealed_hours": [format_optional_event_time(h) for h in sealed],
                 "slicing": batch["slicing"],
                 "seconds": round(time.monotonic() - started, 2),
             }
@@ -250,7 +250,3 @@ def _quarantine(decoded, batch_id: int):
 
 def _timestamp(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-
-
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else format_event_time(ms)

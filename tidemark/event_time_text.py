@@ -11,6 +11,11 @@ def format_event_time(epoch_ms: int) -> str:
     return f"{_second_prefix(seconds)}.{millis:03d}Z"
 
 
+def format_optional_event_time(epoch_ms: int | None) -> str | None:
+    """Like format_event_time, with None (no event time, no watermark yet) kept as None."""
+    return None if epoch_ms is None else format_event_time(epoch_ms)
+
+
 # Formatting is on the hot path (one call per record, millions per backlog). Records of all
 # partitions arrive within the disorder bound of each other, so a few thousand recent seconds
 # cover nearly every call.
