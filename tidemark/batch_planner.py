@@ -10,6 +10,10 @@ No deadlock: when no partition can read below T, every ACTIVE partition with unr
 its next record at or beyond T, so their watermarks rise to (next record time − bound − 1), G
 rises with them and T passes the earliest next record. This needs max_drift > max out-of-
 orderness (checked by the stream configuration).
+
+Offsets without data records (transaction markers, aborted transactions, compacted offsets) are
+stepped over (see tidemark.aligned_slices), and a partition whose readable end stands still
+below its written end is tracked as held by an open transaction (tidemark.open_transaction).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Callable, Mapping
 
 from tidemark.aligned_slices import LogTimeIndex, plan_aligned_slices
 from tidemark.global_watermark import GlobalWatermark
+from tidemark.open_transaction import track_open_transaction
 from tidemark.partition_status import PartitionStatus, partition_status
 from tidemark.partition_watermark import PartitionWatermark
 from tidemark.record_count_slices import plan_record_count_slices
@@ -37,8 +42,10 @@ class BatchPlanner:
         max_future_skew_ms: int,
         align: bool,
         clock: Callable[[], float] = time.time,
+        open_transaction_timeout_ms: int = 15 * 60_000,
     ):
         self._bound_ms = max_out_of_orderness_ms
+        self._open_transaction_timeout_ms = open_transaction_timeout_ms
         self._max_drift_ms = max_drift_ms
         self._idle_timeout_ms = idle_timeout_ms
         self._max_future_skew_ms = max_future_skew_ms
@@ -63,16 +70,17 @@ class BatchPlanner:
 
     @staticmethod
     def _last_produced(index: LogTimeIndex, partition: int, log_end: int, now: int) -> int:
-        """When the partition last produced: its last record's timestamp (never after now).
+        """When the partition last produced: its last data record's timestamp (never after now).
 
         From the log, not from when this planner happened to look: a partition whose backlog
-        ends hours ago has been quiet for hours, even if the job started a second ago.
-        An empty partition has never produced (0).
+        ends hours ago has been quiet for hours, even if the job started a second ago. The last
+        offset of a transactional partition is a commit marker, not a record: the index looks
+        back to the last data record. A partition with no data record has never produced (0).
         """
         if log_end <= 0:
             return 0
-        last = index.record_time(partition, log_end - 1)
-        return now if last is None else min(last, now)
+        last = index.last_record_time(partition, log_end)
+        return 0 if last is None else min(last, now)
 
     def plan(
         self,
@@ -81,9 +89,16 @@ class BatchPlanner:
         feedback: Mapping[int, int | None],
         index: LogTimeIndex,
         max_records: int | None,
+        unstable_ends: Mapping[int, tuple[int, int]] | None = None,
     ) -> SourceState:
-        """The next batch's state; ``previous`` itself when there is nothing new to do."""
+        """The next batch's state; ``previous`` itself when there is nothing new to do.
+
+        ``log_ends`` are the readable ends to plan up to. ``unstable_ends`` names the partitions
+        whose last stable offset stands below the written end right now, as
+        {partition: (last stable offset, written end)}; the others have no open transaction.
+        """
         now = self._now_ms()
+        unstable_ends = unstable_ends or {}
         positions = previous.positions()
         watermarks: dict[int, PartitionWatermark] = {}
         statuses: dict[int, PartitionStatus] = {}
@@ -95,7 +110,7 @@ class BatchPlanner:
             if state.next_record_at_least_ms is not None:
                 watermark.on_next_record_at_least(state.next_record_at_least_ms)
             if self._align and watermark.current_ms is None and state.position < log_end:
-                self._raise_to_next_record(watermark, index, p, state.position, now)
+                self._raise_to_next_record(watermark, index, p, state.position, log_end, now)
             watermarks[p] = watermark
             last_produced[p] = (
                 self._last_produced(index, p, log_end, now) if log_end > state.log_end else state.last_produced_ms
@@ -117,13 +132,23 @@ class BatchPlanner:
                 status=statuses[p],
                 last_produced_ms=last_produced[p],
                 next_record_at_least_ms=target if cut.get(p) else None,
+                open_transaction=(
+                    track_open_transaction(state.open_transaction, *unstable_ends[p], now, self._open_transaction_timeout_ms)
+                    if p in unstable_ends
+                    else None
+                ),
             )
             for p, state in previous.partitions.items()
         }
+        # An open transaction seen, gone or turned into a hold is news worth a (possibly empty)
+        # batch: its ledger row is how the hold is reported, and its offset keeps the clock.
         unchanged = (
             ends == positions
             and g == previous.global_watermark_ms
-            and all(partitions[p].status == s.status for p, s in previous.partitions.items())
+            and all(
+                (partitions[p].status, partitions[p].open_transaction) == (s.status, s.open_transaction)
+                for p, s in previous.partitions.items()
+            )
         )
         if unchanged:
             return previous
@@ -146,45 +171,54 @@ class BatchPlanner:
             slices = plan_aligned_slices(positions, log_ends, target, index, max_records)
             ends = {p: s.end for p, s in slices.items()}
             if ends != positions:
-                return ends, self._trustworthy_cuts(slices, index, now), target
+                return ends, self._trustworthy_cuts(slices, target, index, now), target
             # Nothing below T anywhere: the next record of every partition with unread data is
             # at or past T, which raises its watermark; G follows, and T with it.
             before = global_watermark.current_ms
             doomed = {}
             for p, position in positions.items():
-                if position < log_ends.get(p, position) and statuses[p] == PartitionStatus.ACTIVE:
-                    if not self._raise_to_next_record(watermarks[p], index, p, position, now):
-                        doomed[p] = position + 1
+                log_end = log_ends.get(p, position)
+                if position < log_end and statuses[p] == PartitionStatus.ACTIVE:
+                    outlier_end = self._raise_to_next_record(watermarks[p], index, p, position, log_end, now)
+                    if outlier_end is not None:
+                        doomed[p] = outlier_end
             if doomed:
                 # A far-future record heads the partition: it will be quarantined and must not
                 # move any watermark, but it must not block the partition either: read it alone.
                 return {**ends, **doomed}, {}, target
             global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses)
             if global_watermark.current_ms == before:
-                return ends, self._trustworthy_cuts(slices, index, now), target
+                return ends, self._trustworthy_cuts(slices, target, index, now), target
         raise RuntimeError("aligned planning did not converge; the log's time index looks inconsistent")
 
-    def _trustworthy_cuts(self, slices, index: LogTimeIndex, now: int) -> dict[int, bool]:
-        """A cut at T proves "next record >= T" only if that record is not a future outlier, which
-        breaks the bounded out-of-orderness the bound relies on."""
+    def _trustworthy_cuts(self, slices, target_ms: int, index: LogTimeIndex, now: int) -> dict[int, bool]:
+        """A cut at T proves "next record >= T" only if the next data record really is at or past
+        T (the index may have answered with a transaction marker stamped later than the records
+        behind it) and is not a future outlier, which breaks the bounded out-of-orderness the
+        bound relies on."""
         cuts = {}
         for p, planned in slices.items():
-            next_time = index.record_time(p, planned.end) if planned.cut_at_target else None
-            cuts[p] = planned.cut_at_target and next_time is not None and next_time - now <= self._max_future_skew_ms
+            following = index.next_record(p, planned.end) if planned.cut_at_target else None
+            cuts[p] = (
+                following is not None
+                and target_ms <= following.timestamp_ms
+                and following.timestamp_ms - now <= self._max_future_skew_ms
+            )
         return cuts
 
     def _raise_to_next_record(
-        self, watermark: PartitionWatermark, index: LogTimeIndex, partition: int, position: int, now: int
-    ) -> bool:
-        """Raise W_p by the next record's timestamp; False when that record is beyond the future
-        guard (it will be quarantined, so its timestamp proves nothing)."""
-        next_time = index.record_time(partition, position)
-        if next_time is None:
-            return True
-        if next_time - now > self._max_future_skew_ms:
-            return False
-        watermark.on_next_record_at_least(next_time)
-        return True
+        self, watermark: PartitionWatermark, index: LogTimeIndex, partition: int, position: int, log_end: int, now: int
+    ) -> int | None:
+        """Raise W_p by the next data record's timestamp. When that record is beyond the future
+        guard (it will be quarantined, so its timestamp proves nothing), return the end offset
+        of a slice that reads up to and including it alone; otherwise None."""
+        following = index.next_record(partition, position)
+        if following is None or following.offset >= log_end:
+            return None
+        if following.timestamp_ms - now > self._max_future_skew_ms:
+            return following.offset + 1
+        watermark.on_next_record_at_least(following.timestamp_ms)
+        return None
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)

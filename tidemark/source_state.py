@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tidemark.open_transaction import OpenTransaction
 from tidemark.partition_status import PartitionStatus
 
 EVENT_TIME_SLICING = "event_time"
@@ -19,12 +20,16 @@ RECORD_COUNT_SLICING = "record_count"
 @dataclass(frozen=True)
 class PartitionState:
     position: int  # next offset to read once this batch is done
-    log_end: int  # the log's end offset when the batch was planned
+    # The log's readable end when the batch was planned (Kafka: the last stable offset, as a
+    # read_committed reader sees it; capped at the run's target in an available_now run).
+    log_end: int
     watermark_ms: int | None  # W_p before this batch's records
     status: PartitionStatus
     last_produced_ms: int  # when the partition last produced: its last record's timestamp
     # Set when the slice was cut at the target T: the next unread record's timestamp is >= T.
     next_record_at_least_ms: int | None = None
+    # Set while an open transaction keeps the readable end (LSO) below the written end.
+    open_transaction: OpenTransaction | None = None
 
     def to_json(self) -> dict:
         return {
@@ -34,6 +39,7 @@ class PartitionState:
             "status": self.status.value,
             "last_produced_ms": self.last_produced_ms,
             "next_record_at_least_ms": self.next_record_at_least_ms,
+            "open_transaction": None if self.open_transaction is None else self.open_transaction.to_json(),
         }
 
     @classmethod
@@ -45,6 +51,7 @@ class PartitionState:
             status=PartitionStatus(data.get("status", PartitionStatus.ACTIVE.value)),
             last_produced_ms=data.get("last_produced_ms", 0),
             next_record_at_least_ms=data.get("next_record_at_least_ms"),
+            open_transaction=OpenTransaction.from_json(data.get("open_transaction")),
         )
 
 

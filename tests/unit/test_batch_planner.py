@@ -60,7 +60,7 @@ def catch_up(plan, log, state, clock, max_records=None, feedback=None, step_ms=1
             result.waits += 1
             clock.advance(step_ms)
             continue
-        admitted = {p: log.timestamps[p][state.partitions[p].position : planned.partitions[p].position] for p in planned.partitions}
+        admitted = {p: log.data(p, state.partitions[p].position, planned.partitions[p].position) for p in planned.partitions}
         valid = {p: [t for t in ts if t - planned.read_time_ms <= SKEW] for p, ts in admitted.items()}
         g = planned.global_watermark_ms
         for p, ts in valid.items():
