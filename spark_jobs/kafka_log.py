@@ -1,5 +1,10 @@
 """The Kafka log as tidemark's readers see it: partition bounds, and exact offset ranges.
 
+Readers use read_committed, so offsets and records differ: a transaction's commit or abort
+marker, the records of an aborted transaction and offsets removed by compaction hold an offset
+that no reader ever receives. Everything here counts and finds *data records*; a range of
+offsets may hold fewer of them than ``end - start``, or none.
+
 confluent_kafka is imported inside the functions so that the driver, the DAG files and the unit
 tests import this module cheaply (and Spark pickles no client object).
 """
@@ -8,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterator
+
+from tidemark.aligned_slices import LoggedRecord
 
 
 class RetentionLossError(RuntimeError):
@@ -20,10 +27,16 @@ class KafkaUnavailableError(RuntimeError):
 
 @dataclass(frozen=True)
 class LogBounds:
-    """A partition's retained offsets: [earliest, end). ``end`` is the offset the next record gets."""
+    """A partition's offsets: [earliest, end) are retained and readable.
+
+    ``end`` is the readable end: the last stable offset (LSO), below which every transaction is
+    decided. ``written_end`` is the offset the next record gets (the high watermark); it is
+    larger than ``end`` while a transaction is open.
+    """
 
     earliest: int
     end: int
+    written_end: int
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,8 @@ class KafkaLog:
         self._timeout_s = timeout_s
         self._bootstrap = bootstrap_servers
         self._consumer = Consumer(_reader_settings(bootstrap_servers))
+        # The same question asked under read_uncommitted answers with the high watermark.
+        self._uncommitted = Consumer({**_reader_settings(bootstrap_servers), "isolation.level": "read_uncommitted"})
 
     def partition_ids(self) -> list[int]:
         """The topic's partitions; fails clearly when the topic does not exist."""
@@ -61,13 +76,15 @@ class KafkaLog:
     def bounds(self, partition: int) -> LogBounds:
         from confluent_kafka import KafkaException, TopicPartition
 
+        where = TopicPartition(self._topic, partition)
         try:
-            earliest, end = self._consumer.get_watermark_offsets(
-                TopicPartition(self._topic, partition), timeout=self._timeout_s, cached=False
-            )
+            earliest, stable_end = self._consumer.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
+            _, written_end = self._uncommitted.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
         except KafkaException as error:
             raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}") from None
-        return LogBounds(earliest, end)
+        # Asked one after the other: a commit in between can put the stable end past the
+        # written end seen a moment earlier.
+        return LogBounds(earliest, stable_end, max(written_end, stable_end))
 
     def offset_for_time(self, partition: int, timestamp_ms: int) -> int | None:
         """Kafka's time index (offsetsForTimes): the first offset whose timestamp >= timestamp_ms."""
@@ -81,27 +98,58 @@ class KafkaLog:
             raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer offsetsForTimes: {error}") from None
         return None if answer.offset < 0 else answer.offset
 
-    def record_time(self, partition: int, offset: int) -> int | None:
-        """The log timestamp of the first record at or after ``offset``; None at the log end."""
-        for records in read_range(self._bootstrap, self._topic, partition, offset, offset + 1, chunk=1, timeout_s=self._timeout_s):
-            return records[0].timestamp_ms
+    def next_record(self, partition: int, offset: int) -> LoggedRecord | None:
+        """The first data record at or after ``offset`` below the readable end; None if there is
+        none. Markers, aborted records and compacted offsets on the way are skipped."""
+        for records in read_range(self._bootstrap, self._topic, partition, offset, None, chunk=1, timeout_s=self._timeout_s):
+            return LoggedRecord(records[0].offset, records[0].timestamp_ms)
         return None
+
+    def last_record_time(self, partition: int, end: int) -> int | None:
+        """The log timestamp of the last data record before offset ``end``; None if none is retained.
+
+        Kafka cannot read backwards: look at windows before ``end`` that grow sixteenfold until
+        one holds a data record. Usually the first answers (the record before a commit marker);
+        a trailing aborted transaction costs reading it about once.
+        """
+        earliest = self.bounds(partition).earliest
+        window = 16
+        while True:
+            start = max(earliest, end - window)
+            last = None
+            for records in read_range(self._bootstrap, self._topic, partition, start, end, timeout_s=self._timeout_s):
+                last = records[-1]
+            if last is not None:
+                return last.timestamp_ms
+            if start <= earliest:
+                return None
+            window *= 16
 
     def close(self) -> None:
         self._consumer.close()
+        self._uncommitted.close()
 
 
 def read_range(
-    bootstrap_servers: str, topic: str, partition: int, start: int, end: int, chunk: int = 10_000, timeout_s: float = 60.0
+    bootstrap_servers: str,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int | None,
+    chunk: int = 10_000,
+    timeout_s: float = 60.0,
 ) -> Iterator[list[RawRecord]]:
-    """Yield the records of offsets [start, end) of one partition, in offset order, in chunks.
+    """Yield the data records of offsets [start, end) of one partition, in offset order, in chunks.
 
     Deterministic: the same range yields the same records on every call (replays never re-read
-    "live"). Offsets with no data record (transaction markers, compacted records) are skipped.
+    "live"). Offsets with no data record (transaction markers, aborted transactions, compacted
+    records) are skipped; a range may yield nothing at all. ``end`` None reads to the readable
+    end (the last stable offset). The range must lie below the readable end when it is read:
+    beyond it, records of an open transaction would make the read wait.
     Raises RetentionLossError when ``start`` is no longer retained, TimeoutError when the broker
     delivers nothing for ``timeout_s`` while the range is unfinished.
     """
-    if start >= end:
+    if end is not None and start >= end:
         return
     import time
 
@@ -112,13 +160,14 @@ def read_range(
         consumer.assign([TopicPartition(topic, partition, start)])
         next_offset = start
         waited_since = time.monotonic()
-        while next_offset < end:
-            messages = consumer.consume(num_messages=min(chunk, end - next_offset), timeout=1.0)
+        while end is None or next_offset < end:
+            wanted = chunk if end is None else min(chunk, end - next_offset)
+            messages = consumer.consume(num_messages=wanted, timeout=1.0)
             if not messages:
                 if time.monotonic() - waited_since > timeout_s:
                     raise TimeoutError(
                         f"partition {partition} of {topic!r}: nothing received for {timeout_s:.0f}s "
-                        f"at offset {next_offset} (range [{start}, {end}))"
+                        f"at offset {next_offset} (range [{start}, {'the readable end' if end is None else end}))"
                     )
                 continue
             waited_since = time.monotonic()
@@ -128,7 +177,7 @@ def read_range(
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        # The log ends before the planned end: only markers were left in the range.
+                        # The readable end: what is left of the range holds no data record.
                         finished = True
                         break
                     if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
@@ -138,7 +187,7 @@ def read_range(
                         )
                     raise KafkaException(error)
                 offset = message.offset()
-                if offset >= end:
+                if end is not None and offset >= end:
                     finished = True
                     break
                 records.append(RawRecord(offset, message.timestamp()[1], message.key(), message.value()))

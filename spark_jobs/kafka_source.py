@@ -33,6 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from tidemark.batch_planner import BatchPlanner
+from tidemark.event_time_text import format_event_time
 from tidemark.partition_status import PartitionStatus
 from tidemark.source_state import PartitionState, SourceState
 
@@ -60,6 +61,7 @@ class KafkaSourceOptions:
     max_drift_ms: int
     idle_timeout_ms: int
     max_future_skew_ms: int
+    open_transaction_timeout_ms: int
     feedback_dir: str | None
 
     @classmethod
@@ -83,6 +85,7 @@ class KafkaSourceOptions:
             _whole_number(options, "max_drift_ms", 900_000, minimum=1),
             _whole_number(options, "idle_timeout_ms", 300_000, minimum=1),
             _whole_number(options, "max_future_skew_ms", 300_000),
+            _whole_number(options, "open_transaction_timeout_ms", 900_000, minimum=1),
             options.get("feedback_dir") or None,
         )
 
@@ -139,7 +142,9 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             options.max_future_skew_ms,
             options.alignment,
             clock,
+            open_transaction_timeout_ms=options.open_transaction_timeout_ms,
         )
+        self._clock = clock
         self._log = None
         # Set by prepareForTriggerAvailableNow: the log ends when the run started, never passed.
         self._available_now_target: dict[int, int] | None = None
@@ -180,7 +185,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         previous = SourceState.from_offset(start)
         log = self._kafka()
-        log_ends = self._log_ends(log)
+        log_ends, unstable_ends = self._log_ends(log)
         discovered = sorted(set(log_ends) - set(previous.partitions))
         if discovered:
             # A partition added to the topic: register it at its earliest offset in a batch of its
@@ -195,8 +200,38 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         feedback = self._feedback(previous.plan_seq)
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        planned = self._planner.plan(previous, log_ends, feedback, log, max_records)
-        return start if planned is previous else planned.to_offset(self._options.topic)
+        planned = self._planner.plan(previous, log_ends, feedback, log, max_records, unstable_ends)
+        if planned is previous:
+            return start
+        self._log_open_transactions(previous, planned)
+        return planned.to_offset(self._options.topic)
+
+    def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:
+        """Say when a partition starts or stops being held by an open transaction: silence is the
+        one symptom a dead transactional producer has."""
+        import logging
+
+        log = logging.getLogger("tidemark.source")
+        for partition, state in sorted(planned.partitions.items()):
+            before = previous.partitions.get(partition)
+            was_held = before is not None and before.open_transaction is not None and before.open_transaction.held
+            hold = state.open_transaction
+            if hold is not None and hold.held and not was_held:
+                log.warning(
+                    {
+                        "event": "partition_held_by_open_transaction",
+                        "topic": self._options.topic,
+                        "partition": partition,
+                        "stable_offset": hold.stable_offset,
+                        "written_end": hold.written_end,
+                        "since": format_event_time(hold.since_ms),
+                        "detail": f"partition {partition} cannot be read past offset {hold.stable_offset}: a transaction "
+                        f"has been open there since {format_event_time(hold.since_ms)} (a producer that died inside a "
+                        "transaction?). Its records are read once it commits, never if it aborts.",
+                    }
+                )
+            elif was_held and (hold is None or not hold.held):
+                log.info({"event": "partition_released_by_open_transaction", "topic": self._options.topic, "partition": partition})
 
     def _feedback(self, plan_seq: int) -> dict:
         if self._options.feedback_dir is None or plan_seq < 0:
@@ -205,11 +240,16 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         return read_feedback(self._options.feedback_dir, plan_seq) or {}
 
-    def _log_ends(self, log) -> dict[int, int]:
-        ends = {p: log.bounds(p).end for p in log.partition_ids()}
+    def _log_ends(self, log) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+        """The readable end of every partition (capped at the available_now target), and the
+        partitions where an open transaction holds the readable end below the written end, as
+        {partition: (last stable offset, written end)}, never capped."""
+        bounds = {p: log.bounds(p) for p in log.partition_ids()}
+        ends = {p: b.end for p, b in bounds.items()}
         if self._available_now_target is not None:
             ends = {p: min(end, self._available_now_target.get(p, end)) for p, end in ends.items()}
-        return ends
+        unstable = {p: (b.end, b.written_end) for p, b in bounds.items() if b.written_end > b.end}
+        return ends, unstable
 
     def reportLatestOffset(self) -> dict | None:
         log = self._kafka()

@@ -41,12 +41,24 @@ class LakeTables:
             "seals": (SEALS_COLUMNS, ()),
         }
         for table, (columns, partitioning) in layouts.items():
+            if DeltaTable.isDeltaTable(self._spark, self.path(table)):
+                self._add_missing_columns(table, columns)
+                continue
             builder = DeltaTable.createIfNotExists(self._spark).location(self.path(table))
             for name, sql_type in columns:
                 builder = builder.addColumn(name, sql_type)
             if partitioning:
                 builder = builder.partitionedBy(*partitioning)
             builder.execute()
+
+    def _add_missing_columns(self, table: str, columns: list[tuple[str, str]]) -> None:
+        """A table written by an older tidemark gains the columns added since (null in old rows);
+        without this the next append would fail on the schema."""
+        existing = {field.name for field in self.read(table).schema.fields}
+        missing = [(name, sql_type) for name, sql_type in columns if name not in existing]
+        if missing:
+            added = ", ".join(f"`{name}` {sql_type}" for name, sql_type in missing)
+            self._spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS ({added})")
 
     def append_once(self, frame, table: str, app_id: str, version: int) -> None:
         """Append ``frame`` unless this (app_id, version) was already committed to ``table``."""

@@ -100,6 +100,7 @@ def run_persist(stream: StreamConfig, mode: str, max_records_per_batch: int, ali
         .option("max_drift_ms", str(tolerances.max_drift_ms))
         .option("idle_timeout_ms", str(tolerances.idle_timeout_ms))
         .option("max_future_skew_ms", str(tolerances.max_future_skew_ms))
+        .option("open_transaction_timeout_ms", str(stream.source.open_transaction_timeout_ms))
         .option("feedback_dir", feedback_dir)
         .load()
     )

@@ -141,6 +141,8 @@ class PersistBatch:
                 "global_watermark": format_optional_event_time(g),
                 "sealed_hours": [format_optional_event_time(h) for h in sealed],
                 "slicing": batch["slicing"],
+                **_offsets_without_data(ranges, stats),
+                **_held_by_open_transaction(ranges),
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
@@ -149,6 +151,7 @@ class PersistBatch:
         rows = []
         for partition, state in sorted(ranges.items()):
             partition_stats = stats.get(partition, {})
+            hold = state.get("open_transaction")
             rows.append(
                 (
                     self._stream.name,
@@ -161,12 +164,15 @@ class PersistBatch:
                     partition_stats.get("records", 0),
                     partition_stats.get("quarantined", 0),
                     partition_stats.get("late", 0),
+                    partition_stats.get("data_records", 0),
                     _timestamp(partition_stats.get("min_event_time_ms")),
                     _timestamp(partition_stats.get("max_event_time_ms")),
                     _timestamp(watermarks[partition]),
                     state["status"],
                     state["slicing"],
                     _timestamp(state["read_time_ms"]),
+                    _timestamp(hold["since_ms"]) if hold else None,
+                    bool(hold and hold["held"]),
                 )
             )
         return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS))
@@ -196,7 +202,7 @@ def _planned_ranges(decoded) -> dict[int, dict]:
 
 
 def _partition_stats(decoded, is_late) -> dict[int, dict]:
-    """Per partition: records persisted, late, quarantined, and min/max valid event time."""
+    """Per partition: data records read, persisted, late, quarantined, and min/max valid event time."""
     from pyspark.sql import functions as F
 
     valid = F.col("reject_reason").isNull()
@@ -207,6 +213,7 @@ def _partition_stats(decoded, is_late) -> dict[int, dict]:
             F.sum(F.when(valid & ~is_late, 1).otherwise(0)).alias("records"),
             F.sum(F.when(valid & is_late, 1).otherwise(0)).alias("late"),
             F.sum(F.when(valid, 0).otherwise(1)).alias("quarantined"),
+            F.count("*").alias("data_records"),
             F.min(F.when(valid, F.col("event_time_ms"))).alias("min_event_time_ms"),
             F.max(F.when(valid, F.col("event_time_ms"))).alias("max_event_time_ms"),
         )
@@ -246,6 +253,19 @@ def _quarantine(decoded, batch_id: int):
         F.lit(batch_id).cast("bigint").alias("batch_id"),
         F.timestamp_millis(F.col("read_time_ms")).alias("read_time"),
     )
+
+
+def _offsets_without_data(ranges: dict, stats: dict) -> dict:
+    """The batch's offsets that held no data record (markers, aborted, compacted), when any."""
+    offsets = sum(state["position"] - state["start_offset"] for state in ranges.values())
+    records = sum(s["data_records"] for s in stats.values())
+    return {"offsets_without_data": offsets - records} if offsets != records else {}
+
+
+def _held_by_open_transaction(ranges: dict) -> dict:
+    """The partitions an open transaction holds (see tidemark.open_transaction), when any."""
+    held = [p for p, state in sorted(ranges.items()) if (state.get("open_transaction") or {}).get("held")]
+    return {"held_by_open_transaction": held} if held else {}
 
 
 def _timestamp(ms: int | None) -> datetime | None:

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from stack.jars import ensure_jars, shared_jars_root
+from stack.jars import ensure_jars, shared_jars_root, spark_jars
 from stack.kafka_broker import KafkaBroker
 from stack.ports import free_port
 
@@ -45,13 +45,13 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
 
 @pytest.fixture(scope="session")
 def spark():
-    """A local Spark session with Delta, for reading what the jobs under test wrote.
+    """A local Spark session with Delta and Spark's Kafka source, for reading what the jobs under test wrote.
 
     The jobs themselves run in their own processes (as spark-submit runs them); this session
     only inspects tables. The Delta jars come from the shared jars folder, fetched once.
     """
     jars = shared_jars_root()
-    ensure_jars(jars, ["delta"])
+    ensure_jars(jars, ["delta", "spark-kafka"])
     os.environ["TIDEMARK_JARS"] = str(jars)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -59,7 +59,8 @@ def spark():
 
     # py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = lake_spark_session("tidemark-tests", {"spark.driver.memory": "1g"})
+    # Spark's own Kafka source rides along: it is the second reader that checks what the lake holds.
+    session = lake_spark_session("tidemark-tests", {"spark.driver.memory": "1g", "spark.jars": spark_jars(jars, ["spark-kafka"])})
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

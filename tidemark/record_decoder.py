@@ -69,6 +69,10 @@ class RecordDecoder:
 
     def decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
         """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC)."""
+        if value is None:
+            return Rejection(
+                RejectReason.EMPTY_VALUE, "the record's value is null: a tombstone, which deletes its key in a compacted topic"
+            )
         if not value:
             return Rejection(RejectReason.EMPTY_VALUE, "the record has no value")
         if len(value) > self._schema.max_record_bytes:

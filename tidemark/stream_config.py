@@ -85,6 +85,10 @@ class KafkaSource:
     # True when the producer sets the record timestamp to the event time (CreateTime = event
     # time); only then can the log's time index plan event-time slices.
     log_timestamp_is_event_time: bool
+    # How long a partition's last stable offset may stand still below its written end (an open
+    # transaction) before the job reports the partition as held by it (ms). Kafka aborts a
+    # transaction after the producer's transaction.timeout.ms, at most 15 minutes by default.
+    open_transaction_timeout_ms: int = 15 * 60_000
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,7 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
         partitions=source_section.positive_int("partitions"),
         starting_offsets=source_section.choice("starting_offsets", STARTING_OFFSETS, default="earliest"),
         log_timestamp_is_event_time=source_section.boolean("log_timestamp_is_event_time", default=True),
+        open_transaction_timeout_ms=source_section.duration("open_transaction_timeout", default="15m", minimum_ms=1),
     )
     del kind  # only Kafka today; Kinesis will be a second choice here
     source_section.reject_unknown()

@@ -53,16 +53,25 @@ LEDGER_COLUMNS = [
     ("mode", "STRING"),  # live | backfill | recovery
     ("start_offset", "BIGINT"),  # first offset of the range read (inclusive)
     ("end_offset", "BIGINT"),  # end of the range read (exclusive); the next range starts here
-    ("log_end_offset", "BIGINT"),  # the log's end offset when the range was planned
+    ("log_end_offset", "BIGINT"),  # the log's readable end (Kafka: last stable offset) when planned
     ("records", "BIGINT"),  # records persisted to events
     ("quarantined", "BIGINT"),
     ("late", "BIGINT"),
+    # Data records the range held: records + late + quarantined. Offsets are not records:
+    # transaction markers, aborted transactions and compacted offsets hold an offset each but no
+    # data, so end_offset - start_offset - data_records offsets of the range held none.
+    ("data_records", "BIGINT"),
     ("min_event_time", "TIMESTAMP"),
     ("max_event_time", "TIMESTAMP"),
     ("partition_watermark", "TIMESTAMP"),
     ("partition_status", "STRING"),
     ("slicing", "STRING"),  # how the range was planned: record_count | event_time
     ("read_time", "TIMESTAMP"),  # when the range was planned
+    # Set while an open transaction holds the partition's readable end below its written end:
+    # since when the last stable offset has stood still (UTC); null when nothing is open.
+    ("open_transaction_since", "TIMESTAMP"),
+    # True once that has lasted longer than source.open_transaction_timeout.
+    ("held_by_open_transaction", "BOOLEAN"),
 ]
 
 

@@ -50,7 +50,7 @@ def test_offsets_are_honoured_and_integers_widen_to_double():
     "value, reason, detail",
     [
         (b"", RejectReason.EMPTY_VALUE, "no value"),
-        (None, RejectReason.EMPTY_VALUE, "no value"),
+        (None, RejectReason.EMPTY_VALUE, "a tombstone"),
         (b"x" * 513, RejectReason.OVERSIZED, "513 bytes, more than max_record_bytes 512"),
         (b'{"device_id": "s1", ', RejectReason.MALFORMED_JSON, "not valid JSON"),
         (b"\xff\xfe", RejectReason.MALFORMED_JSON, "not valid JSON"),

@@ -29,6 +29,7 @@ def test_shipped_configuration_is_valid_and_typed():
     assert stream.event_time.max_out_of_orderness_ms == 30_000
     assert stream.event_time.allowed_lateness_ms == 600_000
     assert stream.retention_ms == 7 * 86_400_000
+    assert stream.source.open_transaction_timeout_ms == 15 * 60_000
     assert [f.name for f in stream.payload.fields] == ["device_id", "lat", "lon", "battery"]
     assert stream.table_path("events") == "/lake/telemetry/events"
     assert stream.checkpoint_path("persist") == "/checkpoints/telemetry/persist"
@@ -55,6 +56,8 @@ def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
         ("event_time", "max_drift", "30s", r"event_time\.max_drift: 30s must be larger than max_out_of_orderness 30s"),
         ("source", "partitions", 0, r"source\.partitions: expected a whole number >= 1"),
         ("source", "starting_offsets", "newest", r"source\.starting_offsets: expected one of earliest, latest"),
+        ("source", "open_transaction_timeout", "0s", r"source\.open_transaction_timeout: must be greater than zero"),
+        ("source", "open_transaction_timeout", "soon", r"source\.open_transaction_timeout: "),
         ("persist", "mode", "streaming", r"persist\.mode: expected one of available_now, continuous"),
     ],
 )
