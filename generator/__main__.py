@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     topic = args.topic or stream.source.topic
     tallies = [PartitionTally(partition, profile.name) for partition, profile in enumerate(plan.profiles)]
     try:
-        target = KafkaTarget(bootstrap, topic, partitions_needed=len(plan.profiles))
+        target = KafkaTarget(bootstrap, topic, partitions_needed=len(plan.profiles), transaction_size=args.transaction_size)
         print(
             f"{parser.prog}: {args.command} {format_event_time(start_ms)} .. {format_event_time(end_ms)} to topic "
             f"{topic!r} at {bootstrap}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "rate_scale": args.rate_scale,
         "max_disorder_ms": plan.max_disorder_ms,
+        "transaction_size": args.transaction_size,
         "interrupted": interrupted,
     }
     line = json.dumps(run_summary(run, tallies, elapsed_s))
@@ -212,6 +213,12 @@ def _parser() -> argparse.ArgumentParser:
     shared.add_argument(
         "--bad-records", type=_non_negative_int, default=0, help="malformed records spread over the partitions"
     )
+    shared.add_argument(
+        "--transaction-size",
+        type=_positive_int,
+        help="write with a transactional producer, committing every N records, as exactly-once producers "
+        "(Kafka Streams, Flink, Kafka Connect) do: each commit leaves a marker offset that holds no record",
+    )
     shared.add_argument("--summary-file", help="also write the JSON summary to this file")
 
     commands = parser.add_subparsers(dest="command", required=True, metavar="{backlog,live}")
@@ -258,6 +265,12 @@ def _rate_scale(text: str) -> float:
 def _non_negative_int(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
 
 

@@ -3,9 +3,15 @@
 Every record goes to an explicit partition (its profile decides its rate) with the Kafka
 timestamp set to the given time in ms (CreateTime = event time), which is what lets the persist
 job plan event-time slices from the log's time index.
+
+With a transaction size, records are written in transactions of that many records, as
+exactly-once producers write them: every commit puts a marker in each partition it touched, an
+offset that holds no record and carries the wall clock of the commit, not an event time.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from confluent_kafka import KafkaException, Producer
 
@@ -40,7 +46,7 @@ class KafkaTargetError(Exception):
 class KafkaTarget:
     """Produces records to explicit partitions of one topic and reports delivery failures at ``close``."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions_needed: int):
+    def __init__(self, bootstrap: str, topic: str, partitions_needed: int, transaction_size: int | None = None):
         """Check the broker and topic first (KafkaTargetError if not ready), then open the producer."""
         self.bootstrap = bootstrap
         self.topic = topic
@@ -48,9 +54,18 @@ class KafkaTarget:
         self._failures = 0
         self._first_failure: str | None = None
         self._since_poll = 0
-        self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "on_delivery": self._on_delivery, **_PRODUCER_SETTINGS}
-        )
+        self._transaction_size = transaction_size
+        self._in_transaction = 0
+        settings = {"bootstrap.servers": bootstrap, "on_delivery": self._on_delivery, **_PRODUCER_SETTINGS}
+        if transaction_size is not None:
+            settings["transactional.id"] = f"tidemark-generate-{topic}-{uuid.uuid4().hex[:8]}"
+        self._producer = Producer(settings)
+        if transaction_size is not None:
+            try:
+                self._producer.init_transactions(_PROBE_TIMEOUT_S * 3)
+            except KafkaException as error:
+                raise KafkaTargetError(f"the broker at {bootstrap} refused a transactional producer: {error}") from None
+            self._producer.begin_transaction()
 
     def send(self, partition: int, key: bytes, value: bytes, timestamp_ms: int) -> None:
         """Queue one record; when the local queue is full, wait for deliveries to make room."""
@@ -64,13 +79,29 @@ class KafkaTarget:
         if self._since_poll >= _POLL_EVERY:
             self._since_poll = 0
             self._producer.poll(0)
+        if self._transaction_size is not None:
+            self._in_transaction += 1
+            if self._in_transaction >= self._transaction_size:
+                self._commit()
+                self._producer.begin_transaction()
+
+    def _commit(self) -> None:
+        """Commit the open transaction (it flushes its records first)."""
+        try:
+            self._producer.commit_transaction(60)
+        except KafkaException as error:
+            raise KafkaTargetError(f"a transaction to topic {self.topic!r} could not be committed: {error}") from None
+        self._in_transaction = 0
 
     def wait(self, seconds: float) -> None:
         """Pause up to ``seconds`` while serving delivery callbacks (live mode's clock wait)."""
         self._producer.poll(seconds)
 
     def close(self) -> None:
-        """Flush everything queued; raise KafkaTargetError if any record was not delivered."""
+        """Flush everything queued (committing the open transaction); raise KafkaTargetError if any
+        record was not delivered."""
+        if self._transaction_size is not None:
+            self._commit()
         remaining = self._producer.flush(60)
         if remaining:
             raise KafkaTargetError(f"{remaining} records were still undelivered to {self.bootstrap} after 60 s")

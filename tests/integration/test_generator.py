@@ -166,3 +166,29 @@ def test_a_missing_topic_says_how_to_create_it(kafka_broker, stream, capsys):
 
     assert exit_code == 1
     assert "topic 'generator_absent' does not exist" in capsys.readouterr().err
+
+
+def test_transactions_commit_every_record_and_leave_a_marker_offset_per_commit(kafka_broker, fresh_topic, stream, capsys):
+    from harness.log_layouts import readable_offsets
+
+    end_ms = (time.time_ns() // 1_000_000 // HOUR_MS - 1) * HOUR_MS
+    exit_code = main(
+        ["--bootstrap", kafka_broker.bootstrap, "--topic", fresh_topic, "backlog", "--hours", "0.25",
+         "--end", format_event_time(end_ms), "--profiles", "steady,steady,steady,steady", "--transaction-size", "50"]
+    )  # fmt: skip
+    assert exit_code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["transaction_size"] == 50
+    per_partition = {p["partition"]: p["records"] for p in summary["partitions"]}
+
+    readable = readable_offsets(kafka_broker.bootstrap, fresh_topic, 4)
+    assert Counter(p for p, _ in readable) == per_partition, "every record committed and readable"
+    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "test-ends"})
+    try:
+        written = {p: consumer.get_watermark_offsets(TopicPartition(fresh_topic, p), timeout=10)[1] for p in range(4)}
+    finally:
+        consumer.close()
+    commits = -(-sum(per_partition.values()) // 50)  # every transaction touches every partition here
+    for partition, records in per_partition.items():
+        markers = written[partition] - records
+        assert 0 < markers <= commits, f"partition {partition}: {markers} marker offsets for {commits} commits"
