@@ -50,10 +50,9 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.spark_watermark_emulation import read_event_times, replay  # noqa: E402
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
-from benchmarks.scratch_environment import scratch_environment  # noqa: E402
+from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
 from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
-from stack.ports import free_port  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.stream_config import load_stream  # noqa: E402
 
@@ -75,12 +74,8 @@ def main() -> int:
     jars = shared_jars_root()
     ensure_jars(jars, ["kafka", "delta", "spark-kafka"])
     with _scratch_folder(args.scratch) as scratch:
-        broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
-        broker.start()
-        try:
+        with scratch_broker(scratch, jars) as broker:
             figures = run_benchmark(broker, scratch, jars, args)
-        finally:
-            broker.stop()
     results = args.results or RESULTS_DIR / (
         "alignment_side_by_side.json" if args.scale == 1 else f"alignment_side_by_side_x{args.scale:g}.json"
     )

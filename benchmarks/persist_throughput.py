@@ -31,10 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
-from benchmarks.scratch_environment import scratch_environment  # noqa: E402
+from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
 from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
-from stack.ports import free_port  # noqa: E402
 
 HEAVY_RECORDS_PER_HOUR = 18_000
 PARTITIONS = 4
@@ -54,12 +53,8 @@ def main() -> int:
     ensure_jars(jars, ["kafka", "delta"])
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
         scratch = Path(scratch)
-        broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
-        broker.start()
-        try:
+        with scratch_broker(scratch, jars) as broker:
             figures = run(broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment)
-        finally:
-            broker.stop()
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def scratch_broker(scratch: Path, jars: Path) -> Iterator:
+    """A Kafka broker of the benchmark's own: state in ``scratch``, a free loopback port; stopped
+    when the block ends, whatever happened in it."""
+    from stack.kafka_broker import KafkaBroker
+    from stack.ports import free_port
+
+    broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 def scratch_environment(bootstrap: str, scratch: Path, jars: Path) -> dict[str, str]:

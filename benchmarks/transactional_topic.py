@@ -30,10 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.scratch_environment import scratch_environment  # noqa: E402
+from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
 from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
-from stack.ports import free_port  # noqa: E402
 
 STREAM = "telemetry"
 TOPIC = "bench_transactional"
@@ -46,13 +45,8 @@ def main() -> int:
     jars = shared_jars_root()
     ensure_jars(jars, ["kafka", "delta"])
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-txn-") as scratch_name:
-        scratch = Path(scratch_name)
-        broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
-        broker.start()
-        try:
-            figures = run_benchmark(broker, scratch, jars, args)
-        finally:
-            broker.stop()
+        with scratch_broker(Path(scratch_name), jars) as broker:
+            figures = run_benchmark(broker, Path(scratch_name), jars, args)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(figures, indent=2) + "\n")
     _print(figures)

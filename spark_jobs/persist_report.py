@@ -2,9 +2,11 @@
 
     python -m spark_jobs.persist_report --stream telemetry [--conf conf/streams.yaml] [--json PATH]
 
-For every partition: records in the log (earliest..end offsets), the position the ledger has
-reached, records persisted to events, quarantined, and the records not yet read (lag). A person
-reads it at a glance; ``--json`` writes the same figures for machines.
+For every partition: the offsets in the log (earliest..readable end), those the ledger found
+holding no record (transaction markers, aborted transactions, compacted offsets), records
+persisted to events, late, quarantined, and the offsets not yet read (lag). Offsets are not
+records: on a topic the job read from its earliest offset, the five numbers after the first add
+up to it. A person reads it at a glance; ``--json`` writes the same figures for machines.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ class PartitionReport:
     log_earliest: int
     log_end: int
     ledger_position: int
+    without_data: int  # offsets read that held no data record
     persisted: int
     late: int
     quarantined: int
 
     @property
     def in_log(self) -> int:
+        """Offsets in the log, not records."""
         return self.log_end - self.log_earliest
 
     @property
@@ -46,12 +50,7 @@ def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
     persisted = _counts(tables.read("events"))
     late = _counts(tables.read("late"))
     quarantined = _counts(tables.read("quarantine"))
-    positions = {
-        row.source_partition: row.position
-        for row in tables.read("ledger").groupBy("source_partition").agg({"end_offset": "max"}).toDF(
-            "source_partition", "position"
-        ).collect()
-    }
+    positions, without_data = _ledger_figures(tables.read("ledger"))
     log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
     try:
         reports = []
@@ -63,6 +62,7 @@ def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
                     bounds.earliest,
                     bounds.end,
                     positions.get(partition, bounds.earliest),
+                    without_data.get(partition, 0),
                     persisted.get(partition, 0),
                     late.get(partition, 0),
                     quarantined.get(partition, 0),
@@ -73,23 +73,45 @@ def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
         log.close()
 
 
+def _ledger_figures(ledger) -> tuple[dict[int, int], dict[int, int]]:
+    """Per partition: the position the ledger reached, and the offsets it read without a record
+    (rows written before the ledger had data_records count their persisted rows instead)."""
+    from pyspark.sql import functions as F
+
+    data_records = F.coalesce(F.col("data_records"), F.col("records") + F.col("late") + F.col("quarantined"))
+    rows = ledger.groupBy("source_partition").agg(
+        F.max("end_offset").alias("position"),
+        F.sum(F.col("end_offset") - F.col("start_offset") - data_records).alias("without_data"),
+    )
+    figures = rows.collect()
+    return {r.source_partition: r.position for r in figures}, {r.source_partition: r.without_data for r in figures}
+
+
 def _counts(frame) -> dict[int, int]:
     return {row.source_partition: row["count"] for row in frame.groupBy("source_partition").count().collect()}
 
 
 def render(stream: StreamConfig, reports: list[PartitionReport], sealing: str) -> str:
-    columns = (("partition", 9), ("in log", 10), ("persisted", 10), ("late", 6), ("quarantined", 11), ("not yet read", 12))
+    columns = (
+        ("partition", 9), ("offsets", 9), ("no record", 9), ("persisted", 10), ("late", 6), ("quarantined", 11),
+        ("not yet read", 12),
+    )  # fmt: skip
     header = " ".join(f"{name:>{width}}" for name, width in columns)
     lines = [f"stream {stream.name} (topic {stream.source.topic})", header, "-" * len(header)]
 
     def row(label, values):
         return " ".join(f"{value:>{width}}" for value, (_, width) in zip([label, *values], columns))
 
-    attributes = ("in_log", "persisted", "late", "quarantined", "lag")
+    attributes = ("in_log", "without_data", "persisted", "late", "quarantined", "lag")
     for r in reports:
         lines.append(row(r.partition, [getattr(r, a) for a in attributes]))
     lines.append("-" * len(header))
     lines.append(row("total", [sum(getattr(r, a) for r in reports) for a in attributes]))
+    if any(r.without_data for r in reports):
+        lines.append(
+            "offsets are not records: 'no record' counts commit and abort markers, aborted transactions and "
+            "compacted offsets the job read past"
+        )
     lines.append(sealing)
     return "\n".join(lines)
 
