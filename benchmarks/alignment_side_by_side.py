@@ -1,12 +1,12 @@
 """Aligned slices vs Spark's global watermark, side by side on the same skewed backlog.
 
     .venv/bin/python benchmarks/alignment_side_by_side.py [--scale 1|4] [--max-records-per-batch 50000]
-        [--runs aligned,unaligned,spark] [--hours 6] [--results PATH]
+        [--runs aligned,unaligned,spark] [--hours 6] [--transaction-size N] [--results PATH]
 
 Starts its own broker (temporary state, free loopback port) and produces one backlog with the
 data generator: --hours simulated hours ending an hour ago on the hour, partition 0 `slow` (one
 record an hour), partitions 1-3 `heavy` (18,000 an hour; --scale multiplies them through
---rate-scale). Then three runs read the SAME topic, one after the other (never two Spark jobs at
+--rate-scale); with --transaction-size, by a transactional producer committing every N records. Then three runs read the SAME topic, one after the other (never two Spark jobs at
 once), each with its own lake and checkpoints and the same read budget per batch:
 
     aligned    (a) the persist job, aligned slices: a batch admits from every partition only
@@ -106,6 +106,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--runs", default=",".join(RUNS), help=f"comma-separated subset of {','.join(RUNS)} (default: all, in that order)"
     )
+    parser.add_argument(
+        "--transaction-size", type=int, help="produce with a transactional producer committing every N records"
+    )
     parser.add_argument("--results", type=Path, help="where to write the JSON (default: benchmarks/results/...)")
     parser.add_argument(
         "--scratch", type=Path, help="keep broker state, job logs and lakes in this new folder (default: a temporary one)"
@@ -185,7 +188,8 @@ def _produce_backlog(env: dict, args: argparse.Namespace) -> dict:
     print(f"producing {args.hours:g} h of {','.join(PROFILES)} at scale {args.scale:g} ...", file=sys.stderr, flush=True)
     produced = subprocess.run(
         [sys.executable, "-m", "generator", "--topic", TOPIC, "backlog", "--hours", f"{args.hours:g}", "--end", end,
-         "--profiles", ",".join(PROFILES), "--rate-scale", f"{args.scale:g}"],
+         "--profiles", ",".join(PROFILES), "--rate-scale", f"{args.scale:g}",
+         *(["--transaction-size", str(args.transaction_size)] if args.transaction_size else [])],
         env=env, cwd=REPO, capture_output=True, text=True,
     )
     if produced.returncode != 0:

@@ -64,7 +64,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         raise StackError(f"the run {run_id} ended {state}; its task log is in the UI: {airflow.url}/dags/{dag_id}")
     print(f"Run {run_id}: {state}")
 
-    _step("Per partition: produced (records in the log), persisted, quarantined")
+    _step("Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread")
     report_file = reports / f"persist_{DEMO_STREAM}.json"
     _run([sys.executable, "-m", "spark_jobs.persist_report", "--stream", DEMO_STREAM, "--json", str(report_file)])
 
