@@ -12,9 +12,13 @@ offset of a batch is a tidemark.source_state.SourceState, checkpointed by Spark:
     {"topic": "telemetry", "plan_seq": 7, "read_time_ms": 1763800000000, "slicing": "event_time",
      "global_watermark_ms": ..., "target_ms": ...,
      "partitions": {"0": {"position": 120, "log_end": 500, "watermark_ms": ..., "status": "ACTIVE",
-                          "last_produced_ms": ..., "next_record_at_least_ms": ...}, ...}}
+                          "last_produced_ms": ..., "next_record_at_least_ms": ...,
+                          "open_transaction": null}, ...}}
 
-so each partition's position, W_p and status, and G survive restarts. ``read_time_ms`` is the "now"
+so each partition's position, W_p and status, and G survive restarts. ``log_end`` is the readable
+end: reading is read_committed, so it is Kafka's last stable offset, and ranges never reach into a
+transaction that is still open. Offsets are not records (markers, aborted transactions, compacted
+offsets): a range of N offsets may yield fewer than N records, or none. ``read_time_ms`` is the "now"
 of the future guard, fixed in the offset so a replayed batch decides exactly as the first run.
 """
 
