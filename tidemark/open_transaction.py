@@ -16,7 +16,7 @@ and never if they are aborted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -24,11 +24,13 @@ class OpenTransaction:
     """The readable end of a partition stands at ``stable_offset`` below ``written_end``.
 
     ``since_ms`` is when the planner first saw it standing there (ms, UTC); ``held`` is True
-    once that is longer ago than the stream's open_transaction_timeout.
+    once that is longer ago than the stream's open_transaction_timeout. Two observations are the
+    same hold whatever was written behind it meanwhile: ``written_end`` does not take part in
+    equality, so a transaction that keeps writing does not plan a batch per trigger.
     """
 
     stable_offset: int
-    written_end: int
+    written_end: int = field(compare=False)
     since_ms: int
     held: bool
 

@@ -20,7 +20,7 @@ def test_the_clock_runs_while_the_stable_offset_stands_still_and_restarts_when_i
     first = track_open_transaction(None, 30, 40, START, TIMEOUT)
     assert first == OpenTransaction(30, 40, START, False)
     later = track_open_transaction(first, 30, 55, START + TIMEOUT - 1, TIMEOUT)
-    assert later == OpenTransaction(30, 55, START, False), "more written behind it: still the same hold"
+    assert later == OpenTransaction(30, 55, START, False) and later.written_end == 55, "more written behind it: the same hold"
     assert track_open_transaction(later, 30, 55, START + TIMEOUT, TIMEOUT).held
     moved = track_open_transaction(later, 35, 55, START + TIMEOUT, TIMEOUT)
     assert moved == OpenTransaction(35, 55, START + TIMEOUT, False), "a busy producer is not a dead one"
@@ -42,6 +42,7 @@ def test_the_planner_reports_a_hold_with_an_empty_batch_and_reads_the_records_on
 
     clock.advance(TIMEOUT - 1)
     assert plan.plan(state, log.log_ends(), {}, log, None, unstable) is state, "not yet: no batch"
+    assert plan.plan(state, log.log_ends(), {}, log, None, {1: (10, 40)}) is state, "writing on in it: no batch either"
     clock.advance(1)
     held = plan.plan(state, log.log_ends(), {}, log, None, unstable)
     assert held is not state and held.positions() == state.positions(), "an empty batch that reports the hold"
