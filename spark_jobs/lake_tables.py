@@ -52,13 +52,16 @@ class LakeTables:
             builder.execute()
 
     def _add_missing_columns(self, table: str, columns: list[tuple[str, str]]) -> None:
-        """A table written by an older tidemark gains the columns added since (null in old rows);
-        without this the next append would fail on the schema."""
+        """A table written by an older tidemark gains the columns added since (null in old rows),
+        each in its place in the schema, so every lake has one layout; without this the next
+        append would fail on the schema."""
         existing = {field.name for field in self.read(table).schema.fields}
-        missing = [(name, sql_type) for name, sql_type in columns if name not in existing]
-        if missing:
-            added = ", ".join(f"`{name}` {sql_type}" for name, sql_type in missing)
-            self._spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS ({added})")
+        for position, (name, sql_type) in enumerate(columns):
+            if name in existing:
+                continue
+            place = "FIRST" if position == 0 else f"AFTER `{columns[position - 1][0]}`"
+            self._spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS (`{name}` {sql_type} {place})")
+            existing.add(name)
 
     def append_once(self, frame, table: str, app_id: str, version: int) -> None:
         """Append ``frame`` unless this (app_id, version) was already committed to ``table``."""

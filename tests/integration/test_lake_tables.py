@@ -1,0 +1,49 @@
+"""spark_jobs.lake_tables on a lake an older tidemark wrote: its tables gain the new columns."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_jobs.lake_tables import LakeTables
+from tidemark.stream_config import load_stream
+from tidemark.table_schemas import LEDGER_COLUMNS, ddl
+from harness.persist_job import REPO
+
+pytestmark = pytest.mark.integration
+
+ADDED_SINCE = ("data_records", "open_transaction_since", "held_by_open_transaction")
+
+
+def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, tmp_path):
+    stream = load_stream(
+        REPO / "conf" / "streams.yaml", "telemetry",
+        {"TIDEMARK_LAKE_ROOT": str(tmp_path / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(tmp_path / "checkpoints")},
+    )  # fmt: skip
+    old_columns = [(name, sql_type) for name, sql_type in LEDGER_COLUMNS if name not in ADDED_SINCE]
+    old_row = {name: None for name, _ in old_columns} | {"stream": "telemetry", "batch_id": 0, "source_partition": 3,
+                                                          "start_offset": 0, "end_offset": 10, "records": 10}  # fmt: skip
+    spark.createDataFrame([tuple(old_row[n] for n, _ in old_columns)], ddl(old_columns)).write.format("delta").save(
+        stream.table_path("ledger")
+    )
+
+    tables = LakeTables(spark, stream)
+    tables.ensure()
+    tables.ensure()  # idempotent
+
+    ledger = tables.read("ledger")
+    assert [field.name for field in ledger.schema.fields] == [name for name, _ in LEDGER_COLUMNS], "each in its place"
+    (row,) = ledger.collect()
+    assert (row.source_partition, row.end_offset, row.records) == (3, 10, 10)
+    assert (row.data_records, row.open_transaction_since, row.held_by_open_transaction) == (None, None, None)
+
+    # The persist batch's next ledger row lands in the upgraded table.
+    new_row = {name: None for name, _ in LEDGER_COLUMNS} | {"stream": "telemetry", "batch_id": 1, "source_partition": 3,
+                                                             "start_offset": 10, "end_offset": 14, "records": 3,
+                                                             "data_records": 3, "held_by_open_transaction": False}  # fmt: skip
+    frame = spark.createDataFrame([tuple(new_row[n] for n, _ in LEDGER_COLUMNS)], ddl(LEDGER_COLUMNS))
+    tables.append_once(frame, "ledger", "tidemark:test", 1)
+    appended = tables.read("ledger").where("batch_id = 1").first()
+    assert (appended.end_offset, appended.data_records, appended.held_by_open_transaction) == (14, 3, False)
+    assert {t: tables.read(t).count() for t in ("events", "late", "quarantine", "seals")} == dict.fromkeys(
+        ("events", "late", "quarantine", "seals"), 0
+    ), "the tables that did not exist yet are created empty"
