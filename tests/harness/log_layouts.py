@@ -25,7 +25,15 @@ class TransactionalProducer:
         self._topic = topic
         self._delivered: list[tuple[int, int]] = []
         self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5, "log_level": 3}
+            {
+                "bootstrap.servers": bootstrap,
+                "transactional.id": transactional_id,
+                "linger.ms": 5,
+                "log_level": 3,
+                # Longer than any wait of a test (librdkafka's default is 60 s): a transaction a test
+                # leaves open on purpose must not be aborted by the broker while a slow machine waits.
+                "transaction.timeout.ms": 600_000,
+            }
         )
         self._producer.init_transactions(60)
         self.committed: Offsets = set()
