@@ -24,12 +24,16 @@ class RejectReason:
     EMPTY_VALUE = "empty_value"
     OVERSIZED = "oversized"
     MALFORMED_JSON = "malformed_json"
+    TOO_DEEPLY_NESTED = "too_deeply_nested"
     NOT_AN_OBJECT = "not_an_object"
     MISSING_EVENT_TIME = "missing_event_time"
     UNPARSABLE_EVENT_TIME = "unparsable_event_time"
     FUTURE_EVENT_TIME = "future_event_time"
     MISSING_FIELD = "missing_field"
     WRONG_TYPE = "wrong_type"
+    # The decoder itself failed on this record in a way no rule above names: the record is kept,
+    # the stream goes on, and the detail names the failure so the rule can be added.
+    UNDECODABLE = "undecodable"
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,22 @@ class RecordDecoder:
         self._checkers = [(field.name, field.required, _TYPE_CHECKS[field.type]) for field in schema.fields]
 
     def decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
-        """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC)."""
+        """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC).
+
+        Never raises for anything a record can hold: one record the rules did not foresee must
+        cost that record a quarantine row, not halt every partition of the stream on every
+        restart (each restart replays the same batch).
+        """
+        try:
+            return self._decode(value, read_time_ms)
+        except RecursionError:
+            return Rejection(
+                RejectReason.TOO_DEEPLY_NESTED, "the JSON value is nested too deeply to decode (thousands of levels)"
+            )
+        except Exception as error:  # noqa: BLE001 - the contract: every record becomes a row
+            return Rejection(RejectReason.UNDECODABLE, f"the decoder failed on this record: {type(error).__name__}: {error}"[:500])
+
+    def _decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
         if value is None:
             return Rejection(
                 RejectReason.EMPTY_VALUE, "the record's value is null: a tombstone, which deletes its key in a compacted topic"

@@ -35,6 +35,8 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     good = [(i % 2, telemetry_value(f"scooter-{i % 7}", _recent_ms(now_ms, i, 40)), _recent_ms(now_ms, i, 40)) for i in range(40)]
     bad_values = {
         b"{not json": "malformed_json",
+        # The poison pill: 30 KB of JSON nested 5,000 levels deep (under max_record_bytes).
+        b'{"a":' * 5_000 + b"1" + b"}" * 5_000: "too_deeply_nested",
         b"[1, 2, 3]": "not_an_object",
         b'{"device_id": "s", "lat": 1.0, "lon": 2.0, "battery": 3}': "missing_event_time",
         b'{"device_id": "s", "event_time": "yesterday", "lat": 1.0, "lon": 2.0, "battery": 3}': "unparsable_event_time",
