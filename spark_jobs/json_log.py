@@ -25,3 +25,6 @@ def configure_json_logging(level: int = logging.INFO) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLineFormatter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    # py4j logs every callback from the JVM at INFO ("Received command c on object id p0"): one
+    # line per micro-batch that tells a person reading the task log nothing.
+    logging.getLogger("py4j").setLevel(logging.WARNING)

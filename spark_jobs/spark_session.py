@@ -40,6 +40,10 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
             "spark.databricks.delta.snapshotPartitions", os.environ.get("TIDEMARK_DELTA_SNAPSHOT_PARTITIONS", "1")
         )
         .config("spark.ui.showConsoleProgress", "false")
+        # A task log in the Airflow UI is read by people: tidemark's own lines (batch persisted,
+        # records, late, sealed hours) and Spark's warnings and errors, not Spark's INFO chatter
+        # (about 600 lines a micro-batch). Applies from the moment the SparkContext starts.
+        .config("spark.log.level", os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
     )
     # spark-submit starts the JVM first and hands the Python process its gateway port; then master
     # and classpath are the submit's, and setting them here would override the user's choice.

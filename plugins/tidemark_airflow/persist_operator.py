@@ -22,6 +22,7 @@ _FORWARDED_ENVIRONMENT = (
     "TIDEMARK_JARS",
     "PYSPARK_PYTHON",
     "SPARK_LOCAL_IP",
+    "TIDEMARK_SPARK_LOG_LEVEL",  # WARN by default; INFO brings Spark's chatter back for debugging
 )
 
 

@@ -4,6 +4,7 @@ through the spark_default connection, against the real broker, into Delta."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -42,6 +43,12 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert "spark-submit" in output and "local[2]" in output, "submitted through the Spark provider's connection"
+    # The task log is for people: tidemark's own lines, Spark's warnings, not Spark's INFO chatter
+    # (before: about 600 lines a batch). The three left are printed before the SparkContext starts.
+    assert "batch_persisted" in output
+    spark_info = re.findall(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO ", output)
+    assert len(spark_info) <= 5, f"{len(spark_info)} Spark INFO lines in the task log"
+    assert "Received command" not in output, "py4j's callback chatter"
 
     lake = tmp_path / "lake" / "telemetry"
     events = spark.read.format("delta").load(str(lake / "events"))
