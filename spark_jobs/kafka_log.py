@@ -11,6 +11,7 @@ tests import this module cheaply (and Spark pickles no client object).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -74,14 +75,25 @@ class KafkaLog:
         return sorted(topic.partitions)
 
     def bounds(self, partition: int) -> LogBounds:
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
         where = TopicPartition(self._topic, partition)
-        try:
-            earliest, stable_end = self._consumer.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
-            _, written_end = self._uncommitted.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
-        except KafkaException as error:
-            raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}") from None
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                earliest, stable_end = self._consumer.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
+                _, written_end = self._uncommitted.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
+                break
+            except KafkaException as error:
+                # A partition added to the topic a moment ago: the clients' metadata does not know
+                # it yet. Refresh it and ask again, within the timeout.
+                if error.args[0].code() != KafkaError._UNKNOWN_PARTITION or time.monotonic() > deadline:
+                    raise KafkaUnavailableError(
+                        f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}"
+                    ) from None
+                for client in (self._consumer, self._uncommitted):
+                    client.list_topics(self._topic, timeout=self._timeout_s)
+                time.sleep(0.2)
         # Asked one after the other: a commit in between can put the stable end past the
         # written end seen a moment earlier.
         return LogBounds(earliest, stable_end, max(written_end, stable_end))
@@ -151,7 +163,6 @@ def read_range(
     """
     if end is not None and start >= end:
         return
-    import time
 
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 

@@ -152,3 +152,33 @@ def _wait_for_events(spark, path, expected: int, job, timeout_s: float = 240) ->
             return
         time.sleep(2)
     raise AssertionError(f"fewer than {expected} events after {timeout_s:.0f} s")
+
+
+def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, tmp_path):
+    """The reader registers a new partition at its earliest offset (this used to crash the job:
+    the reader's clock was never set)."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    topic = "persist_grown"
+    kafka_broker.create_topic(topic, 2)
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, mode="continuous", trigger_interval="2s")
+    events_path = tmp_path / "lake" / "telemetry" / "events"
+    now_ms = int(time.time() * 1000)
+    produce(kafka_broker.bootstrap, topic, [(i % 2, telemetry_value("s", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(100)])
+
+    job = start_persist(conf, log=tmp_path / "continuous.log")
+    try:
+        _wait_for_events(spark, events_path, 100, job)
+        admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+        admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
+        produce(kafka_broker.bootstrap, topic, [(2, telemetry_value("new", now_ms + i), now_ms + i) for i in range(40)])
+        _wait_for_events(spark, events_path, 140, job)
+        assert job.poll() is None, "the job keeps running"
+    finally:
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(60)
+    events = spark.read.format("delta").load(str(events_path))
+    rows = events.groupBy("source_partition").agg(F.count("*").alias("n"), F.countDistinct("source_offset").alias("d")).collect()
+    assert {r.source_partition: (r.n, r.d) for r in rows} == {0: (50, 50), 1: (50, 50), 2: (40, 40)}
+    ledger = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "ledger")).where("source_partition = 2")
+    assert ledger.selectExpr("min(start_offset)", "max(end_offset)").first() == (0, 40), "read from its earliest offset"
