@@ -3,20 +3,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-
-def delta_classpath() -> str:
-    """Classpath entry for the Delta jars fetched by `python -m stack jars` (under TIDEMARK_JARS).
-
-    A directory wildcard rather than a list: the DAG can pass it to spark-submit without listing
-    files at parse time.
-    """
-    jars = os.environ.get("TIDEMARK_JARS")
-    if not jars:
-        raise RuntimeError("TIDEMARK_JARS is not set: run `eval \"$(python -m stack env)\"` or `make up` first")
-    delta = Path(jars) / "delta"
-    return f"{delta}/*"
+from stack.jars import delta_classpath
 
 
 def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):

@@ -60,6 +60,20 @@ def group_jars(root: Path, group: str) -> list[Path]:
     return sorted((root / group).glob("*.jar"))
 
 
+def delta_classpath(environ: Mapping[str, str] | None = None) -> str:
+    """Classpath entry for the Delta jars under ``$TIDEMARK_JARS`` (``TIDEMARK_JARS/delta/*``).
+
+    A directory wildcard rather than a list: the DAG's operator passes it to spark-submit without
+    listing files, and every Spark job's session puts it on its classpath. Both import it from
+    here, the one module that knows the jars' layout. RuntimeError when TIDEMARK_JARS is not set.
+    """
+    environ = os.environ if environ is None else environ
+    jars = environ.get("TIDEMARK_JARS")
+    if not jars:
+        raise RuntimeError('TIDEMARK_JARS is not set: run `eval "$(python -m stack env)"` or `make up` first')
+    return f"{Path(jars) / 'delta'}/*"
+
+
 def spark_jars(root: Path, groups: Iterable[str] = ("delta",)) -> str:
     """A comma-separated jar list for Spark's ``spark.jars`` / ``spark-submit --jars``.
 

@@ -61,7 +61,7 @@ class PersistStreamOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> Any:
         from airflow.exceptions import AirflowFailException
 
-        from spark_jobs.spark_session import delta_classpath
+        from stack.jars import delta_classpath
         from tidemark.stream_config import StreamConfigError, load_stream
         from tidemark_airflow.run_summary import RunSummaryError, format_watermark, read_run_summary
         from tidemark_airflow.sealed_hour_assets import emit_sealed_hour_events, sealed_hours_alias

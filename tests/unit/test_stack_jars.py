@@ -74,3 +74,11 @@ def test_an_unknown_group_is_rejected(tmp_path):
 def test_test_sessions_share_the_checkout_jars_whatever_their_home():
     assert jars.shared_jars_root({"TIDEMARK_HOME": "/tmp/x"}) == jars.REPO_ROOT / ".tidemark" / "jars"
     assert jars.shared_jars_root({"TIDEMARK_JARS": "/cache"}) == Path("/cache")
+
+
+def test_delta_classpath_is_a_wildcard_under_tidemark_jars_and_says_what_to_do_without_it():
+    from stack.jars import delta_classpath
+
+    assert delta_classpath({"TIDEMARK_JARS": "/opt/tidemark/jars"}) == "/opt/tidemark/jars/delta/*"
+    with pytest.raises(RuntimeError, match=r"TIDEMARK_JARS is not set: run `eval"):
+        delta_classpath({})
