@@ -3,12 +3,15 @@ and the persist job run as a real separate process (the way spark-submit runs it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
@@ -67,6 +70,29 @@ def start_persist(conf: Path, *args: str, log: Path) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+@contextlib.contextmanager
+def continuous_persist(conf: Path, log: Path) -> Iterator[subprocess.Popen]:
+    """The persist job in the mode its configuration says (continuous), for the block; stopped
+    with SIGTERM at the end of it, as Airflow stops a task, whatever happened inside."""
+    job = start_persist(conf, log=log)
+    try:
+        yield job
+    finally:
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(60)
+
+
+def kill_after_batches(job: subprocess.Popen, ledger_path: Path, batches: int, timeout_s: float = 300) -> None:
+    """SIGKILL the job (JVM included) once its ledger holds ``batches`` committed batches."""
+    deadline = time.monotonic() + timeout_s
+    while committed_versions(ledger_path) < batches + 1:  # version 0 creates the table
+        assert job.poll() is None, "the job ended before it could be killed; make the backlog larger"
+        assert time.monotonic() < deadline, f"the job committed nothing within {timeout_s:.0f} s"
+        time.sleep(0.2)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait(30)
 
 
 def run_persist(conf: Path, *args: str, log: Path, timeout_s: float = 600) -> None:

@@ -8,14 +8,21 @@ every record.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 import pytest
 from pyspark.sql import functions as F
 
-from harness.persist_job import committed_versions, produce, run_persist, start_persist, telemetry_value, write_stream_config
+from harness.persist_job import (
+    committed_versions,
+    continuous_persist,
+    kill_after_batches,
+    produce,
+    run_persist,
+    start_persist,
+    telemetry_value,
+    write_stream_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -90,13 +97,7 @@ def test_killed_mid_run_and_restarted_persists_every_record_exactly_once(kafka_b
 
     # Kill the job once it has committed a few batches but before it can have finished.
     job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log")
-    deadline = time.monotonic() + 300
-    while committed_versions(ledger_path) < 4:  # version 0 creates the table; then one per batch
-        assert job.poll() is None, "the job ended before it could be killed; make the backlog larger"
-        assert time.monotonic() < deadline, "the job committed nothing within 300 s"
-        time.sleep(0.2)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait(30)
+    kill_after_batches(job, ledger_path, batches=3)
     batches_before_kill = committed_versions(ledger_path) - 1
     assert batches_before_kill < len(records) / 4_000, "killed before the end"
 
@@ -131,15 +132,11 @@ def test_continuous_mode_persists_records_produced_while_it_runs(kafka_broker, s
         return [(i % 2, telemetry_value(f"scooter-{i}", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(first, first + count)]
 
     produce(kafka_broker.bootstrap, topic, wave(0, 200))
-    job = start_persist(conf, log=tmp_path / "continuous.log")  # the mode comes from the config
-    try:
+    with continuous_persist(conf, log=tmp_path / "continuous.log") as job:  # the mode comes from the config
         _wait_for_events(spark, events_path, 200, job)
         produce(kafka_broker.bootstrap, topic, wave(200, 300))  # while the query runs
         _wait_for_events(spark, events_path, 500, job)
         assert job.poll() is None, "a continuous job keeps running"
-    finally:
-        os.killpg(job.pid, signal.SIGTERM)
-        job.wait(60)
     events = spark.read.format("delta").load(str(events_path))
     assert events.select("source_partition", "source_offset").distinct().count() == 500
 
@@ -166,17 +163,13 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
     now_ms = int(time.time() * 1000)
     produce(kafka_broker.bootstrap, topic, [(i % 2, telemetry_value("s", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(100)])
 
-    job = start_persist(conf, log=tmp_path / "continuous.log")
-    try:
+    with continuous_persist(conf, log=tmp_path / "continuous.log") as job:
         _wait_for_events(spark, events_path, 100, job)
         admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
         admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
         produce(kafka_broker.bootstrap, topic, [(2, telemetry_value("new", now_ms + i), now_ms + i) for i in range(40)])
         _wait_for_events(spark, events_path, 140, job)
         assert job.poll() is None, "the job keeps running"
-    finally:
-        os.killpg(job.pid, signal.SIGTERM)
-        job.wait(60)
     events = spark.read.format("delta").load(str(events_path))
     rows = events.groupBy("source_partition").agg(F.count("*").alias("n"), F.countDistinct("source_offset").alias("d")).collect()
     assert {r.source_partition: (r.n, r.d) for r in rows} == {0: (50, 50), 1: (50, 50), 2: (40, 40)}

@@ -10,8 +10,6 @@ second reader (Spark's own Kafka source, read_committed) sees exactly what the l
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections import Counter
 
@@ -19,7 +17,15 @@ import pytest
 from confluent_kafka import Producer
 
 from harness.log_layouts import TransactionalProducer, lake_offsets, readable_offsets, spark_kafka_offsets
-from harness.persist_job import committed_versions, run_persist, start_persist, telemetry_value, write_stream_config
+from harness.persist_job import (
+    committed_versions,
+    continuous_persist,
+    kill_after_batches,
+    run_persist,
+    start_persist,
+    telemetry_value,
+    write_stream_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +35,6 @@ MINUTE_MS = 60_000
 def _event_times(now_ms: int, count: int, span_ms: int = 2 * 60 * MINUTE_MS) -> list[int]:
     """``count`` event times rising evenly over the last ``span_ms``: valid, in order, not late."""
     return [now_ms - span_ms + i * span_ms // count for i in range(count)]
-
-
-def _kill_after_batches(job, ledger_path, batches: int, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while committed_versions(ledger_path) < batches + 1:  # version 0 creates the table
-        assert job.poll() is None, "the job ended before it could be killed; make the backlog larger"
-        assert time.monotonic() < deadline, f"the job committed nothing within {timeout_s:.0f} s"
-        time.sleep(0.2)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait(30)
 
 
 def _ledger(spark, lake):
@@ -76,7 +72,7 @@ def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_
     lake = tmp_path / "lake" / "telemetry"
 
     job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log")
-    _kill_after_batches(job, lake / "ledger", batches=3)
+    kill_after_batches(job, lake / "ledger", batches=3)
     batches_before_kill = committed_versions(lake / "ledger") - 1
     run_persist(conf, "--mode", "available_now", log=tmp_path / "second_run.log")
 
@@ -117,8 +113,7 @@ def test_open_transaction_neither_hangs_nor_is_skipped_and_a_long_hold_is_report
     lake = tmp_path / "lake" / "telemetry"
     log = tmp_path / "continuous.log"
 
-    job = start_persist(conf, log=log)
-    try:
+    with continuous_persist(conf, log=log) as job:
         _wait_until(lambda: _tables_exist(lake) and len(lake_offsets(spark, lake)) == 100, job, "the committed records persisted")
         # A producer opens a transaction on partition 1 and goes quiet, as one that died would.
         dead = TransactionalProducer(kafka_broker.bootstrap, topic, "tidemark-test-dead")
@@ -140,9 +135,6 @@ def test_open_transaction_neither_hangs_nor_is_skipped_and_a_long_hold_is_report
         dead.commit()
         _wait_until(lambda: len(lake_offsets(spark, lake)) == 150, job, "the transaction's records persisted once committed")
         _wait_until(lambda: _latest_ledger_row(spark, lake, 1).open_transaction_since is None, job, "the hold released")
-    finally:
-        os.killpg(job.pid, signal.SIGTERM)
-        job.wait(60)
 
     persisted = lake_offsets(spark, lake)
     expected = committed.committed | dead.committed | {(0, o) for o in range(51, 81)}
@@ -195,7 +187,7 @@ def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retaine
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=600)
     lake = tmp_path / "lake" / "telemetry"
     job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log")
-    _kill_after_batches(job, lake / "ledger", batches=3)
+    kill_after_batches(job, lake / "ledger", batches=3)
     run_persist(conf, "--mode", "available_now", log=tmp_path / "second_run.log")
 
     persisted = lake_offsets(spark, lake)
