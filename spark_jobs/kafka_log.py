@@ -98,6 +98,18 @@ class KafkaLog:
         # written end seen a moment earlier.
         return LogBounds(earliest, stable_end, max(written_end, stable_end))
 
+    def _earliest(self, partition: int) -> int:
+        """The earliest retained offset alone: one question, not the two of ``bounds``."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            earliest, _ = self._consumer.get_watermark_offsets(
+                TopicPartition(self._topic, partition), timeout=self._timeout_s, cached=False
+            )
+        except KafkaException as error:
+            raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}") from None
+        return earliest
+
     def offset_for_time(self, partition: int, timestamp_ms: int) -> int | None:
         """Kafka's time index (offsetsForTimes): the first offset whose timestamp >= timestamp_ms."""
         from confluent_kafka import KafkaException, TopicPartition
@@ -124,7 +136,7 @@ class KafkaLog:
         one holds a data record. Usually the first answers (the record before a commit marker);
         a trailing aborted transaction costs reading it about once.
         """
-        earliest = self.bounds(partition).earliest
+        earliest = self._earliest(partition)
         window = 16
         while True:
             start = max(earliest, end - window)

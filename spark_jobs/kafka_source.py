@@ -150,6 +150,8 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         self._clock = clock
         self._log = None
+        # The readable ends the last planning saw, for reportLatestOffset (called right after it).
+        self._seen_ends: dict[int, int] | None = None
         # Set by prepareForTriggerAvailableNow: the log ends when the run started, never passed.
         self._available_now_target: dict[int, int] | None = None
 
@@ -253,11 +255,16 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._available_now_target is not None:
             ends = {p: min(end, self._available_now_target.get(p, end)) for p, end in ends.items()}
         unstable = {p: (b.end, b.written_end) for p, b in bounds.items() if b.written_end > b.end}
+        self._seen_ends = {p: b.end for p, b in bounds.items()}
         return ends, unstable
 
     def reportLatestOffset(self) -> dict | None:
-        log = self._kafka()
-        return {"topic": self._options.topic, "log_ends": {str(p): log.bounds(p).end for p in log.partition_ids()}}
+        """The log ends for Spark's progress report: those the planning of this trigger just saw,
+        rather than asking the broker again (two questions per partition) a moment later."""
+        if self._seen_ends is None:
+            log = self._kafka()
+            self._seen_ends = {p: log.bounds(p).end for p in log.partition_ids()}
+        return {"topic": self._options.topic, "log_ends": {str(p): end for p, end in sorted(self._seen_ends.items())}}
 
     def partitions(self, start: dict, end: dict) -> list[PartitionRange]:
         import json
