@@ -140,7 +140,7 @@ def _bench_config(scratch: Path, topic: str, bootstrap: str) -> Path:
 def _value_bytes(bootstrap: str, topic: str) -> int:
     """Total size of the record values in the topic (what the job decodes)."""
     sys.path.insert(0, str(REPO))
-    from spark_jobs.kafka_log import KafkaLog, read_range
+    from connectors.kafka_log import KafkaLog, read_range
 
     log = KafkaLog(bootstrap, topic)
     try:

@@ -34,7 +34,7 @@ def main() -> int:
 
     from pyspark.sql import functions as F
 
-    from spark_jobs.spark_session import lake_spark_session
+    from connectors.spark_session import lake_spark_session
 
     spark = lake_spark_session("bench-lake-figures", {"spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")

@@ -147,7 +147,7 @@ def _read_lake(lake: Path, env: dict) -> dict:
     import os
 
     os.environ.update({k: v for k, v in env.items() if k.startswith(("TIDEMARK_", "PYSPARK_", "SPARK_"))})
-    from spark_jobs.spark_session import lake_spark_session
+    from connectors.spark_session import lake_spark_session
 
     spark = lake_spark_session("tidemark-bench-transactional", {"spark.driver.memory": "1g"})
     spark.sparkContext.setLogLevel("ERROR")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from spark_jobs.kafka_source import RAW_RECORD_SCHEMA, RECORD_ROW
+from tidemark.planned_range import RAW_RECORD_SCHEMA, RECORD_ROW
 from tidemark.record_decoder import Rejection, RecordDecoder
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import ddl

@@ -24,6 +24,7 @@ of the future guard, fixed in the offset so a replayed batch decides exactly as 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -39,34 +40,69 @@ from pyspark.sql.streaming.datasource import (
 from tidemark.batch_planner import BatchPlanner
 from tidemark.event_time_text import format_event_time
 from tidemark.partition_status import PartitionStatus
+from tidemark.planned_range import RANGE_ROW, RAW_RECORD_SCHEMA, RECORD_ROW, PlannedRange
 from tidemark.source_state import PartitionState, SourceState
 
 SOURCE_NAME = "tidemark_kafka"
 
-RAW_RECORD_SCHEMA = (
-    "row_kind STRING, source_partition INT, source_offset BIGINT, log_timestamp_ms BIGINT, "
-    "record_key BINARY, value BINARY, range_end BIGINT, log_end_offset BIGINT, read_time_ms BIGINT, "
-    "range_state STRING"
-)
-RANGE_ROW = "range"
-RECORD_ROW = "record"
 
 
 @dataclass(frozen=True)
 class KafkaSourceOptions:
-    """The source's string options, parsed once; a bad option fails when the query starts."""
+    """The source's options, typed. Spark hands a source strings only: ``to_options`` writes them,
+    ``parse`` reads them back once and fails when the query starts, naming the bad option.
+
+    The bounded modes (recovery, backfill) set ``offset_bounds``: only those partitions, only
+    offsets [start, end), and the run ends there. ``pinned_global_watermark_ms`` holds G at a
+    given value for the whole run (no record read can move it, so no hour is sealed).
+    ``resume_from`` is the offset to start from when there is no checkpoint (see
+    tidemark.resume_point). ``frozen_partitions`` is the chaos switch: those partitions are
+    planned as usual but never read, as a stalled consumer would leave them.
+    """
 
     bootstrap_servers: str
     topic: str
-    starting_offsets: str
-    max_records_per_batch: int | None
-    alignment: bool
-    max_out_of_orderness_ms: int
-    max_drift_ms: int
-    idle_timeout_ms: int
-    max_future_skew_ms: int
-    open_transaction_timeout_ms: int
-    feedback_dir: str | None
+    starting_offsets: str = "earliest"
+    max_records_per_batch: int | None = None
+    alignment: bool = True
+    max_out_of_orderness_ms: int = 0
+    max_drift_ms: int = 900_000
+    idle_timeout_ms: int = 300_000
+    max_future_skew_ms: int = 300_000
+    open_transaction_timeout_ms: int = 900_000
+    feedback_dir: str | None = None
+    offset_bounds: dict[int, tuple[int, int]] | None = None
+    pinned_global_watermark_ms: int | None = None
+    resume_from: dict | None = None
+    frozen_partitions: tuple[int, ...] = ()
+
+    def to_options(self) -> dict[str, str]:
+        import json
+
+        options = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "topic": self.topic,
+            "starting_offsets": self.starting_offsets,
+            "alignment": str(self.alignment).lower(),
+            "max_out_of_orderness_ms": str(self.max_out_of_orderness_ms),
+            "max_drift_ms": str(self.max_drift_ms),
+            "idle_timeout_ms": str(self.idle_timeout_ms),
+            "max_future_skew_ms": str(self.max_future_skew_ms),
+            "open_transaction_timeout_ms": str(self.open_transaction_timeout_ms),
+        }
+        if self.max_records_per_batch is not None:
+            options["max_records_per_batch"] = str(self.max_records_per_batch)
+        if self.feedback_dir:
+            options["feedback_dir"] = self.feedback_dir
+        if self.offset_bounds is not None:
+            options["offset_bounds"] = json.dumps({str(p): list(b) for p, b in sorted(self.offset_bounds.items())})
+        if self.pinned_global_watermark_ms is not None:
+            options["pinned_global_watermark_ms"] = str(self.pinned_global_watermark_ms)
+        if self.resume_from is not None:
+            options["resume_from"] = json.dumps(self.resume_from)
+        if self.frozen_partitions:
+            options["frozen_partitions"] = ",".join(str(p) for p in self.frozen_partitions)
+        return options
 
     @classmethod
     def parse(cls, options: dict) -> "KafkaSourceOptions":
@@ -91,6 +127,10 @@ class KafkaSourceOptions:
             _whole_number(options, "max_future_skew_ms", 300_000),
             _whole_number(options, "open_transaction_timeout_ms", 900_000, minimum=1),
             options.get("feedback_dir") or None,
+            _offset_bounds(options.get("offset_bounds")),
+            _whole_number(options, "pinned_global_watermark_ms", None),
+            _json_object(options, "resume_from"),
+            _partition_list(options.get("frozen_partitions")),
         )
 
 
@@ -101,6 +141,45 @@ def _whole_number(options: dict, key: str, default, minimum: int = 0):
     if not str(value).isdigit() or int(value) < minimum:
         raise ValueError(f"Option '{key}' must be a whole number >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def _offset_bounds(text: str | None) -> dict[int, tuple[int, int]] | None:
+    import json
+
+    if text is None:
+        return None
+    try:
+        bounds = {int(p): (int(b[0]), int(b[1])) for p, b in json.loads(text).items()}
+    except (ValueError, TypeError, IndexError, AttributeError):
+        raise ValueError(f'Option \'offset_bounds\' must be a JSON object {{"partition": [start, end]}}, got {text!r}.') from None
+    for partition, (start, end) in bounds.items():
+        if partition < 0 or start < 0 or end <= start:
+            raise ValueError(f"Option 'offset_bounds': partition {partition} has no offsets in [{start}, {end}).")
+    return bounds
+
+
+def _json_object(options: dict, key: str) -> dict | None:
+    import json
+
+    text = options.get(key)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError(f"Option '{key}' must be a JSON object, got {text!r}.")
+    return value
+
+
+def _partition_list(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() for part in parts):
+        raise ValueError(f"Option 'frozen_partitions' must be partition numbers separated by commas, got {text!r}.")
+    return tuple(sorted({int(part) for part in parts}))
 
 
 @dataclass(frozen=True)
@@ -114,8 +193,8 @@ class PartitionRange(InputPartition):
     end: int
     log_end: int
     read_time_ms: int
-    # The batch's event-time state for this partition, as JSON (see SourceState): carried in
-    # the range row so the persist job routes and seals with exactly the planned state.
+    # The planned range as text (tidemark.planned_range.PlannedRange): carried in the range row
+    # so the persist job routes and seals with exactly the planned state.
     range_state: str
 
 
@@ -158,19 +237,46 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- planning (driver) ---------------------------------------------------------------------
     def _kafka(self):
         if self._log is None:
-            from spark_jobs.kafka_log import KafkaLog
+            from connectors.kafka_log import KafkaLog
 
             self._log = KafkaLog(self._options.bootstrap_servers, self._options.topic)
         return self._log
 
     def initialOffset(self) -> dict:
+        """Where a query without a checkpoint starts: the bounds' starts in a bounded run; the
+        state resumed from the lake (``resume_from``) when the tables already hold the stream;
+        else the log's earliest (or latest) offsets."""
         log = self._kafka()
+        if self._options.resume_from is not None:
+            resumed = SourceState.from_offset(self._options.resume_from)
+            return dataclasses.replace(resumed, read_time_ms=self._now_ms()).to_offset(self._options.topic)
         positions, log_ends = {}, {}
-        for partition in log.partition_ids():
+        for partition in self._partition_ids(log):
             bounds = log.bounds(partition)
+            if self._options.offset_bounds is not None:
+                start, end = self._options.offset_bounds[partition]
+                if start < bounds.earliest:
+                    raise ValueError(
+                        f"offsets [{start}, {bounds.earliest}) of partition {partition} of topic {self._options.topic!r} "
+                        "have left the log (retention): they cannot be read any more"
+                    )
+                positions[partition], log_ends[partition] = start, min(end, bounds.end)
+                continue
             positions[partition] = bounds.earliest if self._options.starting_offsets == "earliest" else bounds.end
             log_ends[partition] = bounds.end
-        return self._planner.initial(positions, log_ends, log).to_offset(self._options.topic)
+        initial = self._planner.initial(positions, log_ends, log)
+        if self._options.pinned_global_watermark_ms is not None:
+            initial = dataclasses.replace(initial, global_watermark_ms=self._options.pinned_global_watermark_ms)
+        return initial.to_offset(self._options.topic)
+
+    def _partition_ids(self, log) -> list[int]:
+        """The partitions this query reads: the bounded ones, or all of the topic's."""
+        if self._options.offset_bounds is None:
+            return log.partition_ids()
+        missing = sorted(set(self._options.offset_bounds) - set(log.partition_ids()))
+        if missing:
+            raise ValueError(f"topic {self._options.topic!r} has no partition {missing[0]}")
+        return sorted(self._options.offset_bounds)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self._options.max_records_per_batch is None:
@@ -179,7 +285,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         log = self._kafka()
-        self._available_now_target = {p: log.bounds(p).end for p in log.partition_ids()}
+        self._available_now_target = {p: log.bounds(p).end for p in self._partition_ids(log)}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Plan the next batch. ReadMaxRows caps its records; ReadAllAvailable lifts the cap, but
@@ -207,10 +313,39 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         feedback = self._feedback(previous.plan_seq)
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         planned = self._planner.plan(previous, log_ends, feedback, log, max_records, unstable_ends)
+        if planned is not previous and self._options.pinned_global_watermark_ms is not None:
+            planned = dataclasses.replace(planned, global_watermark_ms=self._options.pinned_global_watermark_ms)
+        if planned is not previous and self._options.frozen_partitions:
+            planned = self._freeze(previous, planned)
         if planned is previous:
             return start
         self._log_open_transactions(previous, planned)
         return planned.to_offset(self._options.topic)
+
+    def _freeze(self, previous: SourceState, planned: SourceState) -> SourceState:
+        """The chaos switch: a frozen partition keeps its position (nothing of it is read) while
+        its log end, status and W_p are planned as usual, as a stalled consumer leaves them. When
+        the frozen partitions were all the plan would have read, nothing changed: ``previous``."""
+        partitions = dict(planned.partitions)
+        for partition in self._options.frozen_partitions:
+            if partition in partitions and partition in previous.partitions:
+                partitions[partition] = dataclasses.replace(
+                    partitions[partition],
+                    position=previous.partitions[partition].position,
+                    next_record_at_least_ms=None,
+                )
+        frozen = dataclasses.replace(planned, partitions=partitions)
+        if frozen.positions() == previous.positions() and frozen.global_watermark_ms == previous.global_watermark_ms:
+            # Still one batch whenever a frozen partition's log end moved: its ledger row is
+            # how the stall shows (read position constant while the log end grows).
+            grew = any(
+                partitions[p].log_end != previous.partitions[p].log_end
+                for p in self._options.frozen_partitions
+                if p in partitions and p in previous.partitions
+            )
+            if not grew:
+                return previous
+        return frozen
 
     def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:
         """Say when a partition starts or stops being held by an open transaction: silence is the
@@ -250,8 +385,10 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The readable end of every partition (capped at the available_now target), and the
         partitions where an open transaction holds the readable end below the written end, as
         {partition: (last stable offset, written end)}, never capped."""
-        bounds = {p: log.bounds(p) for p in log.partition_ids()}
+        bounds = {p: log.bounds(p) for p in self._partition_ids(log)}
         ends = {p: b.end for p, b in bounds.items()}
+        if self._options.offset_bounds is not None:
+            ends = {p: min(end, self._options.offset_bounds[p][1]) for p, end in ends.items()}
         if self._available_now_target is not None:
             ends = {p: min(end, self._available_now_target.get(p, end)) for p, end in ends.items()}
         unstable = {p: (b.end, b.written_end) for p, b in bounds.items() if b.written_end > b.end}
@@ -263,37 +400,24 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rather than asking the broker again (two questions per partition) a moment later."""
         if self._seen_ends is None:
             log = self._kafka()
-            self._seen_ends = {p: log.bounds(p).end for p in log.partition_ids()}
+            self._seen_ends = {p: log.bounds(p).end for p in self._partition_ids(log)}
         return {"topic": self._options.topic, "log_ends": {str(p): end for p, end in sorted(self._seen_ends.items())}}
 
     def partitions(self, start: dict, end: dict) -> list[PartitionRange]:
-        import json
-
         before, after = SourceState.from_offset(start), SourceState.from_offset(end)
-        ranges = []
-        for partition, state in sorted(after.partitions.items()):
-            first = before.partitions.get(partition, state).position
-            range_state = {
-                "plan_seq": after.plan_seq,
-                "slicing": after.slicing,
-                "global_watermark_ms": after.global_watermark_ms,
-                "previous_global_watermark_ms": before.global_watermark_ms,
-                "target_ms": after.target_ms,
-                **state.to_json(),
-            }
-            ranges.append(
-                PartitionRange(
-                    self._options.bootstrap_servers,
-                    self._options.topic,
-                    partition,
-                    first,
-                    state.position,
-                    state.log_end,
-                    after.read_time_ms,
-                    json.dumps(range_state),
-                )
+        return [
+            PartitionRange(
+                self._options.bootstrap_servers,
+                self._options.topic,
+                planned.partition,
+                planned.start_offset,
+                planned.end_offset,
+                planned.state.log_end,
+                planned.read_time_ms,
+                planned.to_text(),
             )
-        return ranges
+            for planned in PlannedRange.of_batch(before, after)
+        ]
 
     def commit(self, end: dict) -> None:
         """Nothing to commit in Kafka: positions are checkpointed by Spark and kept in the ledger."""
@@ -310,7 +434,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: PartitionRange) -> Iterator:
         import pyarrow as pa
 
-        from spark_jobs.kafka_log import read_range
+        from connectors.kafka_log import read_range
 
         yield _range_batch(pa, partition)
         for records in read_range(

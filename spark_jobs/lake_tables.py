@@ -73,5 +73,57 @@ class LakeTables:
             .save(self.path(table))
         )
 
+    def insert_missing(self, frame, table: str, app_id: str, version: int, ranges: dict[int, tuple[int, int]]) -> None:
+        """Write the rows of ``frame`` whose (source_partition, source_offset) none of events,
+        late and quarantine holds yet; ``ranges`` ({partition: (start, end)}) bounds the offsets
+        ``frame`` can hold, so only that part of the tables is looked at.
+
+        A record lives in exactly one of the three tables, and two jobs may route it
+        differently (late for one, on time for the other), so presence is checked across all
+        three. The insert is a Delta MERGE that inserts only unmatched rows: re-running it, or a
+        concurrent writer of the same rows in the same table, never duplicates. ``app_id`` and
+        ``version`` make the commit idempotent like ``append_once``.
+        """
+        from delta.tables import DeltaTable
+
+        key = ["source_partition", "source_offset"]
+        missing = frame.join(self.persisted_offsets(ranges), key, "left_anti")
+        condition = "t.source_partition = s.source_partition AND t.source_offset = s.source_offset"
+        if table == "events":
+            # The same record has the same event hour wherever it was decoded: lets Delta prune.
+            condition += " AND t.event_date = s.event_date AND t.event_hour = s.event_hour"
+        session = self._spark
+        session.conf.set("spark.databricks.delta.write.txnAppId", app_id)
+        session.conf.set("spark.databricks.delta.write.txnVersion", str(version))
+        try:
+            (
+                DeltaTable.forPath(session, self.path(table)).alias("t")
+                .merge(missing.alias("s"), condition)
+                .whenNotMatchedInsertAll()
+                .execute()
+            )  # fmt: skip
+        finally:
+            session.conf.unset("spark.databricks.delta.write.txnAppId")
+            session.conf.unset("spark.databricks.delta.write.txnVersion")
+
+    def persisted_offsets(self, ranges: dict[int, tuple[int, int]]):
+        """(source_partition, source_offset) of the records events, late and quarantine hold in
+        ``ranges`` ({partition: (start, end)}, end exclusive)."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        if not ranges:
+            return self._spark.createDataFrame([], "source_partition INT, source_offset BIGINT")
+        within = reduce(
+            lambda either, bound: either | bound,
+            [
+                (F.col("source_partition") == p) & (F.col("source_offset") >= start) & (F.col("source_offset") < end)
+                for p, (start, end) in sorted(ranges.items())
+            ],
+        )
+        tables = [self.read(table).where(within).select("source_partition", "source_offset") for table in ("events", "late", "quarantine")]
+        return reduce(lambda a, b: a.unionByName(b), tables)
+
     def read(self, table: str):
         return self._spark.read.format("delta").load(self.path(table))

@@ -14,7 +14,6 @@ is there, the batch is fully persisted.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,13 +21,13 @@ from datetime import datetime, timezone
 
 from spark_jobs.decode_stage import decode_function, decoded_schema
 from spark_jobs.event_time_feedback import write_feedback
-from spark_jobs.kafka_source import RANGE_ROW, RECORD_ROW
 from spark_jobs.lake_tables import LakeTables
+from spark_jobs.overlap_guard import OverlapGuard
 from tidemark.batch_planner import partition_watermark_after
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
 from tidemark.lateness import LatenessClassifier
-from tidemark.source_state import PartitionState
+from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 
@@ -59,8 +58,16 @@ class QueryIdentity:
 class PersistBatch:
     """The ``foreachBatch`` function of the persist job (mode: live, backfill or recovery).
 
-    After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed and
-    ``global_watermark_ms`` the last G it persisted under.
+    Exactly-once across jobs: a live batch is a plain idempotent append, unless ``guard`` says
+    its ranges overlap offsets another job (recovery, backfill) or a run before a lost checkpoint
+    may already have written; then, like every recovery and backfill batch, it inserts only the
+    records whose (source_partition, source_offset) none of events, late and quarantine holds.
+    Only the live job seals hours: the others read ranges behind G and never move it.
+
+    After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed,
+    ``global_watermark_ms`` the last G it persisted under, ``event_hours`` the event-time hours
+    (start, ms) of the records it wrote, and ``insert_only_batches`` how many batches it wrote
+    insert-only.
     """
 
     def __init__(
@@ -70,18 +77,22 @@ class PersistBatch:
         identity: QueryIdentity,
         mode: str = "live",
         feedback_dir: str | None = None,
+        guard: OverlapGuard | None = None,
     ):
         self._stream = stream
         self._tables = tables
         self._identity = identity
         self._mode = mode
         self._feedback_dir = feedback_dir
+        self._guard = guard
         self._decode = decode_function(stream)
         self._decoded_schema = decoded_schema(stream)
         self._lateness = LatenessClassifier(stream.event_time.allowed_lateness_ms)
         self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
         self.sealed_hours: list[int] = []
         self.global_watermark_ms: int | None = None
+        self.event_hours: set[int] = set()
+        self.insert_only_batches = 0
 
     def __call__(self, raw, batch_id: int) -> None:
         from pyspark import StorageLevel
@@ -95,42 +106,48 @@ class PersistBatch:
         try:
             ranges = _planned_ranges(decoded)
             batch = next(iter(ranges.values()))
-            g = batch["global_watermark_ms"]
+            g = batch.global_watermark_ms
             late_before = self._lateness.late_before_ms(g)
             valid = decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNull())
             is_late = F.col("event_time_ms") < F.lit(late_before) if late_before is not None else F.lit(False)
             stats = _partition_stats(decoded, is_late)
             totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
+            insert_only = self._mode != "live" or (self._guard is not None and self._guard.overlaps(_offset_ranges(ranges)))
+            write = self._insert_missing(ranges) if insert_only else self._tables.append_once
 
-            self._tables.append_once(_events(valid.where(~is_late), self._stream, batch_id), "events", app_id, batch_id)
+            write(_events(valid.where(~is_late), self._stream, batch_id), "events", app_id, batch_id)
             # A replay decodes and routes identically, so an empty output stays empty: skipping
             # its commit loses nothing and saves an idempotent commit per batch.
             if totals["late"]:
                 late = _events(valid.where(is_late), self._stream, batch_id).withColumn(
                     "global_watermark", F.timestamp_millis(F.lit(g))
                 )
-                self._tables.append_once(late, "late", app_id, batch_id)
+                write(late, "late", app_id, batch_id)
             if totals["quarantined"]:
-                self._tables.append_once(_quarantine(decoded, batch_id), "quarantine", app_id, batch_id)
-            sealed = self._sealer.newly_sealed(batch["previous_global_watermark_ms"], g)
+                write(_quarantine(decoded, batch_id), "quarantine", app_id, batch_id)
+            sealed = (
+                self._sealer.newly_sealed(batch.previous_global_watermark_ms, g) if self._mode == "live" else []
+            )
             if sealed:
                 self._tables.append_once(self._seals(decoded.sparkSession, sealed, batch, batch_id), "seals", app_id, batch_id)
 
             watermarks = {
                 p: partition_watermark_after(
-                    PartitionState.from_json(state), stats.get(p, {}).get("max_event_time_ms"),
+                    planned.state, stats.get(p, {}).get("max_event_time_ms"),
                     self._stream.event_time.max_out_of_orderness_ms,
                 )  # fmt: skip
-                for p, state in ranges.items()
+                for p, planned in ranges.items()
             }
-            ledger = self._ledger(decoded.sparkSession, batch_id, ranges, stats, watermarks)
+            ledger = self._ledger(decoded.sparkSession, batch_id, ranges, stats, watermarks, app_id)
             self._tables.append_once(ledger, "ledger", app_id, batch_id)
             if self._feedback_dir:
-                write_feedback(self._feedback_dir, batch["plan_seq"], watermarks)
+                write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
         finally:
             decoded.unpersist()
         self.sealed_hours.extend(sealed)
         self.global_watermark_ms = g
+        self.event_hours.update(_event_hours(stats))
+        self.insert_only_batches += int(insert_only)
         log.info(
             {
                 "event": "batch_persisted",
@@ -140,27 +157,38 @@ class PersistBatch:
                 **totals,
                 "global_watermark": format_optional_event_time(g),
                 "sealed_hours": [format_optional_event_time(h) for h in sealed],
-                "slicing": batch["slicing"],
+                "slicing": batch.slicing,
+                **({"insert_only": True} if insert_only else {}),
                 **_offsets_without_data(ranges, stats),
                 **_held_by_open_transaction(ranges),
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
 
-    def _ledger(self, spark, batch_id: int, ranges: dict, stats: dict, watermarks: dict):
+    def _insert_missing(self, ranges: dict[int, PlannedRange]):
+        """A writer like ``append_once`` that skips the records the lake already holds."""
+        offset_ranges = _offset_ranges(ranges)
+
+        def write(frame, table: str, app_id: str, version: int) -> None:
+            self._tables.insert_missing(frame, table, app_id, version, offset_ranges)
+
+        return write
+
+    def _ledger(self, spark, batch_id: int, ranges: dict[int, PlannedRange], stats: dict, watermarks: dict, app_id: str):
         rows = []
-        for partition, state in sorted(ranges.items()):
+        for partition, planned in sorted(ranges.items()):
             partition_stats = stats.get(partition, {})
-            hold = state.get("open_transaction")
+            state = planned.state
+            hold = state.open_transaction
             rows.append(
                 (
                     self._stream.name,
                     batch_id,
                     partition,
                     self._mode,
-                    state["start_offset"],
-                    state["position"],
-                    state["log_end"],
+                    planned.start_offset,
+                    planned.end_offset,
+                    state.log_end,
                     partition_stats.get("records", 0),
                     partition_stats.get("quarantined", 0),
                     partition_stats.get("late", 0),
@@ -168,37 +196,46 @@ class PersistBatch:
                     _timestamp(partition_stats.get("min_event_time_ms")),
                     _timestamp(partition_stats.get("max_event_time_ms")),
                     _timestamp(watermarks[partition]),
-                    state["status"],
-                    state["slicing"],
-                    _timestamp(state["read_time_ms"]),
-                    _timestamp(hold["since_ms"]) if hold else None,
-                    bool(hold and hold["held"]),
+                    _timestamp(planned.global_watermark_ms),
+                    state.status.value,
+                    planned.slicing,
+                    _timestamp(planned.read_time_ms),
+                    _timestamp(hold.since_ms) if hold else None,
+                    bool(hold and hold.held),
+                    app_id,
                 )
             )
         return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS))
 
-    def _seals(self, spark, hours: list[int], batch: dict, batch_id: int):
+    def _seals(self, spark, hours: list[int], batch: PlannedRange, batch_id: int):
         rows = [
-            (self._stream.name, _timestamp(hour), _timestamp(batch["read_time_ms"]), _timestamp(batch["global_watermark_ms"]), batch_id)
+            (self._stream.name, _timestamp(hour), _timestamp(batch.read_time_ms), _timestamp(batch.global_watermark_ms), batch_id)
             for hour in hours
         ]
         return spark.createDataFrame(rows, ddl(SEALS_COLUMNS))
 
 
-def _planned_ranges(decoded) -> dict[int, dict]:
+def _planned_ranges(decoded) -> dict[int, PlannedRange]:
     """The batch's range rows (one per partition, tiny): the planned range and its event-time state."""
     from pyspark.sql import functions as F
 
-    ranges = {}
-    for row in decoded.where(F.col("row_kind") == RANGE_ROW).select(
-        "source_partition", "source_offset", "read_time_ms", "range_state"
-    ).collect():
-        ranges[row.source_partition] = {
-            **json.loads(row.range_state),
-            "start_offset": row.source_offset,
-            "read_time_ms": row.read_time_ms,
-        }
-    return ranges
+    rows = decoded.where(F.col("row_kind") == RANGE_ROW).select("range_state").collect()
+    return {planned.partition: planned for planned in (PlannedRange.from_text(row.range_state) for row in rows)}
+
+
+def _offset_ranges(ranges: dict[int, PlannedRange]) -> dict[int, tuple[int, int]]:
+    """The batch's non-empty offset ranges, {partition: (start, end)}."""
+    return {p: (r.start_offset, r.end_offset) for p, r in ranges.items() if r.end_offset > r.start_offset}
+
+
+def _event_hours(stats: dict) -> set[int]:
+    """The event-time hours (start, ms) the batch's valid records span, per partition min to max."""
+    hours = set()
+    for partition_stats in stats.values():
+        first, last = partition_stats.get("min_event_time_ms"), partition_stats.get("max_event_time_ms")
+        if first is not None and last is not None:
+            hours.update(range(first - first % 3_600_000, last + 1, 3_600_000))
+    return hours
 
 
 def _partition_stats(decoded, is_late) -> dict[int, dict]:
@@ -255,16 +292,16 @@ def _quarantine(decoded, batch_id: int):
     )
 
 
-def _offsets_without_data(ranges: dict, stats: dict) -> dict:
+def _offsets_without_data(ranges: dict[int, PlannedRange], stats: dict) -> dict:
     """The batch's offsets that held no data record (markers, aborted, compacted), when any."""
-    offsets = sum(state["position"] - state["start_offset"] for state in ranges.values())
+    offsets = sum(planned.offsets for planned in ranges.values())
     records = sum(s["data_records"] for s in stats.values())
     return {"offsets_without_data": offsets - records} if offsets != records else {}
 
 
-def _held_by_open_transaction(ranges: dict) -> dict:
+def _held_by_open_transaction(ranges: dict[int, PlannedRange]) -> dict:
     """The partitions an open transaction holds (see tidemark.open_transaction), when any."""
-    held = [p for p, state in sorted(ranges.items()) if (state.get("open_transaction") or {}).get("held")]
+    held = [p for p, planned in sorted(ranges.items()) if planned.state.open_transaction and planned.state.open_transaction.held]
     return {"held_by_open_transaction": held} if held else {}
 
 

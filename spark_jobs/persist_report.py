@@ -43,7 +43,7 @@ class PartitionReport:
 
 
 def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
-    from spark_jobs.kafka_log import KafkaLog
+    from connectors.kafka_log import KafkaLog
     from spark_jobs.lake_tables import LakeTables
 
     tables = LakeTables(spark, stream)
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"persist_report: {error}", file=sys.stderr)
         return 2
 
-    from spark_jobs.spark_session import lake_spark_session
+    from connectors.spark_session import lake_spark_session
 
     spark = lake_spark_session(f"tidemark-report-{stream.name}")
     spark.sparkContext.setLogLevel("ERROR")

@@ -55,7 +55,7 @@ def spark():
     os.environ["TIDEMARK_JARS"] = str(jars)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from spark_jobs.spark_session import lake_spark_session
+    from connectors.spark_session import lake_spark_session
 
     # py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
 from tidemark.duration import format_duration_ms, parse_duration_ms
+from tidemark.stall_rules import StallRules
 
 FIELD_TYPES = ("string", "double", "long", "int", "boolean")
 EVENT_TIME_FORMATS = ("iso8601", "epoch_millis")
@@ -109,6 +110,28 @@ class PersistSettings:
 
 
 @dataclass(frozen=True)
+class QualitySettings:
+    """The stream's scheduled quality checks (see DESIGN.md, Checks); durations in ms.
+
+    The defaults here are also the defaults of the optional ``quality:`` section.
+    """
+
+    schedule: str = "*/10 * * * *"  # cron of the scheduled quality run
+    stall_window: int = 6  # K: ledger rows per partition the stall rules look at (>= 2)
+    stall_timeout_ms: int = 30 * 60_000
+    max_partition_lag_ms: int = 60 * 60_000
+    # Longest allowed gap between consecutive event times of one partition within an hour.
+    event_time_gap_ms: int = 30 * 60_000
+    max_late_per_hour: int = 1000
+    max_quarantined_per_hour: int = 100
+    # How many earlier hours define "a partition normally produces in this hour".
+    history_hours: int = 24
+
+    def stall_rules(self) -> StallRules:
+        return StallRules(self.stall_window, self.stall_timeout_ms, self.max_partition_lag_ms)
+
+
+@dataclass(frozen=True)
 class StreamConfig:
     name: str
     source: KafkaSource
@@ -117,6 +140,7 @@ class StreamConfig:
     lake: LakeLocation
     retention_ms: int
     persist: PersistSettings
+    quality: QualitySettings = field(default_factory=QualitySettings)
 
     def table_path(self, table: str) -> str:
         """Location of one of the stream's Delta tables (events, ledger, quarantine, late, seals)."""
@@ -213,8 +237,33 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
         spark_conn_id=persist_section.text("spark_conn_id", default="spark_default"),
     )
     persist_section.reject_unknown()
+    quality = _parse_quality(section.optional_section("quality"))
     section.reject_unknown()
-    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist)
+    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist, quality)
+
+
+def _parse_quality(section: "_Section") -> QualitySettings:
+    defaults = QualitySettings()
+    quality = QualitySettings(
+        schedule=section.text("schedule", default=defaults.schedule),
+        stall_window=section.whole_number("stall_window", default=defaults.stall_window, minimum=2),
+        stall_timeout_ms=section.duration(
+            "stall_timeout", default=format_duration_ms(defaults.stall_timeout_ms), minimum_ms=1
+        ),
+        max_partition_lag_ms=section.duration(
+            "max_partition_lag", default=format_duration_ms(defaults.max_partition_lag_ms), minimum_ms=1
+        ),
+        event_time_gap_ms=section.duration(
+            "event_time_gap", default=format_duration_ms(defaults.event_time_gap_ms), minimum_ms=1
+        ),
+        max_late_per_hour=section.whole_number("max_late_per_hour", default=defaults.max_late_per_hour, minimum=0),
+        max_quarantined_per_hour=section.whole_number(
+            "max_quarantined_per_hour", default=defaults.max_quarantined_per_hour, minimum=0
+        ),
+        history_hours=section.whole_number("history_hours", default=defaults.history_hours, minimum=1),
+    )
+    section.reject_unknown()
+    return quality
 
 
 def _parse_payload(section: "_Section") -> PayloadSchema:
@@ -273,6 +322,11 @@ class _Section:
         self._read.add(key)
         return _Section(self._values[key], ".".join(p for p in (self._path, key) if p), self._file, self._environ)
 
+    def optional_section(self, key: str) -> "_Section":
+        """Like ``section``, but a missing section reads as an empty one (all defaults)."""
+        self._read.add(key)
+        return _Section(self._values.get(key), ".".join(p for p in (self._path, key) if p), self._file, self._environ)
+
     def _raw(self, key: str, default: Any) -> Any:
         self._read.add(key)
         if key not in self._values or self._values[key] is None:
@@ -312,11 +366,14 @@ class _Section:
         return value
 
     def positive_int(self, key: str, default: Any = None) -> int:
+        return self.whole_number(key, default, minimum=1)
+
+    def whole_number(self, key: str, default: Any = None, minimum: int = 0) -> int:
         value = self._raw(key, _REQUIRED if default is None else default)
         if isinstance(value, str) and value.strip().isdigit():
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            self.fail(key, f"expected a whole number >= 1, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.fail(key, f"expected a whole number >= {minimum}, got {value!r}")
         return value
 
     def duration(self, key: str, default: Any = None, minimum_ms: int = 0) -> int:

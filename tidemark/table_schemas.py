@@ -63,7 +63,9 @@ LEDGER_COLUMNS = [
     ("data_records", "BIGINT"),
     ("min_event_time", "TIMESTAMP"),
     ("max_event_time", "TIMESTAMP"),
-    ("partition_watermark", "TIMESTAMP"),
+    ("partition_watermark", "TIMESTAMP"),  # W_p after the batch
+    # G the batch was routed and sealed under (null in rows written before tidemark kept it).
+    ("global_watermark", "TIMESTAMP"),
     ("partition_status", "STRING"),
     ("slicing", "STRING"),  # how the range was planned: record_count | event_time
     ("read_time", "TIMESTAMP"),  # when the range was planned
@@ -72,6 +74,9 @@ LEDGER_COLUMNS = [
     ("open_transaction_since", "TIMESTAMP"),
     # True once that has lasted longer than source.open_transaction_timeout.
     ("held_by_open_transaction", "BOOLEAN"),
+    # The writer: tidemark:<stream>:<mode>:<streaming query id>. batch_id counts per writer, so
+    # rows of a recovery run and of the live job may share a batch_id, never a writer.
+    ("writer", "STRING"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""spark_jobs.kafka_log against a real broker, on a transactional partition: what the planner's
+"""connectors.kafka_log against a real broker, on a transactional partition: what the planner's
 questions get answered where offsets hold no data record."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.log_layouts import TransactionalProducer
-from spark_jobs.kafka_log import KafkaLog, LogBounds, read_range
+from connectors.kafka_log import KafkaLog, LogBounds, read_range
 from tidemark.aligned_slices import LoggedRecord
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (folder, top-level modules it must never import)
 RULES = [
-    ("tidemark", {"pyspark", "delta", "airflow", "confluent_kafka", "great_expectations", "spark_jobs", "tidemark_airflow", "stack", "expectations"}),
+    ("tidemark", {"pyspark", "delta", "airflow", "confluent_kafka", "great_expectations", "spark_jobs", "tidemark_airflow", "stack", "expectations", "connectors"}),
+    ("connectors", {"airflow", "great_expectations", "spark_jobs", "tidemark_airflow", "expectations"}),
     ("plugins", {"spark_jobs", "expectations"}),
     ("spark_jobs", {"airflow", "tidemark_airflow", "expectations"}),
+    ("expectations", {"airflow", "tidemark_airflow", "spark_jobs"}),
 ]
 
 

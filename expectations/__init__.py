@@ -1,0 +1,5 @@
+"""Great Expectations suites over a stream's lake tables, per sealed hour and per source partition,
+and the quality run that executes them and writes the reports (Data Docs, JSON and HTML summary).
+
+Imports the core (tidemark), the shared connectors and GX/pyspark; never spark_jobs or plugins.
+"""

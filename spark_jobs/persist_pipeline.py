@@ -1,0 +1,163 @@
+"""One way to run log → decode → route → Delta for a stream: live, backfill and recovery.
+
+The three differ only in what a ``PersistRun`` says: the mode, the trigger, and for the bounded
+modes the offset ranges and the G they are routed under. Everything else — the reader
+(spark_jobs.kafka_source), the decoder, the routing and the writer (spark_jobs.persist_batch) —
+is the same code, so a record is decoded and routed the same way whichever job reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from tidemark.event_time_text import format_event_time, format_optional_event_time
+from tidemark.stream_config import StreamConfig
+
+log = logging.getLogger("tidemark.persist")
+
+PERSIST_RUN_MODES = ("live", "backfill", "recovery")
+TRIGGERS = ("available_now", "continuous")
+
+
+@dataclass(frozen=True)
+class PersistRun:
+    """One run of the pipeline.
+
+    ``offset_bounds`` ({partition: (start, end)}, end exclusive) limits a bounded run to those
+    offsets; ``pinned_global_watermark_ms`` routes the whole run under that G (recovery: the G
+    the live job had, so nothing recovered moves it). ``frozen_partitions`` is the chaos switch
+    (see ``frozen_partitions_from_environment``). ``checkpoint`` is the Spark checkpoint folder.
+    """
+
+    mode: str
+    trigger: str
+    checkpoint: str
+    max_records_per_batch: int
+    align: bool = True
+    offset_bounds: dict[int, tuple[int, int]] | None = None
+    pinned_global_watermark_ms: int | None = None
+    frozen_partitions: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        if self.mode not in PERSIST_RUN_MODES:
+            raise ValueError(f"mode must be one of {PERSIST_RUN_MODES}, got {self.mode!r}")
+        if self.trigger not in TRIGGERS:
+            raise ValueError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
+        if (self.mode == "live") == (self.offset_bounds is not None):
+            raise ValueError("the live mode reads whole partitions; backfill and recovery need offset_bounds")
+
+
+def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ) -> tuple[int, ...]:
+    """The chaos switch, off unless set: ``TIDEMARK_CHAOS_FREEZE=<stream>:<partition>[,...]``
+    freezes those partitions of that stream in the live source (it reads nothing from them)."""
+    setting = environ.get("TIDEMARK_CHAOS_FREEZE", "").strip()
+    if not setting:
+        return ()
+    frozen = set()
+    for item in setting.split(","):
+        name, _, partition = item.strip().partition(":")
+        if not partition.isdigit():
+            raise ValueError(f"TIDEMARK_CHAOS_FREEZE must be <stream>:<partition>[,...], got {setting!r}")
+        if name == stream.name:
+            if int(partition) >= stream.source.partitions:
+                raise ValueError(f"TIDEMARK_CHAOS_FREEZE: stream {name!r} has no partition {partition}")
+            frozen.add(int(partition))
+    return tuple(sorted(frozen))
+
+
+def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, resume_from: dict | None = None):
+    """The source's options for ``run`` of ``stream``: built here once, from the typed config."""
+    from spark_jobs.kafka_source import KafkaSourceOptions
+
+    tolerances = stream.event_time
+    return KafkaSourceOptions(
+        bootstrap_servers=stream.source.bootstrap_servers,
+        topic=stream.source.topic,
+        starting_offsets=stream.source.starting_offsets,
+        max_records_per_batch=run.max_records_per_batch,
+        alignment=run.align and stream.source.log_timestamp_is_event_time,
+        max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
+        max_drift_ms=tolerances.max_drift_ms,
+        idle_timeout_ms=tolerances.idle_timeout_ms,
+        max_future_skew_ms=tolerances.max_future_skew_ms,
+        open_transaction_timeout_ms=stream.source.open_transaction_timeout_ms,
+        feedback_dir=feedback_dir,
+        offset_bounds=run.offset_bounds,
+        pinned_global_watermark_ms=run.pinned_global_watermark_ms,
+        resume_from=resume_from,
+        frozen_partitions=run.frozen_partitions,
+    )
+
+
+def run_pipeline(spark, stream: StreamConfig, run: PersistRun) -> dict:
+    """Run ``run`` to its end (available_now) or until stopped (continuous); returns its summary:
+    batches, G, the hours it sealed, the event hours it wrote, how it started."""
+    import time
+
+    from spark_jobs.kafka_source import KafkaLogSource
+    from spark_jobs.lake_resume import checkpoint_has_offsets, resume_from_lake
+    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.overlap_guard import OverlapGuard
+    from spark_jobs.persist_batch import PersistBatch, QueryIdentity
+
+    spark.dataSource.register(KafkaLogSource)
+    tables = LakeTables(spark, stream)
+    tables.ensure()
+
+    resumed = None
+    if run.mode == "live" and not checkpoint_has_offsets(spark, run.checkpoint):
+        resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
+    if run.frozen_partitions:
+        log.warning(
+            {
+                "event": "chaos_freeze",
+                "stream": stream.name,
+                "partitions": list(run.frozen_partitions),
+                "detail": "TIDEMARK_CHAOS_FREEZE is set: these partitions are not read (a stall made on purpose)",
+            }
+        )
+    feedback_dir = _feedback_dir(stream, run)
+    options = source_options(stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None)
+    raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
+    identity = QueryIdentity()
+    guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None) if run.mode == "live" else None
+    persist_batch = PersistBatch(stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard)
+    writer = (
+        raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")
+        .foreachBatch(persist_batch)
+        .option("checkpointLocation", run.checkpoint)
+    )
+    if run.trigger == "available_now":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
+    query = writer.start()
+    identity.set(query.id)
+    log.info({"event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger, "query_id": query.id})
+    query.awaitTermination()
+
+    summary = {
+        "stream": stream.name,
+        "mode": run.trigger if run.mode == "live" else run.mode,
+        "query_id": query.id,
+        "batches": len(query.recentProgress),
+        "global_watermark": format_optional_event_time(persist_batch.global_watermark_ms),
+        "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
+        "event_hours": [format_event_time(hour) for hour in sorted(persist_batch.event_hours)],
+        "insert_only_batches": persist_batch.insert_only_batches,
+        "resumed_from_ledger": resumed is not None,
+    }
+    log.info({"event": "query_finished", **summary})
+    return summary
+
+
+def _feedback_dir(stream: StreamConfig, run: PersistRun) -> str:
+    """Where the batches leave W_p for the planner: beside the checkpoint when that is a local
+    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.event_time_feedback)."""
+    checkpoint = run.checkpoint
+    if "://" not in checkpoint or checkpoint.startswith("file://"):
+        return checkpoint.removeprefix("file://") + "/_tidemark_feedback"
+    home = os.environ.get("TIDEMARK_HOME", ".tidemark")
+    return f"{home}/feedback/{stream.name}/{run.mode}/{abs(hash(checkpoint))}"
