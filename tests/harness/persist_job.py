@@ -17,6 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 PERSIST_JOB = REPO / "spark_jobs" / "persist.py"
+RECOVER_JOB = REPO / "spark_jobs" / "recover.py"
 
 
 def write_stream_config(tmp_path: Path, bootstrap: str, topic: str, partitions: int, **persist) -> Path:
@@ -61,11 +62,11 @@ def job_environment() -> dict[str, str]:
     return env
 
 
-def start_persist(conf: Path, *args: str, log: Path) -> subprocess.Popen:
+def start_persist(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
     """Start the persist job in its own process group (so SIGKILL takes its JVM down with it)."""
     return subprocess.Popen(
         [sys.executable, str(PERSIST_JOB), "--stream", "telemetry", "--conf", str(conf), *args],
-        env=job_environment(),
+        env={**job_environment(), **(environment or {})},
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -95,8 +96,17 @@ def kill_after_batches(job: subprocess.Popen, ledger_path: Path, batches: int, t
     job.wait(30)
 
 
-def run_persist(conf: Path, *args: str, log: Path, timeout_s: float = 600) -> None:
-    process = start_persist(conf, *args, log=log)
+def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, timeout_s: float = 600) -> int:
+    """Run the recovery job for ``ranges`` ("start-end,...") of ``partition``; returns its exit code
+    (the result JSON is at ``result``)."""
+    command = [sys.executable, str(RECOVER_JOB), "--stream", "telemetry", "--conf", str(conf), "--partition", str(partition),
+               "--ranges", ranges, "--reason", "test", "--result", str(result)]  # fmt: skip
+    with log.open("ab") as out:
+        return subprocess.run(command, env=job_environment(), stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+
+
+def run_persist(conf: Path, *args: str, log: Path, timeout_s: float = 600, environment: dict[str, str] | None = None) -> None:
+    process = start_persist(conf, *args, log=log, environment=environment)
     try:
         code = process.wait(timeout_s)
     except subprocess.TimeoutExpired:

@@ -1,0 +1,181 @@
+"""Entry point of the recovery job: replay offset ranges of one partition into the stream's tables.
+
+    spark-submit spark_jobs/recover.py --stream telemetry --partition 2 --ranges 1200-1800,2400-2600
+        --reason "STOP: ..." [--conf conf/streams.yaml] [--result PATH]
+
+Retention first: the part of each range below the partition's earliest retained offset is lost
+and goes into the result as lost. The rest is replayed oldest record first (closest to its
+retention deadline), each range by the same pipeline as the live job (spark_jobs.persist_pipeline)
+in mode ``recovery``: insert-only, so records the lake already holds are never written twice,
+routed under the G that was in force for those offsets (the live ledger row that covered the
+range's start, or the live job's current G), which recovery never moves. Its ledger rows say
+mode=recovery; the live job, reading those offsets later, writes insert-only where they overlap.
+
+Exit status: 0 every range recovered; 3 some offsets were already lost (the result lists them;
+every recoverable range was still recovered first); 2 bad arguments or configuration (the
+message names the param); 1 a failure while running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# spark-submit runs this file as a script; make the project importable when it is not installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tidemark.event_time_text import format_optional_event_time  # noqa: E402
+from tidemark.recovery_request import (  # noqa: E402
+    OffsetRange,
+    RecoveryRequest,
+    RecoveryRequestError,
+    order_by_retention_deadline,
+    parse_recovery_request,
+    split_by_retention,
+)
+from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
+
+log = logging.getLogger("tidemark.recover")
+
+EXIT_LOST = 3
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="recover", description="Replay offset ranges of one partition.")
+    parser.add_argument("--stream", required=True)
+    parser.add_argument("--partition", required=True)
+    parser.add_argument("--ranges", required=True, help='"start-end,start-end" (end exclusive) or a JSON list of pairs')
+    parser.add_argument("--reason", required=True)
+    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
+    parser.add_argument("--max-records-per-batch", type=int, default=None)
+    parser.add_argument("--result", type=Path, help="write the recovery result as JSON here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from spark_jobs.json_log import configure_json_logging
+
+    configure_json_logging()
+    args = parse_args(argv)
+    try:
+        streams = load_streams(args.conf)
+        ranges = json.loads(args.ranges) if args.ranges.lstrip().startswith("[") else args.ranges
+        request = parse_recovery_request(
+            {"stream": args.stream, "partition": args.partition, "ranges": ranges, "reason": args.reason}, streams
+        )
+    except (StreamConfigError, RecoveryRequestError, ValueError) as error:
+        print(f"recover: {error}", file=sys.stderr)
+        return 2
+    stream = streams[request.stream]
+    result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch)
+    if args.result:
+        args.result.parent.mkdir(parents=True, exist_ok=True)
+        args.result.write_text(json.dumps(result, indent=2) + "\n")
+    if result["lost"]:
+        log.error(
+            {
+                "event": "offsets_lost",
+                "stream": stream.name,
+                "partition": request.partition,
+                "lost": result["lost"],
+                "detail": "these offsets left the log (retention) before they were persisted: they cannot be "
+                "recovered; every other range was",
+            }
+        )
+        return EXIT_LOST
+    return 0
+
+
+def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int) -> dict:
+    """Replay ``request``; returns {recovered: [...], lost: [[start, end], ...], inserted, event_hours}."""
+    from connectors.kafka_log import KafkaLog
+    from connectors.spark_session import lake_spark_session
+    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.persist_pipeline import PersistRun, run_pipeline
+
+    partition = request.partition
+    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
+    try:
+        bounds = kafka.bounds(partition)
+        recoverable, lost = split_by_retention(request.ranges, bounds.earliest)
+        # Nothing past the readable end exists yet: recovery never waits for records.
+        recoverable = [OffsetRange(r.start, min(r.end, bounds.end)) for r in recoverable if r.start < bounds.end]
+        oldest_first = order_by_retention_deadline(
+            [(partition, r, _first_record_time(kafka, partition, r)) for r in recoverable]
+        )
+    finally:
+        kafka.close()
+    log.info(
+        {
+            "event": "recovery_planned",
+            "stream": stream.name,
+            "partition": partition,
+            "reason": request.reason,
+            "earliest_retained_offset": bounds.earliest,
+            "recoverable": [[r.start, r.end] for _, r, _ in oldest_first],
+            "lost": [[r.start, r.end] for r in lost],
+        }
+    )
+
+    spark = lake_spark_session(f"tidemark-recover-{stream.name}")
+    tables = LakeTables(spark, stream)
+    tables.ensure()
+    recovered, event_hours = [], set()
+    with tempfile.TemporaryDirectory(prefix=f"tidemark-recover-{stream.name}-") as folder:
+        for number, (_, offsets, _) in enumerate(oldest_first):
+            bound = {partition: (offsets.start, offsets.end)}
+            before = tables.persisted_offsets(bound).count()
+            pinned = _global_watermark_for(spark, tables, partition, offsets.start)
+            run = PersistRun(
+                mode="recovery",
+                trigger="available_now",
+                checkpoint=f"{folder}/range-{number}",
+                max_records_per_batch=max_records_per_batch,
+                offset_bounds=bound,
+                pinned_global_watermark_ms=pinned,
+            )
+            summary = run_pipeline(spark, stream, run)
+            inserted = tables.persisted_offsets(bound).count() - before
+            event_hours.update(summary["event_hours"])
+            recovered.append({"start": offsets.start, "end": offsets.end, "inserted": inserted, "global_watermark": format_optional_event_time(pinned)})
+            log.info({"event": "range_recovered", "stream": stream.name, "partition": partition, **recovered[-1]})
+    return {
+        "stream": stream.name,
+        "partition": partition,
+        "reason": request.reason,
+        "recovered": recovered,
+        "inserted": sum(r["inserted"] for r in recovered),
+        "lost": [[r.start, r.end] for r in lost],
+        "event_hours": sorted(event_hours),
+        "finished_at": format_optional_event_time(int(time.time() * 1000)),
+    }
+
+
+def _first_record_time(kafka, partition: int, offsets: OffsetRange) -> int | None:
+    following = kafka.next_record(partition, offsets.start)
+    return None if following is None or following.offset >= offsets.end else following.timestamp_ms
+
+
+def _global_watermark_for(spark, tables, partition: int, offset: int) -> int | None:
+    """G for replaying from ``offset``: the G of the live range that covered it (what the live job
+    routed those records under), else the live job's latest G (offsets it has not reached yet)."""
+    from pyspark.sql import functions as F
+
+    ledger = tables.read("ledger").where(F.col("mode") == "live")
+    covering = (
+        ledger.where((F.col("source_partition") == partition) & (F.col("start_offset") <= offset) & (F.col("end_offset") > offset))
+        .agg(F.max("global_watermark"))
+        .first()[0]
+    )
+    value = covering if covering is not None else ledger.agg(F.max("global_watermark")).first()[0]
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

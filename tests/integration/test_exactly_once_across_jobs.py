@@ -1,0 +1,137 @@
+"""Exactly-once across jobs, not only within one: the live job, recovery runs and a live job that
+lost its checkpoint may all touch the same offsets, and the lake must hold each (partition,
+offset) once. Real broker, the jobs as separate processes, Delta read back by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import Counter
+
+import pytest
+from pyspark.sql import functions as F
+
+from harness.log_layouts import lake_offsets
+from harness.persist_job import (
+    kill_after_batches,
+    produce,
+    run_persist,
+    run_recover,
+    start_persist,
+    telemetry_value,
+    write_stream_config,
+)
+
+pytestmark = pytest.mark.integration
+
+HOUR_MS = 3_600_000
+
+
+def _records(now_ms: int, partitions: int, per_partition: int) -> list[tuple[int, bytes, int]]:
+    """``per_partition`` records per partition, event times rising over the last two hours."""
+    records = []
+    for i in range(per_partition):
+        event_ms = now_ms - 2 * HOUR_MS + i * (2 * HOUR_MS) // per_partition
+        records.extend((p, telemetry_value(f"scooter-{p}-{i % 5}", event_ms), event_ms) for p in range(partitions))
+    return records
+
+
+def _expected(counts: dict[int, int]) -> set[tuple[int, int]]:
+    return {(p, o) for p, n in counts.items() for o in range(n)}
+
+
+def _assert_exactly(spark, lake, expected: set[tuple[int, int]]) -> None:
+    found = lake_offsets(spark, lake)
+    duplicated = {key: n for key, n in Counter(found).items() if n > 1}
+    assert duplicated == {}, f"{len(duplicated)} (partition, offset) pairs persisted more than once"
+    assert set(found) == expected
+
+
+def test_deleting_the_checkpoint_mid_stream_resumes_from_the_ledger_and_duplicates_nothing(kafka_broker, spark, tmp_path):
+    topic = "lost_checkpoint"
+    kafka_broker.create_topic(topic, 3)
+    now_ms = int(time.time() * 1000)
+    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 3, 400))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 3, max_records_per_batch=90)
+    lake = tmp_path / "lake" / "telemetry"
+
+    # The hard reset of a stuck job: killed mid-stream, checkpoint deleted, started again.
+    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
+    kill_after_batches(job, lake / "ledger", batches=3)
+    persisted_before = len(lake_offsets(spark, lake))
+    assert 0 < persisted_before < sum(counts.values())
+    shutil.rmtree(tmp_path / "checkpoints" / "telemetry" / "persist")
+    more = produce(kafka_broker.bootstrap, topic, _records(now_ms + 60_000, 3, 50))
+    run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "second.json"), log=tmp_path / "second.log")
+
+    _assert_exactly(spark, lake, _expected({p: counts[p] + more[p] for p in counts}))
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert second["resumed_from_ledger"] is True
+    assert "resumed_from_ledger" in (tmp_path / "second.log").read_text()
+    # Each hour sealed once, however many runs and resets it took.
+    seals = spark.read.format("delta").load(str(lake / "seals")).groupBy("hour").count().where("count > 1").count()
+    assert seals == 0
+    # And a reset after everything is persisted adds nothing at all.
+    shutil.rmtree(tmp_path / "checkpoints" / "telemetry" / "persist")
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "third.log")
+    _assert_exactly(spark, lake, _expected({p: counts[p] + more[p] for p in counts}))
+
+
+def test_recovery_then_live_and_live_then_recovery_never_duplicate(kafka_broker, spark, tmp_path):
+    topic = "recovery_and_live"
+    kafka_broker.create_topic(topic, 2)
+    now_ms = int(time.time() * 1000)
+    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 300))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=200)
+    lake = tmp_path / "lake" / "telemetry"
+
+    # Recovery first: partition 1's offsets [100, 250) before the live job ever ran.
+    assert run_recover(conf, 1, "100-250", log=tmp_path / "recover1.log", result=tmp_path / "recover1.json") == 0
+    first = json.loads((tmp_path / "recover1.json").read_text())
+    assert (first["inserted"], first["lost"]) == (150, [])
+    assert set(lake_offsets(spark, lake)) == {(1, o) for o in range(100, 250)}
+
+    # Then the live job reads everything, partition 1's recovered offsets included: insert-only there.
+    run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=tmp_path / "live.log")
+    _assert_exactly(spark, lake, _expected(counts))
+    assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] >= 1
+
+    # Live first, then recovery of the same offsets: nothing to insert.
+    assert run_recover(conf, 0, "0-300", log=tmp_path / "recover2.log", result=tmp_path / "recover2.json") == 0
+    assert json.loads((tmp_path / "recover2.json").read_text())["inserted"] == 0
+    _assert_exactly(spark, lake, _expected(counts))
+
+    # A hole (rows deleted from events) is refilled by recovery, and only the hole.
+    spark.sql(f"DELETE FROM delta.`{lake / 'events'}` WHERE source_partition = 0 AND source_offset BETWEEN 40 AND 59")
+    assert run_recover(conf, 0, "0-300", log=tmp_path / "recover3.log", result=tmp_path / "recover3.json") == 0
+    assert json.loads((tmp_path / "recover3.json").read_text())["inserted"] == 20
+    _assert_exactly(spark, lake, _expected(counts))
+    ledger = spark.read.format("delta").load(str(lake / "ledger"))
+    assert {row.mode for row in ledger.select("mode").distinct().collect()} == {"live", "recovery"}
+    recovered_rows = ledger.where(F.col("mode") == "recovery").where("source_partition = 0").agg(F.sum("data_records")).first()[0]
+    assert recovered_rows == 2 * 300  # both recovery runs of partition 0 read all 300 of its records
+
+
+def test_frozen_partition_is_not_read_until_recovered_and_the_live_job_then_skips_what_recovery_wrote(kafka_broker, spark, tmp_path):
+    topic = "frozen_partition"
+    kafka_broker.create_topic(topic, 3)
+    now_ms = int(time.time() * 1000)
+    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 3, 120))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 3, max_records_per_batch=500)
+    lake = tmp_path / "lake" / "telemetry"
+
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "frozen.log", environment={"TIDEMARK_CHAOS_FREEZE": "telemetry:2"})
+    assert {p for p, _ in lake_offsets(spark, lake)} == {0, 1}
+    stalled = spark.read.format("delta").load(str(lake / "ledger")).where("source_partition = 2").collect()
+    assert stalled and all(row.end_offset == 0 and row.log_end_offset == counts[2] for row in stalled)
+    assert all(row.partition_status == "ACTIVE" for row in stalled)  # unread data: never IDLE, G waits
+    # G waits for partition 2: no hour is sealed past its first unread record (now - 2 h).
+    sealed_g = spark.read.format("delta").load(str(lake / "seals")).agg(F.max("global_watermark")).first()[0]
+    assert sealed_g is None or sealed_g.timestamp() * 1000 < now_ms - 2 * HOUR_MS
+
+    assert run_recover(conf, 2, f"0-{counts[2]}", log=tmp_path / "recover.log", result=tmp_path / "recover.json") == 0
+    assert json.loads((tmp_path / "recover.json").read_text())["inserted"] == counts[2]
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "unfrozen.log")
+    _assert_exactly(spark, lake, _expected(counts))
