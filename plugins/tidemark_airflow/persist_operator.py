@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-# The job file ships with the project; spark-submit needs a path, not a module name.
-PERSIST_APPLICATION = Path(__file__).resolve().parents[2] / "spark_jobs" / "persist.py"
-
-# Variables the job needs from the environment the task runs in (all of them non-secret).
-_FORWARDED_ENVIRONMENT = (
-    "TIDEMARK_HOME",
-    "TIDEMARK_CONF",
-    "TIDEMARK_KAFKA_BOOTSTRAP",
-    "TIDEMARK_LAKE_ROOT",
-    "TIDEMARK_CHECKPOINT_ROOT",
-    "TIDEMARK_JARS",
-    "PYSPARK_PYTHON",
-    "SPARK_LOCAL_IP",
-    "TIDEMARK_SPARK_LOG_LEVEL",  # WARN by default; INFO brings Spark's chatter back for debugging
-)
+from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
 
-class PersistStreamOperator(SparkSubmitOperator):
+class PersistStreamOperator(TidemarkSparkJobOperator):
     """Runs ``spark_jobs/persist.py --stream <stream>`` with spark-submit.
-
-    The stream's configuration is validated when the task starts, before anything is submitted:
-    a bad value fails the task at once, without retries, naming the key. The Spark master comes
-    from the connection ``conn_id`` (``{"conn_type": "spark", "host": "local[*]"}`` embedded).
 
     Sealed hours: the task must declare ``outlets=[sealed_hours_alias(stream)]``. The job writes
     its run summary to a temporary file (``--run-summary``); once the job has succeeded, the task
@@ -40,7 +19,7 @@ class PersistStreamOperator(SparkSubmitOperator):
     without retries: a rerun would not list the hours this run sealed.
     """
 
-    template_fields = (*SparkSubmitOperator.template_fields, "stream", "mode")
+    template_fields = (*TidemarkSparkJobOperator.template_fields, "mode")
 
     def __init__(
         self,
@@ -51,26 +30,17 @@ class PersistStreamOperator(SparkSubmitOperator):
         max_records_per_batch: int | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("name", f"tidemark-persist-{stream}")
-        super().__init__(application=str(PERSIST_APPLICATION), **kwargs)
-        self.stream = stream
-        self.conf_path = conf_path
+        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/persist.py", **kwargs)
         self.mode = mode
         self.max_records_per_batch = max_records_per_batch
 
     def execute(self, context: Any) -> Any:
-        from airflow.exceptions import AirflowFailException
+        from airflow.sdk.exceptions import AirflowFailException
 
-        from stack.jars import delta_classpath
-        from tidemark.stream_config import StreamConfigError, load_stream
         from tidemark_airflow.run_summary import RunSummaryError, format_watermark, read_run_summary
         from tidemark_airflow.sealed_hour_assets import emit_sealed_hour_events, sealed_hours_alias
 
-        try:
-            stream = load_stream(self.conf_path, self.stream)
-            classpath = delta_classpath()
-        except (StreamConfigError, RuntimeError) as error:
-            raise AirflowFailException(str(error)) from None
+        stream = self.load_stream()
         # Without the alias among the outlets Airflow drops the events silently; say so before
         # the job runs, not after.
         emitter = sealed_hours_alias(stream.name)
@@ -83,23 +53,12 @@ class PersistStreamOperator(SparkSubmitOperator):
 
         with tempfile.TemporaryDirectory(prefix=f"tidemark-persist-{stream.name}-") as folder:
             summary_path = Path(folder) / "run-summary.json"
-            self.application_args = ["--stream", stream.name, "--conf", self.conf_path, "--run-summary", str(summary_path)]
+            arguments = ["--stream", stream.name, "--conf", self.conf_path, "--run-summary", str(summary_path)]
             if self.mode:
-                self.application_args += ["--mode", self.mode]
+                arguments += ["--mode", self.mode]
             if self.max_records_per_batch:
-                self.application_args += ["--max-records-per-batch", str(self.max_records_per_batch)]
-            # Delta must be on the driver's classpath when spark-submit starts the JVM; the job's
-            # session adds the rest of its settings itself.
-            self.conf = {
-                "spark.driver.extraClassPath": classpath,
-                "spark.executor.extraClassPath": classpath,
-                **(self.conf or {}),
-            }
-            self.env_vars = {
-                **{name: os.environ[name] for name in _FORWARDED_ENVIRONMENT if name in os.environ},
-                **(self.env_vars or {}),
-            }
-            self.submit_job(context)
+                arguments += ["--max-records-per-batch", str(self.max_records_per_batch)]
+            self.submit(context, arguments)
             try:
                 summary = read_run_summary(
                     summary_path, stream=stream.name, allowed_lateness_ms=stream.event_time.allowed_lateness_ms
@@ -116,7 +75,3 @@ class PersistStreamOperator(SparkSubmitOperator):
             summary.global_watermark and format_watermark(summary.global_watermark),
         )
         return extras
-
-    def submit_job(self, context: Any) -> None:
-        """Run spark-submit with the arguments ``execute`` prepared; returns once the job succeeded."""
-        super().execute(context)

@@ -1,14 +1,18 @@
-"""Every DAG file imports cleanly, builds one persist DAG per stream, and does no work at parse time."""
+"""Every DAG file imports cleanly, builds one persist, quality and recover DAG per stream, and does
+no work at parse time."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.airflow_process import run_python
 
 REPO = Path(__file__).resolve().parents[2]
 DAG_FILE = REPO / "dags" / "tidemark_persist.py"
+DAG_FILES = sorted((REPO / "dags").glob("tidemark_*.py"))
 
 _DESCRIBE_DAG_BAG = f"""
 import json
@@ -25,6 +29,9 @@ print(json.dumps({{
     "doc_md": dag.doc_md,
     "conn_id": task._conn_id,
     "stream": task.stream,
+    "quality_tasks": sorted(bag.get_dag("tidemark_quality__telemetry").task_ids),
+    "recover_tasks": sorted(bag.get_dag("tidemark_recover__telemetry").task_ids),
+    "recover_params": sorted(bag.get_dag("tidemark_recover__telemetry").params.keys()),
 }}))
 """
 
@@ -34,7 +41,10 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(airflow_environment)
     assert result.returncode == 0, result.stderr[-3000:]
     described = json.loads(result.stdout.strip().splitlines()[-1])
     assert described["import_errors"] == {}
-    assert described["dag_ids"] == ["tidemark_persist__telemetry"]
+    assert described["dag_ids"] == ["tidemark_persist__telemetry", "tidemark_quality__telemetry", "tidemark_recover__telemetry"]
+    assert described["quality_tasks"] == ["check", "hours_to_check", "recovery_requests", "trigger_recovery", "verdict"]
+    assert described["recover_tasks"] == ["live_job_was_the_cause", "recheck", "recover", "restart_live", "touched_hours", "validate"]
+    assert described["recover_params"] == ["partition", "ranges", "reason", "stream"]
     assert described["max_active_runs"] == 1
     assert described["catchup"] is False
     assert {"tidemark", "persist", "telemetry"} <= set(described["tags"])
@@ -42,10 +52,11 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(airflow_environment)
     assert (described["conn_id"], described["stream"]) == ("spark_default", "telemetry")
 
 
-def test_parsing_starts_no_spark_and_opens_no_kafka_client(airflow_environment):
+@pytest.mark.parametrize("dag_file", DAG_FILES, ids=[path.stem for path in DAG_FILES])
+def test_parsing_starts_no_spark_and_opens_no_kafka_client(airflow_environment, dag_file):
     probe = (
         "import runpy, sys\n"
-        f"runpy.run_path({str(DAG_FILE)!r})\n"
+        f"runpy.run_path({str(dag_file)!r})\n"
         "print(','.join(m for m in ('pyspark', 'confluent_kafka', 'delta') if m in sys.modules))\n"
     )
     result = run_python(airflow_environment, probe)

@@ -1,0 +1,91 @@
+"""Quality DAGs: one per stream in conf/streams.yaml, named tidemark_quality__<stream>.
+
+Wiring only. Parsing reads the configuration file and nothing else: no Spark, no network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pendulum
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import dag, task
+from airflow.timetables.assets import AssetOrTimeSchedule
+from airflow.timetables.trigger import CronTriggerTimetable
+
+from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.sealed_hour_assets import sealed_hours_asset
+
+CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
+
+# Statuses that make the run fail (after recovery was triggered): a person must look.
+FAILING = ("STOP", "STALL", "LAGGING", "HOLE", "LOST", "DUPLICATE", "FAILED")
+
+
+def quality_dag(stream: StreamConfig):
+    @dag(
+        dag_id=f"tidemark_quality__{stream.name}",
+        # Per sealed hour (the persist runs' asset events), and on a short time schedule too: a
+        # stalled partition holds G, so its hours stop sealing and no event would ever come.
+        schedule=AssetOrTimeSchedule(
+            timetable=CronTriggerTimetable(stream.quality.schedule, timezone="UTC"), assets=sealed_hours_asset(stream.name)
+        ),
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["tidemark", "quality", stream.name],
+        doc_md=f"""
+### Quality of `{stream.name}`
+Runs the Great Expectations checks of every newly sealed hour, per source partition: completeness
+against the ledger (data records, not offsets), offset holes, silent partition-hours, event-time
+gaps, uniqueness of (partition, offset), late and quarantine counts, and each partition's stall
+status (STOP / STALL / LAGGING / WARN / OK) with lost offsets past retention. Hours come from the
+triggering asset events *and* from the `seals` table (an hour whose event was lost is still
+checked). Writes Data Docs and a per-partition summary (JSON and HTML; paths in the `check` task
+log), triggers `tidemark_recover__{stream.name}` for every stalled or gapped partition, and fails
+when a partition is not OK, so the run shows red until it is.
+""",
+    )
+    def quality():
+        @task
+        def hours_to_check(triggering_asset_events=None) -> list[str]:
+            """Every hour of every triggering event: several hours can seal before one run."""
+            hours = set()
+            for events in (triggering_asset_events or {}).values():
+                hours.update(event.extra["hour"] for event in events if event.extra and event.extra.get("hour"))
+            return sorted(hours)
+
+        check = QualityCheckOperator(
+            task_id="check", stream=stream.name, conf_path=CONF_PATH, hours=hours_to_check(),
+            conn_id=stream.persist.spark_conn_id,
+        )  # fmt: skip
+
+        @task
+        def recovery_requests(result: dict) -> list[dict]:
+            return result.get("recovery_requests", [])
+
+        triggered = TriggerDagRunOperator.partial(
+            task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream.name}"
+        ).expand(conf=recovery_requests(check.output))
+
+        @task(trigger_rule="all_done")
+        def verdict(result: dict) -> None:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            failing = [p for p in result.get("partitions", []) if p["status"] in FAILING]
+            if failing:
+                raise AirflowFailException(
+                    "; ".join(f"partition {p['partition']}: {p['status']} ({p.get('reason', '')})" for p in failing)
+                    + f". Recovery requested: {len(result.get('recovery_requests', []))}."
+                )
+
+        verdict_task = verdict(check.output)
+        triggered >> verdict_task
+
+    return quality()
+
+
+for _stream in load_streams(CONF_PATH).values():
+    globals()[f"tidemark_quality__{_stream.name}"] = quality_dag(_stream)

@@ -1,0 +1,92 @@
+"""Recovery DAGs: one per stream in conf/streams.yaml, named tidemark_recover__<stream>.
+
+Triggered by the quality DAG (or by a person, through the params form) with a partition, the
+offset ranges to replay and the reason. Wiring only: parsing reads the configuration file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pendulum
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import Param, dag, task
+
+from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.recover_operator import RecoverOperator
+
+CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
+
+# Reasons the quality DAG gives when the live job itself stopped reading a partition.
+_LIVE_JOB_CAUSES = ("STOP", "STALL")
+
+
+def recover_dag(stream: StreamConfig):
+    @dag(
+        dag_id=f"tidemark_recover__{stream.name}",
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["tidemark", "recovery", stream.name],
+        # The form's schemas are loose on purpose: the validate task checks every param and says
+        # which one is wrong, also for runs triggered by the quality DAG without the form.
+        params={
+            "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
+            "partition": Param(None, type=["null", "integer", "string"], description=f"0 … {stream.source.partitions - 1}"),
+            "ranges": Param("", type=["string", "array"], description='offset ranges, end exclusive: "100-200,300-350"'),
+            "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
+        },
+        doc_md=f"""
+### Recover `{stream.name}`
+Replays offset ranges of one partition into the stream's tables: retention checked first (offsets
+already gone are reported as **lost** and fail the run, after every recoverable range is
+recovered), oldest records first, insert-only (nothing already in the lake is written again),
+ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the live job had
+stopped reading the partition, starts a persist run.
+""",
+    )
+    def recover():
+        @task
+        def validate(params=None) -> dict:
+            """Every param checked before any work; the error names the param."""
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from tidemark.recovery_request import RecoveryRequestError, parse_recovery_request
+
+            try:
+                request = parse_recovery_request(dict(params), load_streams(CONF_PATH))
+            except RecoveryRequestError as error:
+                raise AirflowFailException(str(error)) from None
+            if request.stream != stream.name:
+                raise AirflowFailException(f"param 'stream': this DAG recovers {stream.name!r}, not {request.stream!r}")
+            return request.to_json()
+
+        request = validate()
+        recovered = RecoverOperator(
+            task_id="recover", stream=stream.name, conf_path=CONF_PATH, request=request, conn_id=stream.persist.spark_conn_id
+        )
+
+        @task
+        def touched_hours(result: dict) -> list[str]:
+            return result["event_hours"]
+
+        QualityCheckOperator(
+            task_id="recheck", stream=stream.name, conf_path=CONF_PATH, hours=touched_hours(recovered.output),
+            reconcile=False, conn_id=stream.persist.spark_conn_id,
+        )  # fmt: skip
+
+        @task.short_circuit
+        def live_job_was_the_cause(request: dict) -> bool:
+            return request["reason"].upper().startswith(_LIVE_JOB_CAUSES)
+
+        restart = TriggerDagRunOperator(task_id="restart_live", trigger_dag_id=f"tidemark_persist__{stream.name}")
+        recovered >> live_job_was_the_cause(request) >> restart
+
+    return recover()
+
+
+for _stream in load_streams(CONF_PATH).values():
+    globals()[f"tidemark_recover__{_stream.name}"] = recover_dag(_stream)

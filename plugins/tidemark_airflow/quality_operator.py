@@ -1,0 +1,61 @@
+"""Run a stream's quality checks (expectations/quality_run.py) through spark-submit."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator, reports_root
+
+
+class QualityCheckOperator(TidemarkSparkJobOperator):
+    """Checks ``hours`` (ISO hour starts, UTC; templated, may come from an upstream task) of
+    ``stream``, plus, with ``reconcile``, every sealed hour in the seals table that has no report
+    yet, so an hour whose asset event was lost is still checked. The stream-wide stall and
+    retention checks run every time, also with no hour to check.
+
+    Returns the run's result (see expectations.quality_result): per partition status, the
+    recovery requests, and the paths of the summary (JSON, HTML) and of Data Docs, which the task
+    log also shows. The task fails when the stream's tables do not exist (nothing is passed
+    silently); checks that find problems do not fail it: the result says so, and the DAG acts on it.
+    """
+
+    template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
+
+    def __init__(self, *, stream: str, conf_path: str, hours: Any = None, reconcile: bool = True, **kwargs: Any) -> None:
+        super().__init__(stream=stream, conf_path=conf_path, job="expectations/quality_run.py", **kwargs)
+        self.hours = hours
+        self.reconcile = reconcile
+
+    def execute(self, context: Any) -> Any:
+        stream = self.load_stream()
+        hours = sorted(set(self.hours or []))
+        reports = reports_root()
+        run_name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{context['dag_run'].run_id}.{self.task_id}")
+        with tempfile.TemporaryDirectory(prefix=f"tidemark-quality-{stream.name}-") as folder:
+            result_path = Path(folder) / "result.json"
+            arguments = ["--stream", stream.name, "--conf", self.conf_path, "--report-dir", str(reports),
+                         "--gx-dir", str(reports / stream.name / "gx"), "--run-name", run_name, "--result", str(result_path)]  # fmt: skip
+            if hours:
+                arguments += ["--hours", ",".join(hours)]
+            if self.reconcile:
+                arguments += ["--reconcile"]
+            self.log.info("Checking stream %s: hours %s%s", stream.name, hours or "none given", ", plus unchecked sealed hours" if self.reconcile else "")
+            self.submit(context, arguments)
+            result = json.loads(result_path.read_text())
+        for line in _report_lines(result):
+            self.log.info("%s", line)
+        return result
+
+
+def _report_lines(result: dict) -> list[str]:
+    """What a person reads in the task log: each partition's status, and where the reports are."""
+    lines = [f"Partition {p['partition']}: {p['status']} — {p.get('reason') or ''}".rstrip(" —") for p in result.get("partitions", [])]
+    paths = result.get("paths", {})
+    for label, key in (("Quality summary (HTML)", "summary_html"), ("Quality summary (JSON)", "summary_json"), ("Data Docs", "data_docs_index")):
+        if paths.get(key):
+            lines.append(f"{label}: file://{paths[key]}")
+    return lines
