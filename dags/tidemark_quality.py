@@ -20,8 +20,9 @@ from tidemark_airflow.sealed_hour_assets import sealed_hours_asset
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
-# Statuses that make the run fail (after recovery was triggered): a person must look.
-FAILING = ("STOP", "STALL", "LAGGING", "HOLE", "LOST", "DUPLICATE", "FAILED")
+# Statuses that let the run pass; any other, or any failed check, fails it once recovery was
+# triggered: a person must look.
+PASSING = ("OK", "WARN")
 
 
 def quality_dag(stream: StreamConfig):
@@ -74,10 +75,10 @@ when a partition is not OK, so the run shows red until it is.
         def verdict(result: dict) -> None:
             from airflow.sdk.exceptions import AirflowFailException
 
-            failing = [p for p in result.get("partitions", []) if p["status"] in FAILING]
+            failing = [p for p in result.get("partitions", []) if p["status"] not in PASSING or p.get("failed_checks")]
             if failing:
                 raise AirflowFailException(
-                    "; ".join(f"partition {p['partition']}: {p['status']} ({p.get('reason', '')})" for p in failing)
+                    "; ".join(f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})" for p in failing)
                     + f". Recovery requested: {len(result.get('recovery_requests', []))}."
                 )
 

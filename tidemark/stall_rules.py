@@ -15,6 +15,12 @@ lag = log end − position, in offsets:
   window of K rows written every i ms spans only (K − 1)·i, and a freeze longer than the window
   would otherwise stay STALL for as long as the job keeps writing rows. Callers pass the rows of
   at least the last stall_timeout for it to see that far; given only K rows, it sees K.
+- Held by alignment (OK, not a stall): the newest row's W_p is ahead of its G. Aligned reading
+  pauses every partition whose next record is at or past T = G + max_drift, so while one
+  partition holds G (a stalled one, say) the others stand still with unread data too; they are
+  waiting, not stuck, and reporting them would hide the one partition that is the cause (its
+  W_p is G). This rule comes after STOP (b) (a dead job stalls every partition) and before the
+  rest.
 - STALL, the position is constant across the whole window (>= 2 rows) with lag > 0 in each.
 - LAGGING, the newest row's partition watermark W_p is behind its global watermark G by more
   than max_partition_lag (both known). An idle partition (caught up in the newest row, W_p
@@ -115,6 +121,7 @@ def partition_stall_status(
         return StallVerdict(StallStatus.OK, "no ledger rows yet", 0)
     verdict = (
         _dead_job(rows, rules, now_ms, current_log_end)
+        or _held_by_alignment(rows)
         or _frozen_while_log_grows(history, rules, len(rows))
         or _stalled(rows)
         or _lagging(rows, rules)
@@ -138,6 +145,20 @@ def _dead_job(rows, rules, now_ms, current_log_end) -> StallVerdict | None:
         StallStatus.STOP,
         f"no ledger row for {format_duration_ms(silent_ms)} (stall timeout {format_duration_ms(rules.stall_timeout_ms)}) "
         f"while the log reaches offset {log_end} beyond the read position {newest.position}: the job is not running",
+        len(rows),
+    )
+
+
+def _held_by_alignment(rows) -> StallVerdict | None:
+    newest = rows[-1]
+    w, g = newest.partition_watermark_ms, newest.global_watermark_ms
+    if w is None or g is None or w <= g or newest.lag == 0:
+        return None
+    return StallVerdict(
+        StallStatus.OK,
+        f"waiting at offset {newest.position} with {newest.lag} offsets unread: its watermark is "
+        f"{format_duration_ms(w - g)} ahead of the global watermark, so aligned reading pauses it until the "
+        "partition holding the global watermark catches up",
         len(rows),
     )
 

@@ -224,3 +224,16 @@ def test_only_the_newest_window_counts():
 def test_rules_refuse_meaningless_thresholds(window, timeout, max_lag):
     with pytest.raises(ValueError):
         StallRules(window, timeout, max_lag)
+
+
+def test_partitions_paused_by_alignment_behind_a_stalled_one_are_ok_and_the_stalled_one_is_stop():
+    """Partition 2 froze (its W_p is G, it holds G); partitions 0 and 1 are ahead of G and wait at
+    T = G + max_drift with unread data. Only partition 2 is the cause."""
+    minute = 60_000
+    rules = StallRules(window=6, stall_timeout_ms=5 * minute, max_partition_lag_ms=60 * minute)
+    g = 1_000 * minute
+    waiting = [LedgerObservation(t * minute, 500, 900 + t, g + 14 * minute, g) for t in range(10)]
+    frozen = [LedgerObservation(t * minute, 0, 300 + t, g, g) for t in range(10)]
+    assert partition_stall_status(waiting, rules, now_ms=10 * minute).status is StallStatus.OK
+    assert "waiting" in partition_stall_status(waiting, rules, now_ms=10 * minute).reason
+    assert partition_stall_status(frozen, rules, now_ms=10 * minute).status is StallStatus.STOP
