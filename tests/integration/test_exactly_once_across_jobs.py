@@ -114,24 +114,34 @@ def test_recovery_then_live_and_live_then_recovery_never_duplicate(kafka_broker,
     assert recovered_rows == 2 * 300  # both recovery runs of partition 0 read all 300 of its records
 
 
-def test_frozen_partition_is_not_read_until_recovered_and_the_live_job_then_skips_what_recovery_wrote(kafka_broker, spark, tmp_path):
-    topic = "frozen_partition"
-    kafka_broker.create_topic(topic, 3)
+def test_offsets_past_retention_are_reported_lost_and_the_rest_recovered(kafka_broker, spark, tmp_path):
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = "recovery_past_retention"
+    kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
-    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 3, 120))
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 3, max_records_per_batch=500)
+    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 100))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2)
     lake = tmp_path / "lake" / "telemetry"
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "live.log")
 
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "frozen.log", environment={"TIDEMARK_CHAOS_FREEZE": "telemetry:2"})
-    assert {p for p, _ in lake_offsets(spark, lake)} == {0, 1}
-    stalled = spark.read.format("delta").load(str(lake / "ledger")).where("source_partition = 2").collect()
-    assert stalled and all(row.end_offset == 0 and row.log_end_offset == counts[2] for row in stalled)
-    assert all(row.partition_status == "ACTIVE" for row in stalled)  # unread data: never IDLE, G waits
-    # G waits for partition 2: no hour is sealed past its first unread record (now - 2 h).
-    sealed_g = spark.read.format("delta").load(str(lake / "seals")).agg(F.max("global_watermark")).first()[0]
-    assert sealed_g is None or sealed_g.timestamp() * 1000 < now_ms - 2 * HOUR_MS
+    # Rows [0, 50) of partition 1 go missing from the lake; then retention takes offsets [0, 30)
+    # of partition 1 out of the log (DeleteRecords moves the earliest offset, as retention does).
+    spark.sql(f"DELETE FROM delta.`{lake / 'events'}` WHERE source_partition = 1 AND source_offset < 50")
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 1, 30)]).values():
+        future.result(30)
+    before = {table: spark.read.format("delta").load(str(lake / table)).count() for table in ("events", "ledger")}
 
-    assert run_recover(conf, 2, f"0-{counts[2]}", log=tmp_path / "recover.log", result=tmp_path / "recover.json") == 0
-    assert json.loads((tmp_path / "recover.json").read_text())["inserted"] == counts[2]
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "unfrozen.log")
-    _assert_exactly(spark, lake, _expected(counts))
+    code = run_recover(conf, 1, "0-100", log=tmp_path / "recover.log", result=tmp_path / "recover.json")
+
+    assert code == 3, "lost offsets must fail the run loudly"
+    result = json.loads((tmp_path / "recover.json").read_text())
+    assert result["lost"] == [[0, 30]]
+    assert result["inserted"] == 20  # [30, 50): what the log still held was recovered
+    assert "offsets_lost" in (tmp_path / "recover.log").read_text()
+    found = lake_offsets(spark, lake)
+    assert Counter(found).most_common(1)[0][1] == 1
+    assert set(found) == _expected(counts) - {(1, o) for o in range(30)}
+    assert spark.read.format("delta").load(str(lake / "events")).count() == before["events"] + 20

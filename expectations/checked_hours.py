@@ -1,0 +1,62 @@
+"""Which sealed hours have been checked: one JSON file per checked hour, and what is left to do.
+
+A quality run writes ``<report_dir>/<stream>/hours/<YYYY-MM-DDTHH>Z.json`` for every hour it
+checked (passed or failed), holding the run's name, when it ran, the hour's figures per
+partition and the newest ``sealed_at`` the seals table had for the hour. That file is the
+memory: reconciling lists the hours of the seals table that have no file, or whose seal is
+newer than the one the file recorded (the hour was amended after it was checked). Asset events
+may be lost (the Kafka trigger commits before it stores), the seals table is the truth, so
+reconciling needs nothing but the seals table and these files. A run that asks for hours
+explicitly (after a recovery) writes the files again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from expectations.hour_scope import hour_text
+
+
+def hours_folder(report_dir: str | Path, stream: str) -> Path:
+    return Path(report_dir) / stream / "hours"
+
+
+def hour_report_path(report_dir: str | Path, stream: str, hour_ms: int) -> Path:
+    """e.g. <report_dir>/telemetry/hours/2026-11-22T01Z.json (no ':' in file names)."""
+    return hours_folder(report_dir, stream) / f"{hour_text(hour_ms)[:13]}Z.json"
+
+
+def seals_by_hour(seals_frame) -> dict[int, int | None]:
+    """hour (ms) → the newest sealed_at (ms) of the seals table's rows for it."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        seals_frame.groupBy(F.unix_millis("hour").alias("hour_ms"))
+        .agg(F.max(F.unix_millis("sealed_at")).alias("sealed_at_ms"))
+        .collect()
+    )
+    return {row.hour_ms: row.sealed_at_ms for row in rows if row.hour_ms is not None}
+
+
+def unchecked_sealed_hours(seals: dict[int, int | None], report_dir: str | Path, stream: str) -> list[int]:
+    """The sealed hours with no report yet, or sealed again since their report, in order."""
+    due = []
+    for hour_ms, sealed_at_ms in sorted(seals.items()):
+        path = hour_report_path(report_dir, stream, hour_ms)
+        if not path.exists():
+            due.append(hour_ms)
+            continue
+        recorded = json.loads(path.read_text()).get("sealed_at_ms")
+        if sealed_at_ms is not None and (recorded is None or sealed_at_ms > recorded):
+            due.append(hour_ms)
+    return due
+
+
+def write_hour_report(path: Path, document: dict) -> None:
+    """Write atomically: a reader (or a crash) never sees half a report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(document, indent=2) + "\n")
+    os.replace(partial, path)

@@ -1,0 +1,121 @@
+"""The file-based Great Expectations project the quality checks run in.
+
+One GX project per folder (the caller's ``gx_dir``), shared by every stream and run: a Spark
+data source ``tidemark``, and per stream and check family a dataframe asset with a
+whole-dataframe batch definition, a suite ``<stream>.<family>``, a validation definition and a
+checkpoint whose action updates Data Docs. Definitions are written with add-or-update on every
+run, so a changed threshold in streams.yaml is what the next run checks. Each family is
+validated once per run with ``batch_parameters={"dataframe": facts}``: GX's cost is per run,
+not per row.
+
+Validations run one after the other: GX evaluates some expectations through a Spark temp view
+with a fixed name, so two concurrent validations in one Spark session would read each other's
+rows. For the same reason of shared state, two runs must not open one project folder at the same
+time (both rewrite great_expectations.yml): give each stream its own folder, or serialise the
+runs (an Airflow pool of one slot). Data Docs keep every validation: the index grows with each
+run, so prune ``gx/uncommitted/validations`` and the site now and then on a long-lived project.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from expectations.check_family import RULE_KEY, CheckFamily, FamilyOutcome, RuleResult
+
+DATA_SOURCE = "tidemark"
+DATA_DOCS_SITE = "local_site"
+
+
+class GxProject:
+    def __init__(self, gx_dir: str | Path):
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        # GX's INFO lines and progress bars tell a person reading the task log nothing.
+        logging.getLogger("great_expectations").setLevel(logging.WARNING)
+        self._gx = gx
+        self.root = Path(gx_dir)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._context = gx.get_context(mode="file", project_root_dir=str(self.root))
+        variables = self._context.variables
+        bars = variables.progress_bars  # a ProgressBarsConfig when set here, a dict when read back from the file
+        bars_on = True if bars is None else (bars.get("globally", True) if isinstance(bars, dict) else bars.globally)
+        if bars_on or variables.analytics_enabled is not False:
+            variables.progress_bars = ProgressBarsConfig(globally=False)
+            variables.analytics_enabled = False
+            variables.save()
+        # Registered afresh on every open: GX 1.24 hands out assets read back from a file project
+        # with a copy of their data source that lacks the context, and validating them fails
+        # ("Missing DataContext"). Assets and definitions are re-added below, by name.
+        self._source = self._context.data_sources.add_or_update_spark(DATA_SOURCE)
+        self._checkpoints: dict[tuple[str, str], object] = {}
+
+    @property
+    def data_docs_index(self) -> Path:
+        """Data Docs' index.html (it exists once a checkpoint has run)."""
+        return self.root / "gx" / "uncommitted" / "data_docs" / DATA_DOCS_SITE / "index.html"
+
+    def validate(self, spark, stream: str, family: CheckFamily, rows: list[tuple], run_name: str) -> FamilyOutcome:
+        """Validate the fact ``rows`` (tuples in the family's column order, row_id = their index)
+        with the family's suite; Data Docs are updated. Raises RuntimeError when an expectation
+        could not be evaluated (a defect, not a data failure)."""
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        checkpoint = self._checkpoint(stream, family)
+        started = time.monotonic()
+        frame = spark.createDataFrame(rows, family.ddl())
+        result = checkpoint.run(
+            batch_parameters={"dataframe": frame}, run_id=RunIdentifier(run_name=f"{run_name}.{family.name}")
+        )
+        seconds = time.monotonic() - started
+        rules = []
+        for suite_result in result.run_results.values():
+            for expectation_result in suite_result.results:
+                config = expectation_result.expectation_config
+                exception = expectation_result.exception_info or {}
+                if exception.get("raised_exception"):
+                    raise RuntimeError(
+                        f"check {stream}.{family.name}: GX could not evaluate {config.type}: "
+                        f"{exception.get('exception_message')}"
+                    )
+                details = expectation_result.result or {}
+                row_ids = tuple(row["row_id"] for row in details.get("unexpected_index_list") or [])
+                severity = getattr(config, "severity", None) or "critical"
+                rules.append(
+                    RuleResult(
+                        rule=(config.meta or {})[RULE_KEY],
+                        severity=str(getattr(severity, "value", severity)),
+                        success=bool(expectation_result.success),
+                        unexpected_row_ids=row_ids,
+                    )
+                )
+        return FamilyOutcome(family.name, len(rows), tuple(rules), seconds)
+
+    def _checkpoint(self, stream: str, family: CheckFamily):
+        key = (stream, family.name)
+        if key in self._checkpoints:
+            return self._checkpoints[key]
+        gx = self._gx
+        name = f"{stream}.{family.name}"
+        asset = next((a for a in self._source.assets if a.name == name), None) or self._source.add_dataframe_asset(name)
+        batch = next((b for b in asset.batch_definitions if b.name == "whole"), None) or (
+            asset.add_batch_definition_whole_dataframe("whole")
+        )
+        suite = gx.ExpectationSuite(name=name, expectations=list(family.expectations))
+        suite = self._context.suites.add_or_update(suite)
+        validation = self._context.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=name, data=batch, suite=suite)
+        )
+        checkpoint = self._context.checkpoints.add_or_update(
+            gx.Checkpoint(
+                name=name,
+                validation_definitions=[validation],
+                actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs", site_names=[DATA_DOCS_SITE])],
+                result_format={"result_format": "COMPLETE", "unexpected_index_column_names": list(family.index_columns)},
+            )
+        )
+        self._checkpoints[key] = checkpoint
+        return checkpoint
+

@@ -1,0 +1,102 @@
+"""The ledger as the checks read it: one typed entry per (batch, partition), read once per run.
+
+The ledger is small next to the events (one row per batch and partition), so a run collects it
+whole and every check family reads the same snapshot: which ranges carried an hour's records,
+whether live ranges are contiguous, the last K observations of the stall rules, the live
+position. Times are ms since the epoch, UTC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tidemark.offset_coverage import LIVE_MODE, LedgerRange, OffsetRange
+from tidemark.stall_rules import LedgerObservation
+
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One ledger row. ``data_records`` is the row's own count, or records + late + quarantined
+    in rows written before the ledger counted data records."""
+
+    batch_id: int
+    partition: int
+    mode: str
+    start: int
+    end: int
+    log_end: int | None
+    data_records: int
+    min_event_ms: int | None
+    max_event_ms: int | None
+    partition_watermark_ms: int | None
+    global_watermark_ms: int | None
+    read_time_ms: int | None
+
+    @property
+    def is_live(self) -> bool:
+        return self.mode == LIVE_MODE
+
+    @property
+    def offsets(self) -> OffsetRange | None:
+        """[start, end), or None for an empty batch (start == end)."""
+        return OffsetRange(self.start, self.end) if self.end > self.start else None
+
+    def carries_hour(self, hour_ms: int) -> bool:
+        """True when the range held records with event times in [hour, hour + 1h)."""
+        if self.min_event_ms is None or self.max_event_ms is None:
+            return False
+        return self.min_event_ms < hour_ms + HOUR_MS and self.max_event_ms >= hour_ms
+
+    def ledger_range(self) -> LedgerRange:
+        return LedgerRange(self.partition, self.start, self.end, self.data_records, self.mode)
+
+    def observation(self) -> LedgerObservation:
+        return LedgerObservation(
+            read_time_ms=self.read_time_ms or 0,
+            position=self.end,
+            log_end=self.log_end if self.log_end is not None else self.end,
+            partition_watermark_ms=self.partition_watermark_ms,
+            global_watermark_ms=self.global_watermark_ms,
+        )
+
+
+def read_ledger(ledger_frame) -> list[LedgerEntry]:
+    """Collect the ledger table's rows as entries, ordered by partition, start, batch."""
+    from pyspark.sql import functions as F
+
+    def millis(column: str):
+        return F.unix_millis(F.col(column))
+
+    data_records = F.coalesce(
+        F.col("data_records"), F.col("records") + F.col("late") + F.col("quarantined"), F.lit(0)
+    )
+    rows = ledger_frame.select(
+        F.col("batch_id"),
+        F.col("source_partition"),
+        F.col("mode"),
+        F.col("start_offset"),
+        F.col("end_offset"),
+        F.col("log_end_offset"),
+        data_records.alias("data_records"),
+        millis("min_event_time").alias("min_event_ms"),
+        millis("max_event_time").alias("max_event_ms"),
+        millis("partition_watermark").alias("partition_watermark_ms"),
+        millis("global_watermark").alias("global_watermark_ms"),
+        millis("read_time").alias("read_time_ms"),
+    ).collect()
+    entries = [LedgerEntry(*row) for row in rows]
+    return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.batch_id))
+
+
+def live_position(entries: list[LedgerEntry], partition: int) -> int | None:
+    """The offset the live job reads next on ``partition``: the furthest end of its live rows."""
+    ends = [e.end for e in entries if e.partition == partition and e.is_live]
+    return max(ends) if ends else None
+
+
+def newest_live_entry(entries: list[LedgerEntry], partition: int) -> LedgerEntry | None:
+    """The partition's live row with the latest read time (ties: the furthest end)."""
+    live = [e for e in entries if e.partition == partition and e.is_live]
+    return max(live, key=lambda e: (e.read_time_ms or 0, e.end), default=None)

@@ -1,0 +1,218 @@
+"""What one quality run of one stream found: per partition, per hour and partition, per check,
+and the recovery requests it implies. Offsets are [start, end) pairs; times are ms since the
+epoch (UTC) with an ISO-8601 twin in the JSON.
+
+JSON shape (``QualityRunResult.to_json()``)::
+
+    {"stream", "run_name", "now_ms", "now", "hours": ["2026-11-22T01:00:00Z", ...], "success",
+     "status_order": ["OK", "WARN", "LAGGING", "STALL", "STOP", "HOLE", "LOST"],
+     "partitions": [{"partition", "status", "records", "late", "quarantined", "position",
+                     "log_earliest", "log_end", "lag", "partition_watermark_ms",
+                     "partition_watermark", "holes": [[s, e]], "hole_ranges": [{...}],
+                     "lost": [[s, e]], "failed_checks": [...], "reason", "reasons": [...]}],
+     "hours_checked": [{"hour", "partition", "status", "records", "late", "quarantined",
+                        "ranges", "data_records", "persisted", "duplicated_offsets",
+                        "active_history_hours", "longest_event_time_gap_ms",
+                        "failed_checks", "reasons"}],
+     "checks": [{"name", "ran", "success", "rows", "failed_rules", "warned_rules",
+                 "facts_seconds", "gx_seconds"}],
+     "recovery_requests": [{"stream", "partition", "ranges": [[s, e]], "reason"}],
+     "paths": {"summary_json", "summary_html", "data_docs_index", "hour_reports": [...]},
+     "seconds", "stage_seconds": {"ledger", "completeness", ..., "reports"}}
+
+``holes`` are offsets missing from the lake that the log still holds (recovery replays them);
+``lost`` are offsets missing from the lake that the log no longer holds. They never overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from expectations.hour_scope import hour_text
+from expectations.offset_spans import spans_json
+from expectations.quality_status import STATUS_ORDER, QualityStatus
+from tidemark.event_time_text import format_event_time, format_optional_event_time
+from tidemark.offset_coverage import OffsetRange
+from tidemark.recovery_request import RecoveryRequest
+
+
+@dataclass(frozen=True)
+class PartitionQuality:
+    partition: int
+    status: QualityStatus
+    records: int  # events rows with event time in the checked hours
+    late: int  # late rows with event time in the checked hours
+    quarantined: int  # quarantine rows in the checked hours' ranges
+    position: int | None  # the live read position (next offset to read); None before the first live row
+    log_earliest: int | None
+    log_end: int | None
+    lag: int | None  # log_end - position, in offsets
+    partition_watermark_ms: int | None  # W_p after the newest live batch
+    holes: tuple[OffsetRange, ...]
+    hole_ranges: tuple  # completeness.HoleRange
+    lost: tuple[OffsetRange, ...]
+    failed_checks: tuple[str, ...]
+    reason: str  # the sentence behind the status (the worst finding's, or the reader's state when OK)
+    reasons: tuple[str, ...]  # every finding's sentence
+
+    def to_json(self) -> dict:
+        return {
+            "partition": self.partition,
+            "status": self.status.value,
+            "reason": self.reason,
+            "records": self.records,
+            "late": self.late,
+            "quarantined": self.quarantined,
+            "position": self.position,
+            "log_earliest": self.log_earliest,
+            "log_end": self.log_end,
+            "lag": self.lag,
+            "partition_watermark_ms": self.partition_watermark_ms,
+            "partition_watermark": format_optional_event_time(self.partition_watermark_ms),
+            "holes": spans_json(self.holes),
+            "hole_ranges": [hole.to_json() for hole in self.hole_ranges],
+            "lost": spans_json(self.lost),
+            "failed_checks": list(self.failed_checks),
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class HourPartitionFigures:
+    hour_ms: int
+    partition: int
+    status: QualityStatus
+    records: int
+    late: int
+    quarantined: int
+    ranges: int  # ledger ranges that carried records of the hour
+    data_records: int  # their data records, summed
+    persisted: int  # their persisted distinct offsets, summed
+    duplicated_offsets: int
+    active_history_hours: int
+    longest_event_time_gap_ms: int | None
+    failed_checks: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "hour": hour_text(self.hour_ms),
+            "hour_ms": self.hour_ms,
+            "partition": self.partition,
+            "status": self.status.value,
+            "records": self.records,
+            "late": self.late,
+            "quarantined": self.quarantined,
+            "ranges": self.ranges,
+            "data_records": self.data_records,
+            "persisted": self.persisted,
+            "duplicated_offsets": self.duplicated_offsets,
+            "active_history_hours": self.active_history_hours,
+            "longest_event_time_gap_ms": self.longest_event_time_gap_ms,
+            "failed_checks": list(self.failed_checks),
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    """One check family in this run. ``ran`` is False when it had nothing to check (the hour
+    families when no hour was asked); ``success`` is False when a critical rule failed."""
+
+    name: str
+    ran: bool
+    success: bool
+    rows: int
+    failed_rules: tuple[str, ...]
+    warned_rules: tuple[str, ...]
+    facts_seconds: float
+    gx_seconds: float
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "ran": self.ran,
+            "success": self.success,
+            "rows": self.rows,
+            "failed_rules": list(self.failed_rules),
+            "warned_rules": list(self.warned_rules),
+            "facts_seconds": round(self.facts_seconds, 3),
+            "gx_seconds": round(self.gx_seconds, 3),
+        }
+
+
+def recovery_request_json(request: RecoveryRequest) -> dict:
+    """The recover DAG's params: ranges as [[start, end], ...]."""
+    return {
+        "stream": request.stream,
+        "partition": request.partition,
+        "ranges": spans_json(request.ranges),
+        "reason": request.reason,
+    }
+
+
+@dataclass(frozen=True)
+class QualityRunResult:
+    stream: str
+    run_name: str
+    now_ms: int
+    hours_ms: tuple[int, ...]
+    partitions: tuple[PartitionQuality, ...]
+    hours: tuple[HourPartitionFigures, ...]
+    checks: tuple[CheckSummary, ...]
+    recovery_requests: tuple[RecoveryRequest, ...]
+    summary_json: str
+    summary_html: str
+    data_docs_index: str | None  # None when no check ran (nothing was validated)
+    hour_reports: tuple[str, ...]
+    seconds: float  # wall time of the whole run
+    stage_seconds: tuple[tuple[str, float], ...]  # wall time per stage: ledger, each family's facts, reports
+
+    def finished(self, seconds: float, stage_seconds: tuple[tuple[str, float], ...]) -> "QualityRunResult":
+        return replace(self, seconds=seconds, stage_seconds=stage_seconds)
+
+    @property
+    def success(self) -> bool:
+        """Every check that ran passed (warnings do not fail a run)."""
+        return all(check.success for check in self.checks)
+
+    def partition(self, partition: int) -> PartitionQuality:
+        for quality in self.partitions:
+            if quality.partition == partition:
+                return quality
+        raise KeyError(f"stream {self.stream!r}: partition {partition} was not checked")
+
+    def hour(self, hour_ms: int, partition: int) -> HourPartitionFigures:
+        for figures in self.hours:
+            if figures.hour_ms == hour_ms and figures.partition == partition:
+                return figures
+        raise KeyError(f"stream {self.stream!r}: hour {hour_text(hour_ms)} of partition {partition} was not checked")
+
+    def check(self, name: str) -> CheckSummary:
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(f"no check named {name!r}")
+
+    def to_json(self) -> dict:
+        return {
+            "stream": self.stream,
+            "run_name": self.run_name,
+            "now_ms": self.now_ms,
+            "now": format_event_time(self.now_ms),
+            "hours": [hour_text(h) for h in self.hours_ms],
+            "success": self.success,
+            "status_order": [status.value for status in STATUS_ORDER],
+            "partitions": [p.to_json() for p in self.partitions],
+            "hours_checked": [h.to_json() for h in self.hours],
+            "checks": [c.to_json() for c in self.checks],
+            "recovery_requests": [recovery_request_json(r) for r in self.recovery_requests],
+            "paths": {
+                "summary_json": self.summary_json,
+                "summary_html": self.summary_html,
+                "data_docs_index": self.data_docs_index,
+                "hour_reports": list(self.hour_reports),
+            },
+            "seconds": round(self.seconds, 3),
+            "stage_seconds": {stage: round(seconds, 3) for stage, seconds in self.stage_seconds},
+        }

@@ -1,0 +1,391 @@
+"""One quality run of one stream: the checks of the given sealed hours (per partition), the
+stream-wide stall and retention checks, Data Docs, the summaries, and the recovery requests.
+
+    spark-submit expectations/quality_run.py --stream telemetry --conf conf/streams.yaml \\
+        --report-dir REPORTS --gx-dir GX --run-name RUN [--hours 2026-11-22T01:00:00Z,...] \\
+        [--reconcile] [--result result.json] [--now-ms MS]
+
+Without ``--hours`` the run reconciles: it checks every hour of the seals table that has no
+report yet under ``<report-dir>/<stream>/hours/`` (expectations.checked_hours); ``--reconcile``
+does the same in addition to the hours given. Log bounds come
+from Kafka. Exit status: 0 when the run completed, whatever the checks found (the result and
+the summaries say what failed); 2 for bad arguments, a bad configuration or missing tables; 1
+for anything else (Kafka unreachable, a Spark failure).
+
+Where things land:
+- ``<report-dir>/<stream>/runs/<run-name>/summary.json`` and ``summary.html``;
+- ``<report-dir>/<stream>/hours/<YYYY-MM-DDTHH>Z.json``, one per checked hour;
+- ``<gx-dir>/gx/uncommitted/data_docs/local_site/index.html``, GX's Data Docs.
+
+Logs go to the ``tidemark.quality`` logger as dicts (``{"event": ...}``); the caller configures
+handlers and formatting. GX's own loggers are held at WARNING.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from expectations import completeness, gaps, late_and_quarantine, retention, stall, uniqueness
+from expectations.check_family import FamilyOutcome, Finding, not_run
+from expectations.checked_hours import hour_report_path, seals_by_hour, unchecked_sealed_hours, write_hour_report
+from expectations.gx_project import GxProject
+from expectations.hour_records import HourCounts, count_by_hour, with_history
+from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
+from expectations.late_and_quarantine import LateAndQuarantineFacts
+from expectations.ledger_entries import live_position, read_ledger
+from expectations.offset_spans import merge_spans
+from expectations.persisted_offsets import PersistedOffsets
+from expectations.quality_result import CheckSummary, QualityRunResult
+from expectations.quality_summary import summary_folder, write_summary
+from expectations.quality_tables import QualityTables, QualityTablesMissingError
+from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
+from tidemark.event_time_text import parse_event_time
+from tidemark.offset_coverage import OffsetRange
+from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
+
+log = logging.getLogger("tidemark.quality")
+
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,199}$")
+
+
+def run_quality(
+    spark,
+    stream: StreamConfig,
+    hours: Sequence[int],
+    log_bounds: Mapping[int, LogBoundsView],
+    now_ms: int,
+    report_dir: str | Path,
+    gx_dir: str | Path,
+    run_name: str,
+) -> QualityRunResult:
+    """Check ``hours`` (starts of sealed event-time hours, ms since the epoch, UTC; may be empty:
+    then only the stream-wide stall and retention checks run) of ``stream``, write the reports
+    and return what was found. ``log_bounds`` maps each partition of the log to its bounds now;
+    ``now_ms`` is the time the stall rules judge at.
+
+    Raises QualityTablesMissingError when one of the stream's tables does not exist, ValueError
+    for an hour that is not the start of an hour or a run name unfit for a folder name.
+    """
+    started = time.monotonic()
+    if not _RUN_NAME.match(run_name):
+        raise ValueError(
+            f"run name {run_name!r}: use letters, digits and _ . : + - (at most 200, starting with a letter or digit)"
+        )
+    hours_ms = require_hour_starts([int(hour) for hour in hours])
+    tables = QualityTables(spark, stream)
+    tables.require()
+    settings = stream.quality
+    log.info({"event": "quality_run_started", "stream": stream.name, "run_name": run_name,
+              "hours": [hour_text(h) for h in hours_ms]})  # fmt: skip
+    stages = _Stages()
+
+    with stages.time("ledger"):
+        entries = read_ledger(tables.read("ledger"))
+        seals = seals_by_hour(tables.read("seals")) if hours_ms else {}
+    partitions = sorted(set(log_bounds) | {entry.partition for entry in entries})
+    positions = {partition: live_position(entries, partition) for partition in partitions}
+    earliest = {partition: bounds.earliest for partition, bounds in log_bounds.items()}
+    log_ends = {partition: bounds.end for partition, bounds in log_bounds.items()}
+    scopes = hour_scopes(entries, hours_ms)
+
+    scan_bounds = _scan_bounds(scopes)
+    offsets = PersistedOffsets(spark, tables.read, scan_bounds) if scan_bounds else None
+    try:
+        with stages.time("completeness"):
+            range_facts = completeness.facts(entries, scopes, offsets) if offsets is not None else []
+        with stages.time("uniqueness"):
+            span_counts = offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None else {}
+            uniqueness_facts = uniqueness.facts(partitions, scopes, span_counts)
+    finally:
+        if offsets is not None:
+            offsets.release()
+    with stages.time("gaps"):
+        hour_counts = count_by_hour(tables.read, with_history(hours_ms, settings.history_hours))
+        gap_facts = gaps.facts(partitions, hours_ms, hour_counts, gaps.longest_gaps(tables.read, hours_ms), settings)
+    with stages.time("late_and_quarantine"):
+        volume_facts = [
+            LateAndQuarantineFacts(
+                hour_ms, partition, hour_counts.get((partition, hour_ms), HourCounts(0, 0)).late,
+                span_counts.get((hour_ms, partition), NO_COUNT).quarantined,
+            )  # fmt: skip
+            for hour_ms in hours_ms
+            for partition in partitions
+        ]
+    with stages.time("retention"):
+        retention_facts = retention.facts(positions, earliest, completeness.candidate_holes(range_facts))
+    with stages.time("stall"):
+        stall_facts = stall.facts(entries, partitions, settings.stall_rules(), now_ms, log_ends, positions)
+
+    project = GxProject(gx_dir)
+    plan = [
+        (completeness.family(), range_facts),
+        (retention.family(), retention_facts),
+        (gaps.family(settings), gap_facts),
+        (uniqueness.family(), uniqueness_facts),
+        (late_and_quarantine.family(settings), volume_facts),
+        (stall.family(), stall_facts),
+    ]
+    outcomes: dict[str, FamilyOutcome] = {}
+    checks = []
+    for family, facts in plan:
+        if facts:
+            rows = [fact.row(row_id) for row_id, fact in enumerate(facts)]
+            outcome = project.validate(spark, stream.name, family, rows, run_name)
+        else:
+            outcome = not_run(family.name)
+        outcomes[family.name] = outcome
+        check = CheckSummary(
+            family.name, bool(facts), outcome.success, outcome.rows, tuple(outcome.failed_rules),
+            tuple(outcome.warned_rules), stages.seconds(family.name), outcome.seconds,
+        )  # fmt: skip
+        checks.append(check)
+        log.info({"event": "quality_check", "stream": stream.name, "run_name": run_name, **check.to_json()})
+
+    found: list[Finding] = [
+        *completeness.findings(outcomes[completeness.NAME], range_facts),
+        *retention.findings(outcomes[retention.NAME], retention_facts),
+        *gaps.findings(outcomes[gaps.NAME], gap_facts, settings),
+        *uniqueness.findings(outcomes[uniqueness.NAME], uniqueness_facts),
+        *late_and_quarantine.findings(outcomes[late_and_quarantine.NAME], volume_facts, settings),
+        *stall.findings(outcomes[stall.NAME], stall_facts),
+    ]
+
+    with stages.time("reports"):
+        stall_by_partition = {fact.partition: fact for fact in stall_facts}
+        partition_results = [
+            partition_quality(
+                partition, [f for f in found if f.partition == partition], stall_by_partition[partition],
+                positions.get(partition), log_bounds.get(partition), entries, hours_ms, hour_counts,
+                span_counts.get((None, partition), NO_COUNT),
+            )  # fmt: skip
+            for partition in partitions
+        ]
+        requests = tuple(
+            request
+            for quality in partition_results
+            if (request := recovery_request(stream.name, quality, [f for f in found if f.partition == quality.partition]))
+        )
+        figures_per_hour = hour_figures(hours_ms, partitions, found, range_facts, hour_counts, span_counts, gap_facts, earliest)
+        folder = summary_folder(report_dir, stream.name, run_name)
+        hour_paths = {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
+        ran = any(check.ran for check in checks)
+        result = QualityRunResult(
+            stream=stream.name,
+            run_name=run_name,
+            now_ms=now_ms,
+            hours_ms=tuple(hours_ms),
+            partitions=tuple(partition_results),
+            hours=tuple(figures_per_hour),
+            checks=tuple(checks),
+            recovery_requests=requests,
+            summary_json=str(folder / "summary.json"),
+            summary_html=str(folder / "summary.html"),
+            data_docs_index=str(project.data_docs_index) if ran else None,
+            hour_reports=tuple(str(hour_paths[h]) for h in hours_ms),
+            seconds=0.0,
+            stage_seconds=(),
+        )
+        for hour_ms in hours_ms:
+            figures = [f for f in figures_per_hour if f.hour_ms == hour_ms]
+            write_hour_report(
+                hour_paths[hour_ms],
+                {
+                    "stream": stream.name,
+                    "hour": hour_text(hour_ms),
+                    "hour_ms": hour_ms,
+                    "run_name": run_name,
+                    "checked_at_ms": now_ms,
+                    "sealed_at_ms": seals.get(hour_ms),
+                    "success": all(not f.failed_checks for f in figures),
+                    "partitions": [f.to_json() for f in figures],
+                    "summary_html": result.summary_html,
+                },
+            )
+    result = result.finished(time.monotonic() - started, stages.items())
+    write_summary(result)
+    log.info(
+        {
+            "event": "quality_run_finished",
+            "stream": stream.name,
+            "run_name": run_name,
+            "success": result.success,
+            "statuses": {str(p.partition): p.status.value for p in result.partitions},
+            "recovery_requests": len(result.recovery_requests),
+            "summary_html": result.summary_html,
+            "seconds": round(result.seconds, 3),
+        }
+    )
+    return result
+
+
+def _scan_bounds(scopes: list[HourScope]) -> dict[int, OffsetRange]:
+    """Per partition, one span covering every range of the checked hours."""
+    bounds: dict[int, OffsetRange] = {}
+    for scope in scopes:
+        for partition, entries in scope.ranges.items():
+            for entry in entries:
+                known = bounds.get(partition)
+                bounds[partition] = OffsetRange(
+                    min(entry.start, known.start) if known else entry.start,
+                    max(entry.end, known.end) if known else entry.end,
+                )
+    return bounds
+
+
+def _scope_spans(scopes: list[HourScope], partitions: list[int]) -> dict:
+    """(hour, partition) → the hour's spans; (None, partition) → the spans of all checked hours."""
+    spans = {}
+    for partition in partitions:
+        every_hour = []
+        for scope in scopes:
+            hour_spans = scope.spans(partition)
+            if hour_spans:
+                spans[(scope.hour_ms, partition)] = (partition, hour_spans)
+                every_hour.extend(hour_spans)
+        if every_hour:
+            spans[(None, partition)] = (partition, merge_spans(every_hour))
+    return spans
+
+
+class _Stages:
+    """Wall time per stage of the run, in seconds."""
+
+    def __init__(self):
+        self._seconds: dict[str, float] = {}
+
+    @contextmanager
+    def time(self, stage: str):
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self._seconds[stage] = self._seconds.get(stage, 0.0) + time.monotonic() - started
+
+    def seconds(self, stage: str) -> float:
+        return self._seconds.get(stage, 0.0)
+
+    def items(self) -> tuple[tuple[str, float], ...]:
+        return tuple(self._seconds.items())
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def read_log_bounds(stream: StreamConfig) -> dict:
+    """Every partition of the stream's topic → its LogBounds, asked of Kafka now."""
+    from connectors.kafka_log import KafkaLog
+
+    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
+    try:
+        return {partition: kafka.bounds(partition) for partition in kafka.partition_ids()}
+    finally:
+        kafka.close()
+
+
+def parse_hours(text: str) -> list[int]:
+    """'2026-11-22T01:00:00Z,2026-11-22T02:00:00Z' → hour starts in ms; ValueError naming the bad one."""
+    hours = []
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        hours.append(parse_event_time(part))
+    if not hours:
+        raise ValueError("no hour given; write e.g. 2026-11-22T01:00:00Z,2026-11-22T02:00:00Z")
+    return require_hour_starts(hours)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quality_run",
+        description="Quality checks of one stream: per sealed hour and partition, plus stall and retention; "
+        "writes Data Docs, summary.json and summary.html, and lists the recovery requests.",
+    )
+    parser.add_argument("--stream", required=True, help="the stream's name in the configuration")
+    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
+    parser.add_argument("--hours", help="hours to check, comma-separated ISO-8601 UTC starts; default: every "
+                        "sealed hour without a report yet")  # fmt: skip
+    parser.add_argument("--reconcile", action="store_true", help="with --hours: also every sealed hour without a "
+                        "report yet (without --hours this is what happens anyway)")  # fmt: skip
+    parser.add_argument("--report-dir", required=True, type=Path)
+    parser.add_argument("--gx-dir", required=True, type=Path)
+    parser.add_argument("--run-name", required=True)
+    parser.add_argument("--result", type=Path, help="also write the result JSON to this file")
+    parser.add_argument("--now-ms", type=int, help="judge the stall rules at this time (ms since the epoch, UTC)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed what was wrong
+        return 0 if exit_.code in (0, None) else 2
+    try:
+        hours = parse_hours(args.hours) if args.hours is not None else None
+    except ValueError as error:
+        return _refuse(f"--hours: {error}")
+    if not _RUN_NAME.match(args.run_name):
+        return _refuse(f"--run-name {args.run_name!r}: use letters, digits and _ . : + -")
+    try:
+        stream = load_stream(args.conf, args.stream)
+    except StreamConfigError as error:
+        return _refuse(str(error))
+
+    try:
+        from connectors.spark_session import lake_spark_session
+
+        spark = lake_spark_session(f"tidemark-quality-{stream.name}")
+        tables = QualityTables(spark, stream)
+        tables.require()
+        if hours is None or args.reconcile:
+            unchecked = unchecked_sealed_hours(seals_by_hour(tables.read("seals")), args.report_dir, stream.name)
+            log.info({"event": "quality_hours_reconciled", "stream": stream.name, "hours": [hour_text(h) for h in unchecked]})
+            hours = sorted(set(hours or []) | set(unchecked))
+        try:
+            log_bounds = read_log_bounds(stream)
+        except ValueError as error:  # the configured topic does not exist
+            return _refuse(f"stream {stream.name!r}: {error}")
+        now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+        result = run_quality(spark, stream, hours, log_bounds, now_ms, args.report_dir, args.gx_dir, args.run_name)
+    except QualityTablesMissingError as error:
+        return _refuse(str(error))
+    except Exception as error:  # noqa: BLE001 - the exit status is the contract with Airflow
+        log.exception({"event": "quality_run_failed", "stream": stream.name, "error": str(error)})
+        print(f"quality_run: stream {stream.name!r}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    if args.result:
+        args.result.parent.mkdir(parents=True, exist_ok=True)
+        args.result.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    print(_one_screen(result))
+    return 0
+
+
+def _refuse(message: str) -> int:
+    print(f"quality_run: {message}", file=sys.stderr)
+    return 2
+
+
+def _one_screen(result: QualityRunResult) -> str:
+    lines = [
+        f"stream {result.stream}, run {result.run_name}: "
+        + ("all checks passed" if result.success else "checks failed: " + ", ".join(
+            c.name for c in result.checks if c.ran and not c.success))  # fmt: skip
+        + f"; hours: {', '.join(hour_text(h) for h in result.hours_ms) or 'none'}"
+    ]
+    for p in result.partitions:
+        lines.append(f"  partition {p.partition}: {p.status.value} - {p.reason}")
+    lines.append(f"summary: {result.summary_html}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    sys.exit(main())

@@ -1,0 +1,545 @@
+"""The quality checks (expectations/) on real Spark, Delta and Great Expectations, no Kafka.
+
+Two streams are written row by row into Delta tables. ``cases``: each partition shows one thing
+the checks must find in the sealed hour H = 2026-11-22T01:00Z (a clean partition, deleted rows,
+a transactional range, a duplicate, a frozen reader, offsets lost to retention, too many late
+records, ...); it is checked once, and each test reads its part of that one result. ``clean``:
+three complete partitions, checked through the command line (hours reconciled from the seals
+table, log bounds stubbed), reconciled again (nothing left), then with --hours and --reconcile.
+Expected values are derived here from the rows written, never by calling the checks.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from expectations import quality_run
+from expectations.checked_hours import hour_report_path, unchecked_sealed_hours
+from expectations.quality_run import run_quality
+from expectations.quality_status import QualityStatus
+from expectations.quality_tables import QualityTablesMissingError
+from harness.persist_job import REPO
+from spark_jobs.lake_tables import LakeTables
+from tidemark.event_time_text import parse_event_time
+from tidemark.stream_config import load_stream
+from tidemark.table_schemas import LEDGER_COLUMNS, QUARANTINE_COLUMNS, SEALS_COLUMNS, ddl, events_columns, late_columns
+
+pytestmark = pytest.mark.integration
+
+MINUTE = 60_000
+HOUR = 60 * MINUTE
+H = parse_event_time("2026-11-22T01:00:00Z")
+NOW = H + 2 * HOUR
+QUALITY = {
+    "stall_window": 6,
+    "stall_timeout": "30m",
+    "max_partition_lag": "1h",
+    "event_time_gap": "30m",
+    "max_late_per_hour": 5,
+    "max_quarantined_per_hour": 3,
+    "history_hours": 4,
+}
+
+
+class Bounds:
+    def __init__(self, earliest: int, end: int):
+        self.earliest, self.end = earliest, end
+
+
+def _ts(ms: int | None):
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def _write_config(folder: Path, name: str, partitions: int) -> Path:
+    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    stream = document["streams"].pop("telemetry")
+    stream["source"].update(bootstrap_servers="127.0.0.1:1", topic=name, partitions=partitions)
+    stream["lake"] = {"root": str(folder / "lake"), "checkpoint_root": str(folder / "checkpoints")}
+    stream["quality"] = dict(QUALITY)
+    document["streams"] = {name: stream}
+    path = folder / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+class LakeWriter:
+    """Rows for one stream's tables, written in one append per table."""
+
+    def __init__(self, spark, stream):
+        self.spark, self.stream = spark, stream
+        self.events, self.late, self.quarantine, self.ledger, self.seals = [], [], [], [], []
+        self._batch = 0
+
+    def _record(self, partition: int, offset: int, event_ms: int) -> dict:
+        moment = _ts(event_ms)
+        return {
+            "source_partition": partition, "source_offset": offset, "log_timestamp": moment, "event_time": moment,
+            "record_key": b"k", "device_id": f"d{partition}", "lat": 52.0, "lon": 4.9, "battery": 50, "batch_id": 0,
+            "event_date": moment.date(), "event_hour": moment.hour,
+        }  # fmt: skip
+
+    def event(self, partition: int, offset: int, event_ms: int) -> None:
+        self.events.append(self._record(partition, offset, event_ms))
+
+    def late_record(self, partition: int, offset: int, event_ms: int) -> None:
+        self.late.append(self._record(partition, offset, event_ms) | {"global_watermark": _ts(NOW - HOUR)})
+
+    def quarantined(self, partition: int, offset: int) -> None:
+        self.quarantine.append({"source_partition": partition, "source_offset": offset, "log_timestamp": _ts(H),
+                                "record_key": None, "raw_value": b"{bad", "reason": "malformed_json", "detail": "x",
+                                "batch_id": 0, "read_time": _ts(H)})  # fmt: skip
+
+    def range(self, partition, start, end, data_records, event_ms, read_ms, log_end=None, mode="live",
+              watermark_ms=None, global_ms=None) -> None:  # fmt: skip
+        """A ledger row; ``event_ms`` is the (min, max) event time of its records or None."""
+        self._batch += 1
+        self.ledger.append({
+            "stream": self.stream.name, "batch_id": self._batch, "source_partition": partition, "mode": mode,
+            "start_offset": start, "end_offset": end, "log_end_offset": end if log_end is None else log_end,
+            "records": data_records, "quarantined": 0, "late": 0, "data_records": data_records,
+            "min_event_time": _ts(event_ms[0]) if event_ms else None, "max_event_time": _ts(event_ms[1]) if event_ms else None,
+            "partition_watermark": _ts(watermark_ms), "global_watermark": _ts(global_ms), "partition_status": "ACTIVE",
+            "slicing": "event_time", "read_time": _ts(read_ms), "open_transaction_since": None,
+            "held_by_open_transaction": False,
+        })  # fmt: skip
+
+    def persisted_range(self, partition, offsets, start, end, times, read_ms, **ledger) -> None:
+        """Events for ``offsets`` at ``times`` (same length) and the ledger row [start, end) holding them."""
+        for offset, event_ms in zip(offsets, times):
+            self.event(partition, offset, event_ms)
+        self.range(partition, start, end, len(offsets), (min(times), max(times)), read_ms, **ledger)
+
+    def seal(self, hour_ms: int, sealed_at_ms: int) -> None:
+        self.seals.append({"stream": self.stream.name, "hour": _ts(hour_ms), "sealed_at": _ts(sealed_at_ms),
+                           "global_watermark": _ts(sealed_at_ms), "batch_id": 1})  # fmt: skip
+
+    def write(self) -> None:
+        LakeTables(self.spark, self.stream).ensure()
+        payload = self.stream.payload
+        for table, rows, columns in (
+            ("events", self.events, events_columns(payload)),
+            ("late", self.late, late_columns(payload)),
+            ("quarantine", self.quarantine, QUARANTINE_COLUMNS),
+            ("ledger", self.ledger, LEDGER_COLUMNS),
+            ("seals", self.seals, SEALS_COLUMNS),
+        ):
+            if rows:
+                frame = self.spark.createDataFrame([tuple(row.get(n) for n, _ in columns) for row in rows], ddl(columns))
+                frame.write.format("delta").mode("append").save(self.stream.table_path(table))
+
+
+def _spread(count: int, start_ms: int = H, span_ms: int = HOUR) -> list[int]:
+    """``count`` event times rising evenly over [start, start + span)."""
+    return [start_ms + i * span_ms // count for i in range(count)]
+
+
+def _complete_partition(lake: LakeWriter, partition: int, read_ms: int = NOW - 5 * MINUTE) -> None:
+    """100 records of hour H at offsets 0..99, read in two live ranges of 50."""
+    times = _spread(100)
+    lake.persisted_range(partition, range(0, 50), 0, 50, times[:50], read_ms - 5 * MINUTE)
+    lake.persisted_range(partition, range(50, 100), 50, 100, times[50:], read_ms)
+
+
+# ------------------------------------------------------------------------------------------------
+# The cases stream: one partition per case, checked once for hour H.
+
+OK_CLEAN, HOLE_DELETED, TRANSACTIONAL, DUPLICATE, FROZEN, LOST_POSITION, TOO_LATE, LOST_HOLE, UNREAD, SILENT, \
+    TIME_GAP, QUARANTINED, LAGGING, UNDERCOUNTED, GROWING_LAG = range(15)  # fmt: skip
+PARTITIONS = 15
+DELETED_OFFSETS = [10, 11, 12, 60]
+
+
+@pytest.fixture(scope="module")
+def gx_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("gx")
+
+
+@pytest.fixture(scope="module")
+def cases(spark, tmp_path_factory, gx_dir):
+    folder = tmp_path_factory.mktemp("cases")
+    stream = load_stream(_write_config(folder, "cases", PARTITIONS), "cases")
+    lake = LakeWriter(spark, stream)
+    bounds = {}
+
+    _complete_partition(lake, OK_CLEAN)
+    _complete_partition(lake, HOLE_DELETED)
+
+    # Offsets 25..34 held an aborted transaction and its marker: 60 offsets, 50 data records.
+    data_offsets = [*range(0, 25), *range(35, 60)]
+    times = _spread(90)
+    lake.persisted_range(TRANSACTIONAL, data_offsets, 0, 60, times[:50], NOW - 10 * MINUTE)
+    lake.persisted_range(TRANSACTIONAL, range(60, 100), 60, 100, times[50:], NOW - 5 * MINUTE)
+
+    lake.persisted_range(DUPLICATE, range(100), 0, 100, _spread(100), NOW - 5 * MINUTE)
+    lake.late_record(DUPLICATE, 42, H + 30 * MINUTE)  # the same offset persisted to events and to late
+
+    # Frozen: position 100 since NOW-80m while the log end grows from 100 to 350 (now 400).
+    lake.persisted_range(FROZEN, range(100), 0, 100, _spread(100), NOW - 80 * MINUTE)
+    for read_ms, log_end in zip((60, 50, 40, 30, 10), (150, 200, 250, 300, 350)):
+        lake.range(FROZEN, 100, 100, 0, None, NOW - read_ms * MINUTE, log_end=log_end)
+    bounds[FROZEN] = Bounds(0, 400)
+
+    lake.persisted_range(LOST_POSITION, range(100), 0, 100, _spread(100), NOW - 5 * MINUTE)
+    bounds[LOST_POSITION] = Bounds(150, 300)  # [100, 150) fell out of retention unread
+
+    times = _spread(50)
+    for offset in range(40):
+        lake.event(TOO_LATE, offset, times[offset])
+    for offset in range(40, 50):
+        lake.late_record(TOO_LATE, offset, times[offset])  # 10 late records of H, the limit is 5
+    lake.range(TOO_LATE, 0, 50, 50, (times[0], times[-1]), NOW - 5 * MINUTE)
+
+    _complete_partition(lake, LOST_HOLE)
+    bounds[LOST_HOLE] = Bounds(20, 100)  # rows 5..9 and 70 go missing below; 5..9 can no longer be replayed
+
+    times = _spread(90)
+    lake.persisted_range(UNREAD, range(0, 50), 0, 50, times[:50], NOW - 10 * MINUTE)
+    lake.persisted_range(UNREAD, range(60, 100), 60, 100, times[50:], NOW - 5 * MINUTE)  # nobody read [50, 60)
+
+    for back in (4, 3, 2, 1):  # records in each of the 4 history hours, none in H
+        start = (4 - back) * 10
+        lake.persisted_range(SILENT, range(start, start + 10), start, start + 10, _spread(10, H - back * HOUR),
+                             NOW - (5 + back) * MINUTE)  # fmt: skip
+
+    gap_times = _spread(10, H, 10 * MINUTE) + _spread(10, H + 50 * MINUTE, 10 * MINUTE)  # silent 09:00 → 50:00
+    lake.persisted_range(TIME_GAP, range(20), 0, 20, gap_times, NOW - 5 * MINUTE)
+
+    times = _spread(50)
+    for offset in range(45):
+        lake.event(QUARANTINED, offset, times[offset])
+    for offset in range(45, 50):
+        lake.quarantined(QUARANTINED, offset)  # 5 quarantined in H's range, the limit is 3
+    lake.range(QUARANTINED, 0, 50, 50, (times[0], times[44]), NOW - 5 * MINUTE)
+
+    # W_p at H+10m while G is at H+90m: 80 minutes behind, the limit is 1h; the position moves.
+    times = _spread(70, H, 10 * MINUTE)
+    for (start, end), read_ms in zip(((0, 50), (50, 60), (60, 70)), (20, 10, 5)):
+        lake.persisted_range(LAGGING, range(start, end), start, end, times[start:end], NOW - read_ms * MINUTE,
+                             log_end=200, watermark_ms=H + 10 * MINUTE, global_ms=H + 90 * MINUTE)  # fmt: skip
+    bounds[LAGGING] = Bounds(0, 200)
+
+    times = _spread(50)
+    for offset in range(50):
+        lake.event(UNDERCOUNTED, offset, times[offset])
+    lake.range(UNDERCOUNTED, 0, 50, 40, (times[0], times[-1]), NOW - 5 * MINUTE)  # the ledger says 40
+
+    # The reader moves, but the producers move faster: lag 40, 60, 90.
+    times = _spread(30)
+    for (start, end), read_ms, log_end in zip(((0, 10), (10, 20), (20, 30)), (15, 10, 5), (50, 80, 120)):
+        lake.persisted_range(GROWING_LAG, range(start, end), start, end, times[start:end], NOW - read_ms * MINUTE,
+                             log_end=log_end)  # fmt: skip
+    bounds[GROWING_LAG] = Bounds(0, 120)
+
+    lake.seal(H - HOUR, H + HOUR)
+    lake.seal(H, H + 2 * HOUR - 10 * MINUTE)
+    lake.write()
+
+    from delta.tables import DeltaTable
+
+    DeltaTable.forPath(spark, stream.table_path("events")).delete(
+        f"source_partition = {HOLE_DELETED} AND source_offset IN ({', '.join(map(str, DELETED_OFFSETS))})"
+        f" OR source_partition = {LOST_HOLE} AND source_offset IN (5, 6, 7, 8, 9, 70)"
+    )
+
+    positions = {p: max(r["end_offset"] for r in lake.ledger if r["source_partition"] == p) for p in range(PARTITIONS)}
+    log_bounds = {p: bounds.get(p, Bounds(0, positions[p])) for p in range(PARTITIONS)}
+    report_dir = folder / "reports"
+    result = run_quality(spark, stream, [H], log_bounds, NOW, report_dir, gx_dir, "cases-1")
+    return {"result": result, "stream": stream, "report_dir": report_dir, "ledger": lake.ledger}
+
+
+def test_each_partition_gets_the_status_its_case_implies(cases):
+    statuses = {p.partition: p.status for p in cases["result"].partitions}
+    assert statuses == {
+        OK_CLEAN: QualityStatus.OK,
+        HOLE_DELETED: QualityStatus.HOLE,
+        TRANSACTIONAL: QualityStatus.OK,
+        DUPLICATE: QualityStatus.WARN,
+        FROZEN: QualityStatus.STOP,
+        LOST_POSITION: QualityStatus.LOST,
+        TOO_LATE: QualityStatus.WARN,
+        LOST_HOLE: QualityStatus.LOST,
+        UNREAD: QualityStatus.HOLE,
+        SILENT: QualityStatus.WARN,
+        TIME_GAP: QualityStatus.WARN,
+        QUARANTINED: QualityStatus.WARN,
+        LAGGING: QualityStatus.LAGGING,
+        UNDERCOUNTED: QualityStatus.WARN,
+        GROWING_LAG: QualityStatus.WARN,
+    }
+    failed = {p.partition: p.failed_checks for p in cases["result"].partitions if p.failed_checks}
+    assert failed == {
+        HOLE_DELETED: ("completeness",),
+        DUPLICATE: ("uniqueness",),
+        FROZEN: ("stall",),
+        LOST_POSITION: ("retention",),
+        TOO_LATE: ("late_and_quarantine",),
+        LOST_HOLE: ("completeness", "retention"),
+        UNREAD: ("completeness",),
+        SILENT: ("gaps",),
+        TIME_GAP: ("gaps",),
+        QUARANTINED: ("late_and_quarantine",),
+        LAGGING: ("stall",),
+        UNDERCOUNTED: ("completeness",),
+    }, "a growing lag is a warning: it fails no check"
+
+
+def test_every_check_family_fails_on_the_cases_stream(cases):
+    checks = {c.name: (c.ran, c.success) for c in cases["result"].checks}
+    assert checks == dict.fromkeys(
+        ("completeness", "retention", "gaps", "uniqueness", "late_and_quarantine", "stall"), (True, False)
+    )
+    rules = {c.name: (c.failed_rules, c.warned_rules) for c in cases["result"].checks}
+    assert rules == {
+        "completeness": (("persisted_equals_data_records", "live_ranges_contiguous"), ()),
+        "retention": (("position_still_retained", "no_hole_below_earliest"), ()),
+        "gaps": (("no_silent_hour", "event_time_gap_within_threshold"), ()),
+        "uniqueness": (("one_row_per_offset",), ()),
+        "late_and_quarantine": (("late_within_limit", "quarantined_within_limit"), ()),
+        "stall": (("reading_progresses",), ("lag_not_growing",)),
+    }
+    assert cases["result"].success is False
+
+
+def test_a_complete_partition_is_ok_with_its_figures(cases):
+    result = cases["result"]
+    clean = result.partition(OK_CLEAN)
+    assert (clean.records, clean.late, clean.quarantined, clean.position, clean.lag) == (100, 0, 0, 100, 0)
+    assert (clean.holes, clean.lost, clean.failed_checks) == ((), (), ())
+    hour = result.hour(H, OK_CLEAN)
+    assert (hour.status, hour.ranges, hour.data_records, hour.persisted, hour.duplicated_offsets) == (
+        QualityStatus.OK, 2, 100, 100, 0,
+    )  # fmt: skip
+
+
+def test_deleted_rows_are_a_hole_with_their_exact_offsets_and_a_recovery_request(cases):
+    result = cases["result"]
+    hole = result.partition(HOLE_DELETED)
+    assert [(r.start, r.end) for r in hole.holes] == [(10, 13), (60, 61)]
+    assert [(h.start, h.end, h.data_records, h.persisted, [(m.start, m.end) for m in h.missing])
+            for h in hole.hole_ranges] == [(0, 50, 50, 47, [(10, 13)]), (50, 100, 50, 49, [(60, 61)])]  # fmt: skip
+    hour = result.hour(H, HOLE_DELETED)
+    assert (hour.status, hour.records, hour.data_records, hour.persisted) == (QualityStatus.HOLE, 96, 100, 96)
+    requests = {r["partition"]: r for r in result.to_json()["recovery_requests"]}
+    assert requests[HOLE_DELETED]["ranges"] == [[10, 13], [60, 61]]
+    assert requests[HOLE_DELETED]["stream"] == "cases"
+
+
+def test_a_transactional_range_with_fewer_records_than_offsets_is_complete(cases):
+    result = cases["result"]
+    transactional = result.partition(TRANSACTIONAL)
+    assert (transactional.status, transactional.holes, transactional.hole_ranges) == (QualityStatus.OK, (), ())
+    hour = result.hour(H, TRANSACTIONAL)
+    assert (hour.ranges, hour.data_records, hour.persisted) == (2, 90, 90)
+
+
+def test_the_same_offset_in_events_and_late_fails_uniqueness(cases):
+    result = cases["result"]
+    hour = result.hour(H, DUPLICATE)
+    assert (hour.duplicated_offsets, hour.failed_checks) == (1, ("uniqueness",))
+    assert hour.reasons == ("hour 2026-11-22T01:00:00Z: 1 offsets persisted more than once (101 rows for 100 offsets), "
+                            "e.g. offsets 42",)  # fmt: skip
+    assert result.partition(DUPLICATE).holes == (), "the duplicate does not hide or make a hole"
+
+
+def test_a_frozen_partition_is_stop_and_asks_to_replay_from_its_position_to_the_log_end(cases):
+    result = cases["result"]
+    frozen = result.partition(FROZEN)
+    assert (frozen.position, frozen.log_end, frozen.lag) == (100, 400, 300)
+    assert frozen.reasons[0].startswith("STOP: read position stuck at offset 100 for 70m")
+    requests = {r["partition"]: r for r in result.to_json()["recovery_requests"]}
+    assert requests[FROZEN]["ranges"] == [[100, 400]]
+
+
+def test_offsets_behind_the_earliest_retained_offset_are_lost_and_never_requested(cases):
+    result = cases["result"]
+    lost = result.partition(LOST_POSITION)
+    assert [(r.start, r.end) for r in lost.lost] == [(100, 150)]
+    assert lost.reasons == ("offsets [100, 150) were never read and are no longer in the log (read position 100, "
+                            "earliest retained offset 150): 50 offsets lost",)  # fmt: skip
+    lost_hole = result.partition(LOST_HOLE)
+    assert [(r.start, r.end) for r in lost_hole.lost] == [(5, 10)]
+    assert [(r.start, r.end) for r in lost_hole.holes] == [(70, 71)], "holes are what can still be replayed"
+    assert result.hour(H, LOST_HOLE).status is QualityStatus.LOST
+    assert lost_hole.reason == ("offsets [5, 10) are missing from the lake and below the earliest retained offset 20: "
+                                "they can no longer be recovered"), "the sentence behind the worst status"
+    assert len(lost_hole.reasons) == 3, "and every finding: two hole ranges, one lost part"
+    requests = {r["partition"]: r["ranges"] for r in result.to_json()["recovery_requests"]}
+    assert requests == {HOLE_DELETED: [[10, 13], [60, 61]], FROZEN: [[100, 400]], LOST_HOLE: [[70, 71]],
+                        UNREAD: [[50, 60]]}  # fmt: skip
+
+
+def test_offsets_no_range_read_are_a_hole(cases):
+    unread = cases["result"].partition(UNREAD)
+    assert [(r.start, r.end) for r in unread.holes] == [(50, 60)]
+    assert unread.hole_ranges == (), "both ranges hold all their records; the gap is between them"
+
+
+def test_too_many_late_or_quarantined_records_fail_their_limits(cases):
+    result = cases["result"]
+    late = result.hour(H, TOO_LATE)
+    assert (late.records, late.late, late.failed_checks) == (40, 10, ("late_and_quarantine",))
+    assert late.reasons == ("hour 2026-11-22T01:00:00Z: 10 late records (limit 5)",)
+    assert (result.partition(TOO_LATE).late, result.partition(TOO_LATE).holes) == (10, ())
+    quarantined = result.hour(H, QUARANTINED)
+    assert (quarantined.records, quarantined.quarantined) == (45, 5)
+    assert quarantined.reasons == ("hour 2026-11-22T01:00:00Z: 5 quarantined records (limit 3)",)
+    assert result.hour(H, OK_CLEAN).late == 0
+
+
+def test_a_silent_hour_and_a_long_event_time_gap_are_reported(cases):
+    result = cases["result"]
+    silent = result.hour(H, SILENT)
+    assert (silent.records, silent.active_history_hours) == (0, 4)
+    assert silent.reasons == ("hour 2026-11-22T01:00:00Z: silent hour, no records although the partition had "
+                              "records in 4 of the previous 4 hours",)  # fmt: skip
+    gap = result.hour(H, TIME_GAP)
+    assert gap.longest_event_time_gap_ms == 41 * MINUTE
+    assert gap.reasons == ("hour 2026-11-22T01:00:00Z: no event time between 2026-11-22T01:09:00.000Z and "
+                           "2026-11-22T01:50:00.000Z (41m, threshold 30m)",)  # fmt: skip
+    assert result.hour(H, OK_CLEAN).longest_event_time_gap_ms == 36_000
+
+
+def test_a_partition_far_behind_the_global_watermark_is_lagging(cases):
+    lagging = cases["result"].partition(LAGGING)
+    assert (lagging.position, lagging.lag, lagging.partition_watermark_ms) == (70, 130, H + 10 * MINUTE)
+    assert lagging.reasons == ("LAGGING: partition watermark 80m behind the global watermark (max partition lag 1h)",)
+
+
+def test_a_ledger_counting_fewer_records_than_persisted_is_a_warning_not_a_hole(cases):
+    undercounted = cases["result"].partition(UNDERCOUNTED)
+    (batch,) = [row["batch_id"] for row in cases["ledger"] if row["source_partition"] == UNDERCOUNTED]
+    assert (undercounted.holes, undercounted.hole_ranges) == ((), ())
+    assert undercounted.reasons == (f"hour 2026-11-22T01:00:00Z: live range [0, 50) of batch {batch}: the ledger counts "
+                                    "40 data records but 50 distinct offsets are persisted in it: the ledger undercounts",)  # fmt: skip
+
+
+def test_a_lag_that_grows_across_the_window_warns_without_failing(cases):
+    growing = cases["result"].partition(GROWING_LAG)
+    assert (growing.position, growing.lag, growing.failed_checks) == (30, 90, ())
+    assert growing.reasons == ("WARN: lag grew in each of 3 rows, from 40 to 90 offsets, while the position moved "
+                               "from 10 to 30",)  # fmt: skip
+    assert GROWING_LAG not in {r.partition for r in cases["result"].recovery_requests}
+
+
+def test_json_and_html_summaries_hold_every_partition_and_link_data_docs(cases):
+    result = cases["result"]
+    summary = json.loads(Path(result.summary_json).read_text())
+    assert summary == json.loads(json.dumps(result.to_json()))
+    assert Path(result.summary_json).parent == cases["report_dir"] / "cases" / "runs" / "cases-1"
+    assert [p["partition"] for p in summary["partitions"]] == list(range(PARTITIONS))
+    assert summary["hours"] == ["2026-11-22T01:00:00Z"]
+
+    html = Path(result.summary_html).read_text()
+    for p in result.partitions:
+        assert f'<tr><td class="n">{p.partition}</td><td><span class="status"' in html
+    assert html.count(">HOLE</span>") == 2 + 2 + 1, "two partitions, the legend, and hour rows"
+    assert "<script" not in html and "http" not in html, "no scripts, no external assets"
+    assert "[10, 13), [60, 61)" in html
+    href = html.split('<a href="', 1)[1].split('"', 1)[0]
+    assert (Path(result.summary_html).parent / href).resolve() == Path(result.data_docs_index).resolve()
+    assert Path(result.data_docs_index).is_file()
+    assert Path(result.data_docs_index).name == "index.html"
+
+
+def test_the_checked_hour_is_remembered_and_reconciling_finds_the_rest(cases):
+    report_dir, result = cases["report_dir"], cases["result"]
+    path = hour_report_path(report_dir, "cases", H)
+    assert path.name == "2026-11-22T01Z.json" and str(path) in result.hour_reports
+    remembered = json.loads(path.read_text())
+    assert (remembered["hour"], remembered["run_name"], remembered["sealed_at_ms"]) == (
+        "2026-11-22T01:00:00Z", "cases-1", H + 2 * HOUR - 10 * MINUTE,
+    )  # fmt: skip
+    assert remembered["success"] is False
+    seals = {H - HOUR: H + HOUR, H: H + 2 * HOUR - 10 * MINUTE}
+    assert unchecked_sealed_hours(seals, report_dir, "cases") == [H - HOUR]
+    assert unchecked_sealed_hours({**seals, H: NOW}, report_dir, "cases") == [H - HOUR, H], "amended after the check"
+
+
+# ------------------------------------------------------------------------------------------------
+# The clean stream, through the command line.
+
+
+@pytest.fixture(scope="module")
+def clean(spark, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("clean")
+    conf = _write_config(folder, "clean", 3)
+    stream = load_stream(conf, "clean")
+    lake = LakeWriter(spark, stream)
+    for partition in range(3):
+        _complete_partition(lake, partition)
+    lake.seal(H, H + 2 * HOUR - 10 * MINUTE)
+    lake.write()
+    return {"conf": conf, "stream": stream, "folder": folder}
+
+
+def _cli(clean, gx_dir, run_name, *extra):
+    folder = clean["folder"]
+    return quality_run.main([
+        "--stream", "clean", "--conf", str(clean["conf"]), "--report-dir", str(folder / "reports"),
+        "--gx-dir", str(gx_dir), "--run-name", run_name, "--result", str(folder / f"{run_name}.json"),
+        "--now-ms", str(NOW), *extra,
+    ])  # fmt: skip
+
+
+def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spark, clean, gx_dir, monkeypatch, capsys):
+    monkeypatch.setattr(quality_run, "read_log_bounds", lambda stream: {p: Bounds(0, 100) for p in range(3)})
+
+    assert _cli(clean, gx_dir, "clean-1") == 0
+    first = json.loads((clean["folder"] / "clean-1.json").read_text())
+    assert first["hours"] == ["2026-11-22T01:00:00Z"], "reconciled from the seals table"
+    assert first["success"] is True and first["recovery_requests"] == []
+    assert [(p["partition"], p["status"], p["records"], p["lag"], p["holes"], p["lost"]) for p in first["partitions"]] == [
+        (p, "OK", 100, 0, [], []) for p in range(3)
+    ]
+    assert all(check["ran"] and check["success"] for check in first["checks"])
+    assert Path(first["paths"]["summary_html"]).is_file() and Path(first["paths"]["data_docs_index"]).is_file()
+    assert "partition 0: OK" in capsys.readouterr().out
+
+    assert _cli(clean, gx_dir, "clean-2") == 0
+    second = json.loads((clean["folder"] / "clean-2.json").read_text())
+    assert second["hours"] == [], "the hour was remembered: nothing left to check"
+    assert {c["name"]: c["ran"] for c in second["checks"]} == {
+        "completeness": False, "retention": True, "gaps": False, "uniqueness": False,
+        "late_and_quarantine": False, "stall": True,
+    }  # fmt: skip
+    assert [p["status"] for p in second["partitions"]] == ["OK"] * 3
+
+    # A seal that arrived late for an earlier hour: --reconcile adds it to the hours asked for.
+    late_seal = LakeWriter(spark, clean["stream"])
+    late_seal.seal(H - HOUR, NOW)
+    late_seal.write()
+    assert _cli(clean, gx_dir, "clean-3", "--hours", "2026-11-22T01:00:00Z", "--reconcile") == 0
+    third = json.loads((clean["folder"] / "clean-3.json").read_text())
+    assert third["hours"] == ["2026-11-22T00:00:00Z", "2026-11-22T01:00:00Z"]
+    assert third["success"] is True
+
+
+def test_the_command_line_refuses_bad_hours_and_missing_tables_with_status_2(clean, gx_dir, tmp_path, capsys):
+    assert _cli(clean, gx_dir, "bad-hours", "--hours", "2026-11-22T01:30:00Z") == 2
+    assert "--hours: 2026-11-22T01:30:00.000Z is not the start of an hour" in capsys.readouterr().err
+    assert _cli(clean, gx_dir, "bad-hours", "--hours", "yesterday") == 2
+
+    empty = _write_config(tmp_path, "clean", 3)
+    code = quality_run.main(["--stream", "clean", "--conf", str(empty), "--report-dir", str(tmp_path / "r"),
+                             "--gx-dir", str(gx_dir), "--run-name", "x"])  # fmt: skip
+    assert code == 2
+    assert f"stream 'clean': the events table does not exist at {tmp_path / 'lake' / 'clean' / 'events'}" in (
+        capsys.readouterr().err
+    )
+    assert quality_run.main(["--stream", "nope", "--conf", str(empty), "--report-dir", "r", "--gx-dir", "g",
+                             "--run-name", "x"]) == 2  # fmt: skip
+
+
+def test_missing_tables_raise_a_clear_error_naming_stream_and_path(spark, tmp_path, gx_dir):
+    stream = load_stream(_write_config(tmp_path, "nothing_here", 2), "nothing_here")
+    with pytest.raises(QualityTablesMissingError) as raised:
+        run_quality(spark, stream, [H], {0: Bounds(0, 10)}, NOW, tmp_path / "reports", gx_dir, "never")
+    assert raised.value.path == str(tmp_path / "lake" / "nothing_here" / "events")
+    assert str(raised.value).startswith(f"stream 'nothing_here': the events table does not exist at {raised.value.path}")
+    assert not (tmp_path / "reports").exists(), "nothing was reported"
