@@ -34,6 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Mapping, Sequence
 
+# spark-submit runs this file as a script; make the project importable when it is not installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from expectations import completeness, gaps, late_and_quarantine, retention, stall, uniqueness
 from expectations.check_family import FamilyOutcome, Finding, not_run
 from expectations.checked_hours import hour_report_path, seals_by_hour, unchecked_sealed_hours, write_hour_report

@@ -68,15 +68,42 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     report_file = reports / f"persist_{DEMO_STREAM}.json"
     _run([sys.executable, "-m", "spark_jobs.persist_report", "--stream", DEMO_STREAM, "--json", str(report_file)])
 
+    quality_dag = f"tidemark_quality__{DEMO_STREAM}"
+    _step(f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)")
+    for dag in (quality_dag, f"tidemark_recover__{DEMO_STREAM}"):
+        api.wait_for_dag(dag)
+        api.unpause(dag)
+    quality_run = api.trigger(quality_dag)
+    quality_state = api.wait_for_run(quality_dag, quality_run)
+    summary_html = _print_quality_summary(reports / DEMO_STREAM / "runs")
+    print(f"Run {quality_run}: {quality_state} (it fails while a partition is not OK, and triggers its recovery)")
+
     lake = Path(stream.lake.root) / DEMO_STREAM
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
         f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
         f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals}}\n"
         f"Reports:     {report_file}\n"
+        f"Quality:     {summary_html}  (and Data Docs, linked from it)\n"
         f"Stop with:   make down"
     )
     return 0
+
+
+def _print_quality_summary(runs: Path) -> Path | None:
+    """Print the newest quality run's per-partition status; returns its HTML summary's path."""
+    import json
+
+    summaries = sorted(runs.glob("*/summary.json"), key=lambda path: path.stat().st_mtime)
+    if not summaries:
+        print("(no quality summary was written; see the check task's log in the UI)")
+        return None
+    summary = json.loads(summaries[-1].read_text())
+    print(f"Hours checked: {', '.join(summary['hours']) or 'none'}")
+    for partition in summary["partitions"]:
+        reasons = "; ".join(partition.get("reasons") or [])
+        print(f"  partition {partition['partition']}: {partition['status']:<8} {reasons}")
+    return summaries[-1].with_suffix(".html")
 
 
 def _step(text: str) -> None:

@@ -19,8 +19,8 @@ lag = log end − position, in offsets:
   pauses every partition whose next record is at or past T = G + max_drift, so while one
   partition holds G (a stalled one, say) the others stand still with unread data too; they are
   waiting, not stuck, and reporting them would hide the one partition that is the cause (its
-  W_p is G). This rule comes after STOP (b) (a dead job stalls every partition) and before the
-  rest.
+  W_p is G). This rule comes first: when the whole job is dead, the partition holding G is
+  still reported STOP (b), and it is the one to recover first.
 - STALL, the position is constant across the whole window (>= 2 rows) with lag > 0 in each.
 - LAGGING, the newest row's partition watermark W_p is behind its global watermark G by more
   than max_partition_lag (both known). An idle partition (caught up in the newest row, W_p
@@ -120,8 +120,8 @@ def partition_stall_status(
     if not rows:
         return StallVerdict(StallStatus.OK, "no ledger rows yet", 0)
     verdict = (
-        _dead_job(rows, rules, now_ms, current_log_end)
-        or _held_by_alignment(rows)
+        _held_by_alignment(rows)
+        or _dead_job(rows, rules, now_ms, current_log_end)
         or _frozen_while_log_grows(history, rules, len(rows))
         or _stalled(rows)
         or _lagging(rows, rules)

@@ -57,7 +57,7 @@ def _report_lines(result: dict) -> list[str]:
         f"Partition {p['partition']}: {p['status']}" + (f" — {'; '.join(p['reasons'])}" if p.get("reasons") else "")
         for p in result.get("partitions", [])
     ]
-    paths = result.get("reports", {})
+    paths = result.get("paths", {})
     for label, key in (("Quality summary (HTML)", "summary_html"), ("Quality summary (JSON)", "summary_json"), ("Data Docs", "data_docs_index")):
         if paths.get(key):
             lines.append(f"{label}: file://{paths[key]}")
