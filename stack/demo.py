@@ -99,7 +99,9 @@ def _print_quality_summary(runs: Path) -> Path | None:
         print("(no quality summary was written; see the check task's log in the UI)")
         return None
     summary = json.loads(summaries[-1].read_text())
-    print(f"Hours checked: {', '.join(summary['hours']) or 'none'}")
+    checked = sorted(path.stem for path in (runs.parent / "hours").glob("*.json"))
+    print(f"Hours checked by this run: {', '.join(summary['hours']) or 'none new'}; sealed hours checked so far: {len(checked)}"
+          + (f", the latest {checked[-1]}" if checked else ""))  # fmt: skip
     for partition in summary["partitions"]:
         reasons = "; ".join(partition.get("reasons") or [])
         print(f"  partition {partition['partition']}: {partition['status']:<8} {reasons}")
