@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from expectations.check_family import CheckFamily, FamilyOutcome, Finding, rule, unexpected_rows
 from expectations.hour_scope import HourScope, hour_text
 from expectations.ledger_entries import LedgerEntry
-from expectations.offset_spans import merge_spans, offsets_in, spans_json, spans_text
+from expectations.offset_spans import offsets_in, spans_json, spans_text
 from expectations.persisted_offsets import PersistedOffsets
 from expectations.quality_status import QualityStatus
-from tidemark.offset_coverage import OffsetRange, range_breaks, uncovered_ranges
+from tidemark.offset_coverage import OffsetRange, merge_ranges, range_breaks, uncovered_ranges
 
 NAME = "completeness"
 
@@ -149,7 +149,7 @@ def candidate_holes(rows: list[RangeFacts]) -> dict[int, list[OffsetRange]]:
     holes: dict[int, list[OffsetRange]] = {}
     for fact in rows:
         holes.setdefault(fact.entry.partition, []).extend(fact.missing + fact.unread)
-    return {partition: merge_spans(spans) for partition, spans in holes.items()}
+    return {partition: merge_ranges(spans) for partition, spans in holes.items()}
 
 
 def findings(outcome: FamilyOutcome, rows: list[RangeFacts]) -> list[Finding]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from expectations.ledger_entries import HOUR_MS, LedgerEntry
-from expectations.offset_spans import merge_spans
 from tidemark.event_time_text import format_event_time
-from tidemark.offset_coverage import OffsetRange
+from tidemark.offset_coverage import OffsetRange, merge_ranges
 
 
 def require_hour_starts(hours_ms: list[int]) -> list[int]:
@@ -39,7 +38,7 @@ class HourScope:
 
     def spans(self, partition: int) -> list[OffsetRange]:
         """The offsets the hour's ranges of ``partition`` cover, merged into disjoint spans."""
-        return merge_spans(entry.offsets for entry in self.ranges.get(partition, []) if entry.offsets is not None)
+        return merge_ranges(entry.offsets for entry in self.ranges.get(partition, []) if entry.offsets is not None)
 
 
 def hour_scopes(entries: list[LedgerEntry], hours_ms: list[int]) -> list[HourScope]:

@@ -7,19 +7,6 @@ from typing import Iterable
 from tidemark.offset_coverage import OffsetRange
 
 
-def merge_spans(spans: Iterable[OffsetRange]) -> list[OffsetRange]:
-    """The offsets of ``spans`` (any order, overlapping or adjacent) as sorted, disjoint,
-    non-adjacent spans."""
-    merged: list[OffsetRange] = []
-    for span in sorted(spans):
-        if merged and span.start <= merged[-1].end:
-            if span.end > merged[-1].end:
-                merged[-1] = OffsetRange(merged[-1].start, span.end)
-        else:
-            merged.append(span)
-    return merged
-
-
 def offsets_in(spans: Iterable[OffsetRange]) -> int:
     return sum(span.size for span in spans)
 

@@ -45,14 +45,13 @@ from expectations.hour_records import HourCounts, count_by_hour, with_history
 from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
 from expectations.late_and_quarantine import LateAndQuarantineFacts
 from expectations.ledger_entries import live_position, read_ledger
-from expectations.offset_spans import merge_spans
 from expectations.persisted_offsets import PersistedOffsets
 from expectations.quality_result import CheckSummary, QualityRunResult
 from expectations.quality_summary import summary_folder, write_summary
 from expectations.quality_tables import QualityTables, QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
-from tidemark.offset_coverage import OffsetRange
+from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 
 log = logging.getLogger("tidemark.quality")
@@ -255,7 +254,7 @@ def _scope_spans(scopes: list[HourScope], partitions: list[int]) -> dict:
                 spans[(scope.hour_ms, partition)] = (partition, hour_spans)
                 every_hour.extend(hour_spans)
         if every_hour:
-            spans[(None, partition)] = (partition, merge_spans(every_hour))
+            spans[(None, partition)] = (partition, merge_ranges(every_hour))
     return spans
 
 

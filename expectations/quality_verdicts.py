@@ -17,11 +17,11 @@ from expectations.check_family import Finding
 from expectations.gaps import GapFacts
 from expectations.hour_records import HourCounts
 from expectations.ledger_entries import LedgerEntry, newest_live_entry
-from expectations.offset_spans import merge_spans, offsets_in, spans_text
+from expectations.offset_spans import offsets_in, spans_text
 from expectations.persisted_offsets import ScopeCount
 from expectations.quality_result import HourPartitionFigures, PartitionQuality
 from expectations.quality_status import QualityStatus, worst
-from tidemark.offset_coverage import OffsetRange
+from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.recovery_request import MAX_REASON_CHARS, RecoveryRequest, split_by_retention
 
 NO_COUNT = ScopeCount(0, 0, 0, (), 0)
@@ -46,9 +46,9 @@ def partition_quality(
     hour_counts: dict[tuple[int, int], HourCounts],
     all_hours: ScopeCount,
 ) -> PartitionQuality:
-    holes = merge_spans(span for finding in found for span in finding.holes)
+    holes = merge_ranges(span for finding in found for span in finding.holes)
     recoverable, lost_holes = split_by_retention(holes, bounds.earliest) if bounds is not None else (holes, [])
-    lost = merge_spans([span for finding in found for span in finding.lost] + lost_holes)
+    lost = merge_ranges([span for finding in found for span in finding.lost] + lost_holes)
     hole_ranges = {}
     for finding in found:
         if finding.hole_range is not None:
@@ -69,7 +69,7 @@ def partition_quality(
         log_end=None if bounds is None else bounds.end,
         lag=None if bounds is None or position is None else max(bounds.end - position, 0),
         partition_watermark_ms=None if newest is None else newest.partition_watermark_ms,
-        holes=tuple(merge_spans(recoverable)),
+        holes=tuple(merge_ranges(recoverable)),
         hole_ranges=tuple(hole_ranges[key] for key in sorted(hole_ranges)),
         lost=tuple(lost),
         failed_checks=tuple(sorted({finding.check for finding in found if finding.failed})),
@@ -98,7 +98,7 @@ def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding
     reason = "; ".join(why)
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
-    return RecoveryRequest(stream, quality.partition, tuple(merge_spans(ranges)), reason)
+    return RecoveryRequest(stream, quality.partition, tuple(merge_ranges(ranges)), reason)
 
 
 def hour_figures(

@@ -75,21 +75,10 @@ def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
 
 
 def _written_beyond(tables, positions: dict[int, int]) -> dict[int, tuple[int, int]]:
-    from functools import reduce
-
     from pyspark.sql import functions as F
 
-    beyond = reduce(
-        lambda either, bound: either | bound,
-        [(F.col("source_partition") == p) & (F.col("source_offset") >= position) for p, position in positions.items()],
-    )
-    frames = [tables.read(t).where(beyond).select("source_partition", "source_offset") for t in ("events", "late", "quarantine")]
-    rows = (
-        reduce(lambda a, b: a.unionByName(b), frames)
-        .groupBy("source_partition")
-        .agg(F.max("source_offset").alias("last"))
-        .collect()
-    )
+    persisted = tables.persisted_offsets({p: (position, None) for p, position in positions.items()})
+    rows = persisted.groupBy("source_partition").agg(F.max("source_offset").alias("last")).collect()
     return {row.source_partition: (positions[row.source_partition], row.last + 1) for row in rows}
 
 

@@ -108,7 +108,7 @@ class LakeTables:
 
     def persisted_offsets(self, ranges: dict[int, tuple[int, int]]):
         """(source_partition, source_offset) of the records events, late and quarantine hold in
-        ``ranges`` ({partition: (start, end)}, end exclusive)."""
+        ``ranges`` ({partition: (start, end)}, end exclusive; None: no end)."""
         from functools import reduce
 
         from pyspark.sql import functions as F
@@ -118,7 +118,9 @@ class LakeTables:
         within = reduce(
             lambda either, bound: either | bound,
             [
-                (F.col("source_partition") == p) & (F.col("source_offset") >= start) & (F.col("source_offset") < end)
+                (F.col("source_partition") == p)
+                & (F.col("source_offset") >= start)
+                & (F.lit(True) if end is None else F.col("source_offset") < end)
                 for p, (start, end) in sorted(ranges.items())
             ],
         )

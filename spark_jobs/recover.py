@@ -170,11 +170,10 @@ def _global_watermark_for(spark, tables, partition: int, offset: int) -> int | N
     ledger = tables.read("ledger").where(F.col("mode") == "live")
     covering = (
         ledger.where((F.col("source_partition") == partition) & (F.col("start_offset") <= offset) & (F.col("end_offset") > offset))
-        .agg(F.max("global_watermark"))
+        .agg(F.unix_millis(F.max("global_watermark")))
         .first()[0]
     )
-    value = covering if covering is not None else ledger.agg(F.max("global_watermark")).first()[0]
-    return None if value is None else int(value.timestamp() * 1000)
+    return covering if covering is not None else ledger.agg(F.unix_millis(F.max("global_watermark"))).first()[0]
 
 
 if __name__ == "__main__":

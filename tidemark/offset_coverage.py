@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Sequence
+from typing import Iterable, Sequence
 
 LIVE_MODE = "live"
 
@@ -113,6 +113,19 @@ def merge_offsets_into_holes(offsets_sorted: Sequence[int], start: int, end: int
     if expected < end:
         holes.append(OffsetRange(expected, end))
     return holes
+
+
+def merge_ranges(ranges: Iterable[OffsetRange]) -> list[OffsetRange]:
+    """The offsets of ``ranges`` (any order, overlapping or adjacent) as sorted, disjoint,
+    non-adjacent ranges."""
+    merged: list[OffsetRange] = []
+    for piece in sorted(ranges):
+        if merged and piece.start <= merged[-1].end:
+            if piece.end > merged[-1].end:
+                merged[-1] = OffsetRange(merged[-1].start, piece.end)
+        else:
+            merged.append(piece)
+    return merged
 
 
 def uncovered_ranges(covered: Sequence[OffsetRange], start: int, end: int) -> list[OffsetRange]:

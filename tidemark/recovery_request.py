@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from tidemark.offset_coverage import OffsetRange
+from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import StreamConfig
 
 __all__ = [
@@ -203,10 +203,4 @@ def _merged(ranges: list[OffsetRange]) -> list[OffsetRange]:
     for previous, current in zip(ordered, ordered[1:]):
         if current.start < previous.end:
             raise RecoveryRequestError("ranges", f"{previous} and {current} overlap; list each offset once")
-    merged: list[OffsetRange] = []
-    for current in ordered:
-        if merged and current.start == merged[-1].end:
-            merged[-1] = OffsetRange(merged[-1].start, current.end)
-        else:
-            merged.append(current)
-    return merged
+    return merge_ranges(ordered)
