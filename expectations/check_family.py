@@ -94,6 +94,8 @@ class Finding:
     hole_range: Any = None  # the deficient ledger range, when there is one (a HoleRange)
     lost: tuple[OffsetRange, ...] = field(default=())  # offsets missing and gone from the log
     failed: bool = True  # False for a warning-only finding
+    # A stall of the whole job (no ledger row at all): restart the job, do not replay ranges.
+    job_silent: bool = False
 
 
 def not_run(family: str) -> FamilyOutcome:

@@ -30,11 +30,12 @@ DATA_DOCS_SITE = "local_site"
 
 class GxProject:
     def __init__(self, gx_dir: str | Path):
+        # GX's INFO lines and progress bars tell a person reading the task log nothing; its
+        # import alone logs about 200 ("Skipping registering function ..."), so quiet it first.
+        logging.getLogger("great_expectations").setLevel(logging.WARNING)
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
-        # GX's INFO lines and progress bars tell a person reading the task log nothing.
-        logging.getLogger("great_expectations").setLevel(logging.WARNING)
         self._gx = gx
         self.root = Path(gx_dir)
         self.root.mkdir(parents=True, exist_ok=True)

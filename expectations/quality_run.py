@@ -390,4 +390,6 @@ def _one_screen(result: QualityRunResult) -> str:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # py4j logs its connection chatter at INFO; the task log is for the checks' own lines.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     sys.exit(main())

@@ -4,8 +4,8 @@ the recovery request of each partition that needs one.
 
 Holes and lost offsets never overlap: of the offsets a check found missing, those at or after the
 partition's earliest retained offset are holes (recovery replays them), those below are lost.
-A recovery request replays a partition's holes and, for STOP and STALL, [position, log end);
-never lost offsets.
+A recovery request replays a partition's holes and, for STOP and STALL, [position, log end)
+(not when the whole job is silent: running it is the cure); never lost offsets.
 """
 
 from __future__ import annotations
@@ -80,12 +80,15 @@ def partition_quality(
 
 def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding]) -> RecoveryRequest | None:
     """Replay the partition's recoverable holes, and for STOP/STALL [position, log end); never
-    what is lost (below the earliest retained offset)."""
+    what is lost (below the earliest retained offset). A STOP of a silent job (no ledger row at
+    all) asks for no replay: the persist job, once it runs, reads from the position itself, and a
+    recovery beside it would read the same offsets a second time (seen after a stack restart:
+    one recovery run per partition, each inserting nothing). The run still fails with the reason."""
     ranges = list(quality.holes)
     why = []
     if quality.holes:
         why.append(f"{offsets_in(quality.holes)} offsets missing from the lake: {spans_text(quality.holes)}")
-    stalled = [f for f in found if f.check == stall.NAME and f.status in _RECOVER_STATUSES]
+    stalled = [f for f in found if f.check == stall.NAME and f.status in _RECOVER_STATUSES and not f.job_silent]
     if stalled and quality.position is not None and quality.log_end is not None and quality.log_end > quality.position:
         unread = [OffsetRange(quality.position, quality.log_end)]
         if quality.log_earliest is not None:

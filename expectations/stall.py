@@ -80,7 +80,9 @@ def findings(outcome: FamilyOutcome, rows: list[StallFacts]) -> list[Finding]:
     found = []
     for fact in unexpected_rows(outcome, "reading_progresses", rows):
         status = QualityStatus(fact.verdict.status.value)
-        found.append(Finding(fact.partition, NAME, status, f"{status.value}: {fact.verdict.reason}"))
+        found.append(
+            Finding(fact.partition, NAME, status, f"{status.value}: {fact.verdict.reason}", job_silent=fact.verdict.job_silent)
+        )
     for fact in unexpected_rows(outcome, "lag_not_growing", rows):
         if fact.verdict.status is StallStatus.WARN:
             found.append(Finding(fact.partition, NAME, QualityStatus.WARN, f"WARN: {fact.verdict.reason}", failed=False))

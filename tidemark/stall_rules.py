@@ -103,6 +103,9 @@ class StallVerdict:
     status: StallStatus
     reason: str  # one sentence for a person, with the offsets and durations that decided it
     observations: int  # rows in the window that was evaluated: min(window, rows given)
+    # True for STOP (b): the job itself wrote no row for stall_timeout. Its cure is running the
+    # live job, which reads from the partition's position; replaying the range beside it is not.
+    job_silent: bool = False
 
 
 def partition_stall_status(
@@ -146,6 +149,7 @@ def _dead_job(rows, rules, now_ms, current_log_end) -> StallVerdict | None:
         f"no ledger row for {format_duration_ms(silent_ms)} (stall timeout {format_duration_ms(rules.stall_timeout_ms)}) "
         f"while the log reaches offset {log_end} beyond the read position {newest.position}: the job is not running",
         len(rows),
+        job_silent=True,
     )
 
 

@@ -52,11 +52,8 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
 
 
 def _report_lines(result: dict) -> list[str]:
-    """What a person reads in the task log: each partition's status, and where the reports are."""
-    lines = [
-        f"Partition {p['partition']}: {p['status']}" + (f" — {'; '.join(p['reasons'])}" if p.get("reasons") else "")
-        for p in result.get("partitions", [])
-    ]
+    """Where the reports are, as links (the job's own lines above already list each partition)."""
+    lines = []
     paths = result.get("paths", {})
     for label, key in (("Quality summary (HTML)", "summary_html"), ("Quality summary (JSON)", "summary_json"), ("Data Docs", "data_docs_index")):
         if paths.get(key):

@@ -163,6 +163,7 @@ def test_a_dead_job_is_stop_only_when_the_log_moved_past_its_position():
         "no ledger row for 31m (stall timeout 30m) while the log reaches offset 200 beyond the read position 160: "
         "the job is not running",
         3,
+        job_silent=True,
     )
     # Same silence, nothing written: an idle partition, not a dead job.
     assert partition_stall_status(last_rows, RULES, _at(41), current_log_end=160).status == StallStatus.OK

@@ -1,0 +1,35 @@
+"""expectations.quality_verdicts.recovery_request: which stalls a recovery run replays."""
+
+from expectations import stall
+from expectations.check_family import Finding
+from expectations.quality_result import PartitionQuality
+from expectations.quality_status import QualityStatus
+from expectations.quality_verdicts import recovery_request
+from tidemark.offset_coverage import OffsetRange
+
+
+def _stopped(position: int, log_end: int) -> PartitionQuality:
+    return PartitionQuality(
+        partition=2, status=QualityStatus.STOP, records=0, late=0, quarantined=0, position=position,
+        log_earliest=0, log_end=log_end, lag=log_end - position, partition_watermark_ms=None, holes=(),
+        hole_ranges=(), lost=(), failed_checks=("stall",), reason="STOP", reasons=("STOP",),
+    )  # fmt: skip
+
+
+def test_a_partition_stuck_while_the_job_runs_is_replayed_from_its_position_to_the_log_end():
+    found = [Finding(2, stall.NAME, QualityStatus.STOP, "STOP: read position stuck at offset 100 for 40m")]
+    request = recovery_request("telemetry", _stopped(100, 160), found)
+    assert (request.partition, request.ranges) == (2, (OffsetRange(100, 160),))
+    assert request.reason.startswith("STOP: read position stuck")
+
+
+def test_a_silent_job_gets_no_replay_beside_it_running_the_job_is_the_cure():
+    found = [Finding(2, stall.NAME, QualityStatus.STOP, "STOP: no ledger row for 40m", job_silent=True)]
+    assert recovery_request("telemetry", _stopped(100, 160), found) is None
+
+
+def test_holes_of_a_silent_job_are_still_replayed():
+    found = [Finding(2, stall.NAME, QualityStatus.STOP, "STOP: no ledger row for 40m", job_silent=True)]
+    quality = _stopped(100, 160)
+    quality = PartitionQuality(**{**quality.__dict__, "holes": (OffsetRange(10, 20),)})
+    assert recovery_request("telemetry", quality, found).ranges == (OffsetRange(10, 20),)
