@@ -7,20 +7,23 @@ by read time (ms since the epoch, UTC), except STOP (a), which looks back over e
 lag = log end − position, in offsets:
 
 - STOP, the read position has not moved for at least stall_timeout while the log end moved:
+  (a) the position has been constant since a row at least stall_timeout before the newest one,
+  and the log end grew over that span: the job kept writing rows, this partition did not move.
+  This rule reads every row given, not only the window: a window of K rows written every i ms
+  spans only (K − 1)·i, and a freeze longer than the window would otherwise stay STALL for as
+  long as the job keeps writing rows. Callers pass the rows of at least the last stall_timeout
+  for it to see that far; given only K rows, it sees K. Or
   (b) the newest row is at least stall_timeout old at ``now_ms`` (the job wrote nothing: a dead
   job) and the log end is beyond its position: ``current_log_end`` when the caller read it,
-  otherwise the newest row's own log end; or
-  (a) the position has been constant since a row at least stall_timeout before the newest one,
-  and the log end grew over that span. This rule reads every row given, not only the window: a
-  window of K rows written every i ms spans only (K − 1)·i, and a freeze longer than the window
-  would otherwise stay STALL for as long as the job keeps writing rows. Callers pass the rows of
-  at least the last stall_timeout for it to see that far; given only K rows, it sees K.
+  otherwise the newest row's own log end. (a) is tried first: when both hold, the partition
+  was stuck while the job still ran, which a replay of the partition can cure; (b) alone says
+  the job is silent (``StallVerdict.job_silent``), which only running the job cures.
 - Held by alignment (OK, not a stall): the newest row's W_p is ahead of its G. Aligned reading
   pauses every partition whose next record is at or past T = G + max_drift, so while one
   partition holds G (a stalled one, say) the others stand still with unread data too; they are
   waiting, not stuck, and reporting them would hide the one partition that is the cause (its
   W_p is G). This rule comes first: when the whole job is dead, the partition holding G is
-  still reported STOP (b), and it is the one to recover first.
+  still reported STOP, and it is the one to look at first.
 - STALL, the position is constant across the whole window (>= 2 rows) with lag > 0 in each.
 - LAGGING, the newest row's partition watermark W_p is behind its global watermark G by more
   than max_partition_lag (both known). An idle partition (caught up in the newest row, W_p
@@ -124,8 +127,8 @@ def partition_stall_status(
         return StallVerdict(StallStatus.OK, "no ledger rows yet", 0)
     verdict = (
         _held_by_alignment(rows)
-        or _dead_job(rows, rules, now_ms, current_log_end)
         or _frozen_while_log_grows(history, rules, len(rows))
+        or _dead_job(rows, rules, now_ms, current_log_end)
         or _stalled(rows)
         or _lagging(rows, rules)
         or _lag_increasing(rows)

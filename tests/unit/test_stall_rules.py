@@ -238,3 +238,15 @@ def test_partitions_paused_by_alignment_behind_a_stalled_one_are_ok_and_the_stal
     assert partition_stall_status(waiting, rules, now_ms=10 * minute).status is StallStatus.OK
     assert "waiting" in partition_stall_status(waiting, rules, now_ms=10 * minute).reason
     assert partition_stall_status(frozen, rules, now_ms=10 * minute).status is StallStatus.STOP
+
+
+def test_a_partition_stuck_while_the_job_ran_stays_a_partition_stop_once_the_job_is_silent_too():
+    """An available_now job ends between runs, so at check time its rows are old: the rows it
+    did write show the partition stuck, and that (replayable) STOP is what is reported."""
+    minute = 60_000
+    rules = StallRules(window=6, stall_timeout_ms=5 * minute, max_partition_lag_ms=60 * minute)
+    frozen = [LedgerObservation(t * minute, 0, 300 + t, None, None) for t in range(10)]
+    verdict = partition_stall_status(frozen, rules, now_ms=30 * minute, current_log_end=400)
+    assert verdict.status is StallStatus.STOP
+    assert verdict.job_silent is False
+    assert verdict.reason.startswith("read position stuck at offset 0")
