@@ -8,6 +8,7 @@ writes each table at most once: together with Spark's checkpoint, exactly-once.
 
 from __future__ import annotations
 
+from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import (
     EVENTS_PARTITIONING,
@@ -22,12 +23,19 @@ TABLES = ("events", "late", "quarantine", "ledger", "seals")
 
 
 class LakeTables:
-    def __init__(self, spark, stream: StreamConfig):
+    """The tables of ``stream``, or of its shadow table set ``shadow``: the same five tables
+    under ``<stream's folder>/shadow/<name>/``, written by a backfill that is compared with live
+    and read by nothing else."""
+
+    def __init__(self, spark, stream: StreamConfig, shadow: str | None = None):
         self._spark = spark
         self._stream = stream
+        self._shadow = shadow
 
     def path(self, table: str) -> str:
-        return self._stream.table_path(table)
+        if self._shadow is None:
+            return self._stream.table_path(table)
+        return f"{self._stream.table_path('shadow')}/{self._shadow}/{table}"
 
     def ensure(self) -> None:
         """Create the tables that do not exist yet, so checks and reports can read empty tables."""
@@ -111,11 +119,21 @@ class LakeTables:
         ``ranges`` ({partition: (start, end)}, end exclusive; None: no end)."""
         from functools import reduce
 
-        from pyspark.sql import functions as F
-
         if not ranges:
             return self._spark.createDataFrame([], "source_partition INT, source_offset BIGINT")
-        within = reduce(
+        within = self.offset_filter(ranges)
+        tables = [self.read(table).where(within).select("source_partition", "source_offset") for table in ("events", "late", "quarantine")]
+        return reduce(lambda a, b: a.unionByName(b), tables)
+
+    @staticmethod
+    def offset_filter(ranges: dict[int, tuple[int, int | None]]):
+        """A filter on (source_partition, source_offset) holding ``ranges`` ({partition: (start,
+        end)}, end exclusive; None: no end); at least one range."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        return reduce(
             lambda either, bound: either | bound,
             [
                 (F.col("source_partition") == p)
@@ -124,8 +142,31 @@ class LakeTables:
                 for p, (start, end) in sorted(ranges.items())
             ],
         )
-        tables = [self.read(table).where(within).select("source_partition", "source_offset") for table in ("events", "late", "quarantine")]
-        return reduce(lambda a, b: a.unionByName(b), tables)
+
+    def live_routing(self, ranges: dict[int, tuple[int, int]]) -> LiveRouting:
+        """The G live routed each offset of ``ranges`` ({partition: (start, end)}) under: the live
+        ledger rows overlapping them (rows written before the ledger kept G are left out)."""
+        from functools import reduce
+
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        if not ranges or not DeltaTable.isDeltaTable(self._spark, self.path("ledger")):
+            return LiveRouting(())
+        overlapping = reduce(
+            lambda either, bound: either | bound,
+            [
+                (F.col("source_partition") == p) & (F.col("end_offset") > start) & (F.col("start_offset") < end)
+                for p, (start, end) in sorted(ranges.items())
+            ],
+        )
+        rows = (
+            self.read("ledger")
+            .where((F.col("mode") == "live") & F.col("global_watermark").isNotNull() & overlapping)
+            .select("source_partition", "start_offset", "end_offset", F.unix_millis("global_watermark").alias("g"))
+            .collect()
+        )
+        return LiveRouting(RoutedRange(r.source_partition, r.start_offset, r.end_offset, r.g) for r in rows)
 
     def read(self, table: str):
         return self._spark.read.format("delta").load(self.path(table))

@@ -26,7 +26,7 @@ from spark_jobs.overlap_guard import OverlapGuard
 from tidemark.batch_planner import partition_watermark_after
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
-from tidemark.lateness import LatenessClassifier
+from tidemark.live_routing import LiveRouting
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
@@ -64,6 +64,11 @@ class PersistBatch:
     records whose (source_partition, source_offset) none of events, late and quarantine holds.
     Only the live job seals hours: the others read ranges behind G and never move it.
 
+    ``routing`` (backfill, recovery): the G live routed each offset under
+    (tidemark.live_routing); records at offsets live covered are routed under that G, others
+    under the batch's own. ``progress`` is called after each batch with the batch's planned
+    ranges and its counts (records, late, quarantined).
+
     After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed,
     ``global_watermark_ms`` the last G it persisted under, ``event_hours`` the event-time hours
     (start, ms) of the records it wrote, and ``insert_only_batches`` how many batches it wrote
@@ -78,6 +83,8 @@ class PersistBatch:
         mode: str = "live",
         feedback_dir: str | None = None,
         guard: OverlapGuard | None = None,
+        routing: LiveRouting | None = None,
+        progress=None,
     ):
         self._stream = stream
         self._tables = tables
@@ -85,9 +92,10 @@ class PersistBatch:
         self._mode = mode
         self._feedback_dir = feedback_dir
         self._guard = guard
+        self._routing = routing
+        self._progress = progress
         self._decode = decode_function(stream)
         self._decoded_schema = decoded_schema(stream)
-        self._lateness = LatenessClassifier(stream.event_time.allowed_lateness_ms)
         self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
         self.sealed_hours: list[int] = []
         self.global_watermark_ms: int | None = None
@@ -107,9 +115,11 @@ class PersistBatch:
             ranges = _planned_ranges(decoded)
             batch = next(iter(ranges.values()))
             g = batch.global_watermark_ms
-            late_before = self._lateness.late_before_ms(g)
+            routed_under = self._routed_under(ranges, g)
             valid = decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNull())
-            is_late = F.col("event_time_ms") < F.lit(late_before) if late_before is not None else F.lit(False)
+            allowed_lateness = self._stream.event_time.allowed_lateness_ms
+            # tidemark.lateness: late below G − allowed_lateness; no G yet (the stream's first batches): nothing is.
+            is_late = F.coalesce(F.col("event_time_ms") < routed_under - F.lit(allowed_lateness), F.lit(False))
             stats = _partition_stats(decoded, is_late)
             totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
             insert_only = self._mode != "live" or (self._guard is not None and self._guard.overlaps(_offset_ranges(ranges)))
@@ -120,7 +130,7 @@ class PersistBatch:
             # its commit loses nothing and saves an idempotent commit per batch.
             if totals["late"]:
                 late = _events(valid.where(is_late), self._stream, batch_id).withColumn(
-                    "global_watermark", F.timestamp_millis(F.lit(g))
+                    "global_watermark", F.timestamp_millis(routed_under)
                 )
                 write(late, "late", app_id, batch_id)
             if totals["quarantined"]:
@@ -148,6 +158,8 @@ class PersistBatch:
         self.global_watermark_ms = g
         self.event_hours.update(_event_hours(stats))
         self.insert_only_batches += int(insert_only)
+        if self._progress is not None:
+            self._progress(ranges, totals)
         log.info(
             {
                 "event": "batch_persisted",
@@ -164,6 +176,26 @@ class PersistBatch:
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
+
+    def _routed_under(self, ranges: dict[int, PlannedRange], g: int | None):
+        """The G each record is routed under, as a column: live's G for the offsets live
+        covered (``routing``), else the batch's G (null before the stream's first G)."""
+        from pyspark.sql import functions as F
+
+        own = F.lit(g).cast("bigint")
+        if self._routing is None:
+            return own
+        column = None
+        for planned in ranges.values():
+            for part in self._routing.covering(planned.partition, planned.start_offset, planned.end_offset):
+                within = (
+                    (F.col("source_partition") == part.partition)
+                    & (F.col("source_offset") >= part.start)
+                    & (F.col("source_offset") < part.end)
+                )
+                value = F.lit(part.global_watermark_ms).cast("bigint")
+                column = F.when(within, value) if column is None else column.when(within, value)
+        return own if column is None else column.otherwise(own)
 
     def _insert_missing(self, ranges: dict[int, PlannedRange]):
         """A writer like ``append_once`` that skips the records the lake already holds."""

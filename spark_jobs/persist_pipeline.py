@@ -29,6 +29,9 @@ class PersistRun:
     offsets; ``pinned_global_watermark_ms`` routes the whole run under that G (recovery: the G
     the live job had, so nothing recovered moves it). ``frozen_partitions`` is the chaos switch
     (see ``frozen_partitions_from_environment``). ``checkpoint`` is the Spark checkpoint folder.
+    ``shadow`` writes to the stream's shadow table set of that name instead of its tables
+    (a backfill compared with live). The bounded modes route the offsets live covered under
+    the G live routed them under (tidemark.live_routing), read from the stream's own ledger.
     """
 
     mode: str
@@ -39,6 +42,7 @@ class PersistRun:
     offset_bounds: dict[int, tuple[int, int]] | None = None
     pinned_global_watermark_ms: int | None = None
     frozen_partitions: tuple[int, ...] = ()
+    shadow: str | None = None
 
     def __post_init__(self):
         if self.mode not in PERSIST_RUN_MODES:
@@ -47,6 +51,8 @@ class PersistRun:
             raise ValueError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
         if (self.mode == "live") == (self.offset_bounds is not None):
             raise ValueError("the live mode reads whole partitions; backfill and recovery need offset_bounds")
+        if self.shadow is not None and self.mode != "backfill":
+            raise ValueError("only a backfill writes to a shadow table set")
 
 
 def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ) -> tuple[int, ...]:
@@ -91,9 +97,10 @@ def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, res
     )
 
 
-def run_pipeline(spark, stream: StreamConfig, run: PersistRun) -> dict:
+def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) -> dict:
     """Run ``run`` to its end (available_now) or until stopped (continuous); returns its summary:
-    batches, G, the hours it sealed, the event hours it wrote, how it started."""
+    batches, G, the hours it sealed, the event hours it wrote, how it started. ``progress`` is
+    called after every batch (see PersistBatch)."""
     import time
 
     from spark_jobs.kafka_source import KafkaLogSource
@@ -103,8 +110,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun) -> dict:
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
 
     spark.dataSource.register(KafkaLogSource)
-    tables = LakeTables(spark, stream)
+    tables = LakeTables(spark, stream, shadow=run.shadow)
     tables.ensure()
+    # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
+    routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
 
     resumed = None
     if run.mode == "live" and not checkpoint_has_offsets(spark, run.checkpoint):
@@ -123,7 +132,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun) -> dict:
     raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
     guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None) if run.mode == "live" else None
-    persist_batch = PersistBatch(stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard)
+    persist_batch = PersistBatch(
+        stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, routing=routing, progress=progress
+    )
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")
         .foreachBatch(persist_batch)

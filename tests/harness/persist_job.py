@@ -123,3 +123,27 @@ def committed_versions(table_path: Path) -> int:
 
 def _tail(log: Path, lines: int = 40) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+BACKFILL_JOB = REPO / "spark_jobs" / "backfill.py"
+
+
+def start_backfill(conf: Path, *args: str, log: Path) -> subprocess.Popen:
+    """Start the backfill job (its own process group, like ``start_persist``)."""
+    return subprocess.Popen(
+        [sys.executable, str(BACKFILL_JOB), "--stream", "telemetry", "--conf", str(conf), *args],
+        env=job_environment(),
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def run_backfill(conf: Path, *args: str, log: Path, timeout_s: float = 600) -> int:
+    """Run the backfill job to its end; returns its exit code."""
+    process = start_backfill(conf, *args, log=log)
+    try:
+        return process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        raise

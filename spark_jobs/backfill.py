@@ -1,0 +1,227 @@
+"""Entry point of the backfill job: an event-time range of a stream, read again from the log.
+
+    spark-submit spark_jobs/backfill.py --stream telemetry --start 2026-11-21T00:00:00Z
+        --end 2026-11-22T00:00:00Z [--partitions 0,2] [--target events|shadow] [--shadow-name NAME]
+        [--compare] [--run-name NAME] [--conf conf/streams.yaml] [--result PATH]
+
+The log's time index turns [start, end) into offsets per partition (tidemark.backfill_plan);
+the range is read by the same pipeline as the live job (spark_jobs.persist_pipeline) in mode
+``backfill``: aligned event-time slices, insert-only writes, ledger rows with mode=backfill, and
+every record routed under the G live routed it under (tidemark.live_routing). ``--target
+events`` fills the stream's own tables (nothing the lake holds is written again); ``--target
+shadow`` writes a shadow table set, and ``--compare`` then compares it with live per partition
+and event hour (tidemark.reconciliation). Killed, the same command (same ``--run-name``) resumes
+from its checkpoint; a lost checkpoint costs a re-read, never a duplicate.
+
+Retention first: a range wholly past the log's retention is refused before any work; a range
+partly past it is backfilled where it can be and the lost part is reported (offsets and
+event-time span).
+
+Exit status: 0 done; 3 part of the range was already lost (the result lists it; the rest was
+backfilled); 2 bad arguments, configuration or a range beyond retention (the message says which;
+the result holds {"error": ...}); 1 a failure while running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+# spark-submit runs this file as a script; make the project importable when it is not installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tidemark.backfill_plan import BackfillPlan, BeyondRetentionError, PartitionTimeIndex, plan_backfill  # noqa: E402
+from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request  # noqa: E402
+from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
+
+log = logging.getLogger("tidemark.backfill")
+
+EXIT_BAD_INPUT = 2
+EXIT_LOST = 3
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="backfill", description="Backfill an event-time range of a stream from its log.")
+    parser.add_argument("--stream", required=True)
+    parser.add_argument("--start", required=True, help="ISO-8601 with a UTC offset, inclusive")
+    parser.add_argument("--end", required=True, help="ISO-8601 with a UTC offset, exclusive")
+    parser.add_argument("--partitions", default="", help='"0,2"; empty: all')
+    parser.add_argument("--target", default="events", help="events (insert-only) or shadow")
+    parser.add_argument("--shadow-name", default="", help="the shadow table set (default: named after --run-name)")
+    parser.add_argument("--compare", action="store_true", help="compare the shadow set with live afterwards")
+    parser.add_argument("--run-name", default="", help="names the checkpoint: the same name resumes a killed run")
+    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
+    parser.add_argument("--max-records-per-batch", type=int, default=None)
+    parser.add_argument("--result", type=Path, help="write the backfill result as JSON here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        streams = load_streams(args.conf)
+        params = {"stream": args.stream, "start": args.start, "end": args.end, "partitions": args.partitions,
+                  "target": args.target, "shadow_name": args.shadow_name}  # fmt: skip
+        request = parse_backfill_request(params, streams, int(time.time() * 1000), args.run_name or None)
+        if args.compare and request.shadow is None:
+            raise BackfillRequestError("compare", "compares a shadow table set with live: use it with --target shadow")
+        stream = streams[request.stream]
+        plan = plan_range(stream, request)
+    except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
+        return _refuse(args.result, str(error))
+    result = backfill(stream, request, plan, args.run_name, args.compare, args.max_records_per_batch or stream.persist.max_records_per_batch)
+    if args.result:
+        args.result.parent.mkdir(parents=True, exist_ok=True)
+        args.result.write_text(json.dumps(result, indent=2) + "\n")
+    if result["lost"]:
+        log.error(
+            {
+                "event": "backfill_range_lost",
+                "stream": stream.name,
+                "lost": result["lost"],
+                "detail": "part of the range left the log (retention) and could not be read; the rest was backfilled. "
+                "This backfill is NOT complete.",
+            }
+        )
+        return EXIT_LOST
+    return 0
+
+
+def _refuse(result: Path | None, message: str) -> int:
+    print(f"backfill: {message}", file=sys.stderr)
+    if result:
+        result.parent.mkdir(parents=True, exist_ok=True)
+        result.write_text(json.dumps({"error": message}) + "\n")
+    return EXIT_BAD_INPUT
+
+
+def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
+    """Offsets per partition from the log's time index, and the part retention already took."""
+    from connectors.kafka_log import KafkaLog
+
+    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
+    try:
+        missing = sorted(set(request.partitions) - set(kafka.partition_ids()))
+        if missing:
+            raise BackfillRequestError("partitions", f"topic {stream.source.topic!r} has no partition {missing[0]}")
+        indexes = {}
+        for partition in request.partitions:
+            bounds = kafka.bounds(partition)
+            first = kafka.next_record(partition, bounds.earliest) if bounds.earliest > 0 else None
+            indexes[partition] = PartitionTimeIndex(
+                bounds.earliest,
+                bounds.end,
+                first.timestamp_ms if first else None,
+                kafka.offset_for_time(partition, request.start_ms),
+                kafka.offset_for_time(partition, request.end_ms),
+            )
+    finally:
+        kafka.close()
+    doubtful = [p for p, i in indexes.items() if i.earliest > 0 and (i.first_retained_ms is None or request.start_ms < i.first_retained_ms)]
+    ledger_first = _ledger_first_offsets(stream, request, doubtful) if doubtful else {}
+    plan = plan_backfill(request, indexes, ledger_first)
+    log.info(
+        {
+            "event": "backfill_planned",
+            "stream": stream.name,
+            "target": request.target,
+            **{k: v for k, v in request.to_json().items() if k in ("start", "end", "partitions")},
+            "ranges": {str(p): [r.start, r.end] for p, r in sorted(plan.ranges.items())},
+            "offsets": sum(r.size for r in plan.ranges.values()),
+            "lost": [part.to_json() for part in plan.lost],
+        }
+    )
+    return plan
+
+
+def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partitions: list[int]) -> dict[int, int]:
+    """Where live's ledger says the range began in ``partitions``: the first offset of the first
+    live range that reached ``start``. Only asked when retention may have taken part of the range."""
+    from connectors.spark_session import lake_spark_session
+    from pyspark.sql import functions as F
+
+    from spark_jobs.lake_tables import LakeTables
+
+    tables = LakeTables(lake_spark_session(f"tidemark-backfill-{stream.name}"), stream)
+    tables.ensure()
+    rows = (
+        tables.read("ledger")
+        .where((F.col("mode") == "live") & F.col("source_partition").isin(partitions))
+        .where(F.unix_millis("max_event_time") >= request.start_ms)
+        .groupBy("source_partition")
+        .agg(F.min("start_offset").alias("first"))
+        .collect()
+    )
+    return {row.source_partition: row.first for row in rows}
+
+
+def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan, run_name: str, compare: bool, max_records_per_batch: int) -> dict:
+    """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and the comparison."""
+    from connectors.spark_session import lake_spark_session
+    from spark_jobs.persist_pipeline import PersistRun, run_pipeline
+    from spark_jobs.shadow_comparison import compare_with_live
+    from tidemark.backfill_progress import BackfillProgress
+
+    bounds = plan.offset_bounds()
+    spark = lake_spark_session(f"tidemark-backfill-{stream.name}")
+    started = time.monotonic()
+    counted = {"batches": 0, "records": 0, "late": 0, "quarantined": 0}
+    summary = {"event_hours": []}
+    if bounds:
+        tracker = BackfillProgress(bounds)
+
+        def progress(ranges, totals) -> None:
+            counted["batches"] += 1
+            for key in ("records", "late", "quarantined"):
+                counted[key] += totals[key]
+            read = totals["records"] + totals["late"] + totals["quarantined"]
+            report = tracker.batch_read({p: planned.end_offset for p, planned in ranges.items()}, read)
+            log.info({"event": "backfill_progress", "stream": stream.name, "target": request.target, **report.to_json()})
+
+        run = PersistRun(
+            mode="backfill",
+            trigger="available_now",
+            checkpoint=f"{stream.checkpoint_path('backfill')}/{_checkpoint_name(request, run_name)}",
+            max_records_per_batch=max_records_per_batch,
+            offset_bounds=bounds,
+            shadow=request.shadow,
+        )
+        summary = run_pipeline(spark, stream, run, progress=progress)
+    seconds = time.monotonic() - started
+    comparison = compare_with_live(spark, stream, request.shadow, bounds).to_json() if compare else None
+    read = counted["records"] + counted["late"] + counted["quarantined"]
+    result = {
+        **request.to_json(),
+        "target": request.target,
+        "ranges": {str(p): list(b) for p, b in bounds.items()},
+        **counted,
+        "seconds": round(seconds, 1),
+        "records_per_second": round(read / seconds) if seconds > 0 and read else None,
+        "event_hours": summary["event_hours"],
+        "lost": [part.to_json() for part in plan.lost],
+        "comparison": comparison,
+    }
+    log.info({"event": "backfill_finished", **{k: v for k, v in result.items() if k != "comparison"}})
+    if comparison is not None:
+        level = logging.ERROR if comparison["differing"] else logging.INFO
+        log.log(level, {"event": "backfill_compared_with_live", "stream": stream.name, **comparison})
+    return result
+
+
+def _checkpoint_name(request: BackfillRequest, run_name: str) -> str:
+    """One checkpoint per request and run: a retried run resumes it, another run starts afresh."""
+    digest = hashlib.sha1(json.dumps([request.to_json(), run_name]).encode()).hexdigest()[:16]
+    return f"{request.shadow or 'events'}-{digest}"
+
+
+if __name__ == "__main__":
+    from spark_jobs.json_log import configure_json_logging
+
+    configure_json_logging()
+    sys.exit(main())

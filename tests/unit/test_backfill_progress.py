@@ -1,0 +1,37 @@
+"""Backfill progress from positions, with the rate of this process only."""
+
+from tidemark.backfill_progress import BackfillProgress
+
+
+class ManualClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_counts_positions_and_extrapolates_the_time_left_from_this_process_rate():
+    clock = ManualClock()
+    progress = BackfillProgress({0: (100, 300), 1: (0, 200)}, clock)
+    first = progress.batch_read({0: 150, 1: 50}, records=100)
+    assert (first.offsets_done, first.offsets_total, first.records, first.seconds_left) == (100, 400, 100, None)
+    clock.now += 10
+    second = progress.batch_read({0: 250, 1: 150}, records=200)
+    assert second.offsets_done == 300 and second.fraction == 0.75
+    assert second.records_per_second == 20.0  # 200 records in the 10 s after the first batch
+    assert second.seconds_left == 5.0  # 100 offsets left at 200 offsets per 10 s
+    clock.now += 5
+    last = progress.batch_read({0: 300, 1: 200}, records=100)
+    assert last.partitions_done == 2 and last.seconds_left == 0.0
+    assert last.to_json()["partitions_done"] == "2/2" and last.to_json()["percent"] == 100.0
+
+
+def test_a_resumed_run_starts_where_its_predecessor_stopped_and_rates_only_its_own_reading():
+    clock = ManualClock()
+    progress = BackfillProgress({0: (0, 1000)}, clock)
+    resumed = progress.batch_read({0: 800}, records=50)  # the predecessor read up to 750
+    assert resumed.offsets_done == 800 and resumed.seconds_left is None
+    clock.now += 4
+    report = progress.batch_read({0: 900}, records=100)
+    assert report.seconds_left == 4.0  # 100 left at 100 offsets per 4 s, not at 900 per 4 s

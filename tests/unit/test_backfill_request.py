@@ -1,0 +1,84 @@
+"""Backfill params: every bad one fails before any work, naming the param."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request, shadow_name_for_run
+from tidemark.event_time_text import parse_event_time
+from tidemark.stream_config import load_streams
+
+NOW = parse_event_time("2026-11-22T12:00:00Z")
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory):
+    import yaml
+    from pathlib import Path
+
+    document = yaml.safe_load((Path(__file__).resolve().parents[2] / "conf" / "streams.yaml").read_text())
+    document["streams"]["telemetry"]["lake"] = {"root": "/lake", "checkpoint_root": "/checkpoints"}
+    path = tmp_path_factory.mktemp("conf") / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return load_streams(path)
+
+
+def _params(**overrides):
+    return {"stream": "telemetry", "start": "2026-11-21T00:00:00Z", "end": "2026-11-22T00:00:00Z", **overrides}
+
+
+def _error(streams, **overrides) -> BackfillRequestError:
+    with pytest.raises(BackfillRequestError) as caught:
+        parse_backfill_request(_params(**overrides), streams, NOW, run_name="manual__2026-11-22T10:00:00+00:00")
+    return caught.value
+
+
+def test_defaults_read_every_partition_into_the_stream_tables(streams):
+    request = parse_backfill_request(_params(), streams, NOW)
+    assert request == BackfillRequest(
+        "telemetry", parse_event_time("2026-11-21T00:00:00Z"), parse_event_time("2026-11-22T00:00:00Z"), (0, 1, 2, 3), None
+    )
+    assert request.target == "events"
+    assert BackfillRequest.from_json(request.to_json()) == request
+
+
+def test_a_shadow_target_is_named_after_the_run_unless_named(streams):
+    named_by_run = parse_backfill_request(_params(target="shadow"), streams, NOW, run_name="manual__2026-11-22T10:00:00+00:00")
+    assert named_by_run.shadow == "manual_2026_11_22t10_00_00_00_00"
+    assert named_by_run.target == "shadow:manual_2026_11_22t10_00_00_00_00"
+    named = parse_backfill_request(_params(target="shadow", shadow_name="nov21"), streams, NOW)
+    assert named.shadow == "nov21"
+
+
+@pytest.mark.parametrize("partitions, expected", [("2,0", (0, 2)), ([3], (3,)), (["1", 1], (1,)), ("", (0, 1, 2, 3)), ([], (0, 1, 2, 3))])
+def test_partitions_in_every_spelling(streams, partitions, expected):
+    assert parse_backfill_request(_params(partitions=partitions), streams, NOW).partitions == expected
+
+
+@pytest.mark.parametrize(
+    "overrides, param, words",
+    [
+        ({"stream": "nope"}, "stream", "unknown stream 'nope'"),
+        ({"start": ""}, "start", "required"),
+        ({"start": "yesterday"}, "start", "not an ISO-8601 time"),
+        ({"end": "2026-11-22T00:00:00"}, "end", "no UTC offset"),
+        ({"start": "2026-11-22T00:00:00Z", "end": "2026-11-21T00:00:00Z"}, "end", "is not after start"),
+        ({"end": "2026-11-23T00:00:00Z"}, "end", "in the future"),
+        ({"partitions": "0,4"}, "partitions", "partition 4 is outside [0, 4)"),
+        ({"partitions": [True]}, "partitions", "not a partition number"),
+        ({"partitions": "a"}, "partitions", "not a partition number"),
+        ({"partitions": {"0": 1}}, "partitions", "expected a list"),
+        ({"target": "late"}, "target", "must be one of events, shadow"),
+        ({"target": "shadow", "shadow_name": "Bad Name!"}, "shadow_name", "not a table set name"),
+    ],
+)
+def test_bad_params_fail_naming_the_param(streams, overrides, param, words):
+    error = _error(streams, **overrides)
+    assert error.param == param
+    assert str(error).startswith(f"param {param!r}: ")
+    assert words in str(error)
+
+
+def test_shadow_names_from_run_ids_are_table_set_names():
+    assert shadow_name_for_run("scheduled__2026-11-22T02:30:00+00:00") == "scheduled_2026_11_22t02_30_00_00_00"
+    assert shadow_name_for_run("__A--b__") == "a_b"

@@ -1,0 +1,152 @@
+"""What a backfill run reads and where it writes: an event-time range of some of a stream's partitions.
+
+People fill these params in Airflow's form; the daily reconciliation builds them for the
+previous day. Both go through ``parse_backfill_request`` once, which fails naming the param
+before any work. Times are ISO-8601 with a UTC offset, start inclusive, end exclusive.
+
+The target is either the stream's own tables (``shadow is None``: insert-only, so a backfill
+over offsets the lake already holds writes nothing twice) or a shadow table set named by the
+run, beside the stream's tables, which nothing else reads: that is how a backfill is compared
+with what live wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from tidemark.event_time_text import format_event_time, parse_event_time
+from tidemark.stream_config import StreamConfig
+
+TARGETS = ("events", "shadow")
+_SHADOW_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,79}$")
+
+
+class BackfillRequestError(ValueError):
+    """A backfill param is missing or wrong; the message starts with "param '<name>': "."""
+
+    def __init__(self, param: str, reason: str):
+        super().__init__(f"param {param!r}: {reason}")
+        self.param = param
+
+
+@dataclass(frozen=True)
+class BackfillRequest:
+    """Backfill event time [start_ms, end_ms) (ms since the epoch, UTC) of ``partitions`` of
+    ``stream`` into its tables (``shadow`` None) or into the shadow table set ``shadow``."""
+
+    stream: str
+    start_ms: int
+    end_ms: int
+    partitions: tuple[int, ...]
+    shadow: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions", tuple(self.partitions))
+        if self.start_ms >= self.end_ms:
+            raise ValueError("a backfill range needs start < end")
+        if not self.partitions:
+            raise ValueError("a backfill reads at least one partition")
+
+    @property
+    def target(self) -> str:
+        """'events', or 'shadow:<name>'."""
+        return "events" if self.shadow is None else f"shadow:{self.shadow}"
+
+    def to_json(self) -> dict:
+        return {
+            "stream": self.stream,
+            "start": format_event_time(self.start_ms),
+            "end": format_event_time(self.end_ms),
+            "partitions": list(self.partitions),
+            "shadow": self.shadow,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "BackfillRequest":
+        return cls(
+            data["stream"],
+            parse_event_time(data["start"]),
+            parse_event_time(data["end"]),
+            tuple(data["partitions"]),
+            data.get("shadow"),
+        )
+
+
+def parse_backfill_request(
+    params: Mapping[str, Any], streams: Mapping[str, StreamConfig], now_ms: int, run_name: str | None = None
+) -> BackfillRequest:
+    """Validate a backfill run's params into a BackfillRequest; BackfillRequestError otherwise.
+
+    ``stream``: a configured stream. ``start``, ``end``: ISO-8601 times with a UTC offset, start
+    before end, end not after ``now_ms`` (records that do not exist yet cannot be backfilled).
+    ``partitions``: empty (all), a list of ints, or "0,2"; each in [0, partitions of the stream).
+    ``target``: "events" (the stream's tables, insert-only) or "shadow". ``shadow_name``: the
+    shadow table set's name (lowercase letters, digits, _); empty: named after ``run_name``.
+    """
+    name = params.get("stream")
+    if not isinstance(name, str) or name not in streams:
+        raise BackfillRequestError("stream", f"unknown stream {name!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}")
+    stream = streams[name]
+    start_ms = _time("start", params.get("start"))
+    end_ms = _time("end", params.get("end"))
+    if start_ms >= end_ms:
+        raise BackfillRequestError(
+            "end", f"{format_event_time(end_ms)} is not after start {format_event_time(start_ms)}: the range is [start, end)"
+        )
+    if end_ms > now_ms:
+        raise BackfillRequestError(
+            "end",
+            f"{format_event_time(end_ms)} is in the future (now {format_event_time(now_ms)}): "
+            "only records already in the log can be backfilled",
+        )
+    partitions = _partitions(params.get("partitions"), stream)
+    target = params.get("target") or "events"
+    if target not in TARGETS:
+        raise BackfillRequestError("target", f"must be one of {', '.join(TARGETS)}, got {target!r}")
+    shadow = None
+    if target == "shadow":
+        shadow = params.get("shadow_name") or shadow_name_for_run(run_name or "")
+        if not isinstance(shadow, str) or not _SHADOW_NAME.match(shadow):
+            raise BackfillRequestError(
+                "shadow_name", f"{shadow!r} is not a table set name: lowercase letters, digits and _, at most 80"
+            )
+    return BackfillRequest(name, start_ms, end_ms, partitions, shadow)
+
+
+def shadow_name_for_run(run_name: str) -> str:
+    """A shadow table set's name made from an Airflow run id: 'manual__2026-11-22T10:00:00+00:00'
+    → 'manual_2026_11_22t10_00_00_00_00'."""
+    return re.sub(r"_+", "_", re.sub(r"[^a-z0-9]", "_", run_name.lower())).strip("_")[:80]
+
+
+def _time(param: str, value: Any) -> int:
+    if value in (None, ""):
+        raise BackfillRequestError(param, "required: an ISO-8601 time with a UTC offset, e.g. 2026-11-21T00:00:00Z")
+    if not isinstance(value, str):
+        raise BackfillRequestError(param, f"expected an ISO-8601 time, got {value!r}")
+    try:
+        return parse_event_time(value.strip())
+    except ValueError as error:
+        raise BackfillRequestError(param, str(error)) from None
+
+
+def _partitions(value: Any, stream: StreamConfig) -> tuple[int, ...]:
+    every = tuple(range(stream.source.partitions))
+    if value in (None, "", []):
+        return every
+    items = [item.strip() for item in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise BackfillRequestError("partitions", f'expected a list of partition numbers or "0,2", got {value!r}')
+    partitions = set()
+    for item in items:
+        if isinstance(item, bool) or not (isinstance(item, int) or (isinstance(item, str) and item.isdigit())):
+            raise BackfillRequestError("partitions", f"{item!r} is not a partition number")
+        partition = int(item)
+        if partition not in every:
+            raise BackfillRequestError(
+                "partitions", f"partition {partition} is outside [0, {len(every)}): stream {stream.name!r} has {len(every)} partitions"
+            )
+        partitions.add(partition)
+    return tuple(sorted(partitions))
