@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tidemark.event_time_text import format_event_time
+from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.offset_coverage import OffsetRange
 from tidemark.recovery_request import RecoveryRequest
 
@@ -56,6 +56,13 @@ class HourComparison:
             "extra_in_live": self.extra_in_live,
             "routed_differently": self.routed_differently,
         }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "HourComparison":
+        return cls(
+            data["partition"], parse_event_time(data["hour"]), data["live"], data["shadow"],
+            data["missing_in_live"], data["extra_in_live"], data["routed_differently"],
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

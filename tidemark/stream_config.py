@@ -132,6 +132,31 @@ class QualitySettings:
 
 
 @dataclass(frozen=True)
+class BackfillSettings:
+    """The stream's daily reconciliation (dags/tidemark_backfill.py): at ``reconcile_schedule``
+    (cron, UTC) the previous day is backfilled into a shadow set and compared with live. The
+    default is also that of the optional ``backfill:`` section."""
+
+    reconcile_schedule: str = "30 2 * * *"
+
+
+@dataclass(frozen=True)
+class OfflineDevicesSettings:
+    """The stream's offline-device detector (spark_jobs/offline_devices.py); durations in ms.
+
+    A device (``device_field``, a payload field) is offline once ``offline_after`` has passed
+    since its last record. The detector reads sealed event time in slices: ``live_slice`` long in
+    live runs, ``backfill_slice`` long in backfills. Slice length changes how much one micro-batch
+    holds, never the result. The defaults here are also those of the ``offline_devices:`` section.
+    """
+
+    device_field: str = "device_id"
+    offline_after_ms: int = 30 * 60_000
+    live_slice_ms: int = 15 * 60_000
+    backfill_slice_ms: int = 6 * 3_600_000
+
+
+@dataclass(frozen=True)
 class StreamConfig:
     name: str
     source: KafkaSource
@@ -141,6 +166,9 @@ class StreamConfig:
     retention_ms: int
     persist: PersistSettings
     quality: QualitySettings = field(default_factory=QualitySettings)
+    backfill: BackfillSettings = field(default_factory=BackfillSettings)
+    # None: the stream has no offline-device detector (no ``offline_devices:`` section).
+    offline_devices: OfflineDevicesSettings | None = None
 
     def table_path(self, table: str) -> str:
         """Location of one of the stream's Delta tables (events, ledger, quarantine, late, seals)."""
@@ -238,8 +266,10 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
     )
     persist_section.reject_unknown()
     quality = _parse_quality(section.optional_section("quality"))
+    backfill = _parse_backfill(section.optional_section("backfill"))
+    offline_devices = _parse_offline_devices(section, payload)
     section.reject_unknown()
-    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist, quality)
+    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist, quality, backfill, offline_devices)
 
 
 def _parse_quality(section: "_Section") -> QualitySettings:
@@ -264,6 +294,44 @@ def _parse_quality(section: "_Section") -> QualitySettings:
     )
     section.reject_unknown()
     return quality
+
+
+def _parse_backfill(section: "_Section") -> BackfillSettings:
+    schedule = section.text("reconcile_schedule", default=BackfillSettings().reconcile_schedule)
+    if len(schedule.split()) != 5:
+        section.fail("reconcile_schedule", f"{schedule!r} is not a cron expression of five fields, e.g. \"30 2 * * *\"")
+    section.reject_unknown()
+    return BackfillSettings(schedule)
+
+
+# A slice shorter than this makes a micro-batch per few records: a typo, not a choice.
+_MIN_SLICE_MS = 60_000
+
+
+def _parse_offline_devices(stream_section: "_Section", payload: PayloadSchema) -> OfflineDevicesSettings | None:
+    if not stream_section.has("offline_devices"):
+        return None
+    section = stream_section.optional_section("offline_devices")
+    defaults = OfflineDevicesSettings()
+    device_field = section.text("device_field", default=defaults.device_field)
+    declared = {f.name: f for f in payload.fields}
+    if device_field not in declared:
+        section.fail("device_field", f"{device_field!r} is not a payload field; declared: {', '.join(declared)}")
+    if declared[device_field].type not in ("string", "long", "int"):
+        section.fail("device_field", f"{device_field!r} is a {declared[device_field].type}; a device id is a string, long or int")
+    settings = OfflineDevicesSettings(
+        device_field=device_field,
+        offline_after_ms=section.duration(
+            "offline_after", default=format_duration_ms(defaults.offline_after_ms), minimum_ms=1
+        ),
+        live_slice_ms=section.duration("live_slice", default=format_duration_ms(defaults.live_slice_ms)),
+        backfill_slice_ms=section.duration("backfill_slice", default=format_duration_ms(defaults.backfill_slice_ms)),
+    )
+    for key, ms in (("live_slice", settings.live_slice_ms), ("backfill_slice", settings.backfill_slice_ms)):
+        if ms < _MIN_SLICE_MS:
+            section.fail(key, f"{format_duration_ms(ms)} is shorter than {format_duration_ms(_MIN_SLICE_MS)}")
+    section.reject_unknown()
+    return settings
 
 
 def _parse_payload(section: "_Section") -> PayloadSchema:
@@ -321,6 +389,9 @@ class _Section:
             self.fail(key, "missing required section")
         self._read.add(key)
         return _Section(self._values[key], ".".join(p for p in (self._path, key) if p), self._file, self._environ)
+
+    def has(self, key: str) -> bool:
+        return key in self._values
 
     def optional_section(self, key: str) -> "_Section":
         """Like ``section``, but a missing section reads as an empty one (all defaults)."""

@@ -32,6 +32,13 @@ print(json.dumps({{
     "quality_tasks": sorted(bag.get_dag("tidemark_quality__telemetry").task_ids),
     "recover_tasks": sorted(bag.get_dag("tidemark_recover__telemetry").task_ids),
     "recover_params": sorted(bag.get_dag("tidemark_recover__telemetry").params.keys()),
+    "backfill_tasks": sorted(bag.get_dag("tidemark_backfill__telemetry").task_ids),
+    "backfill_params": sorted(bag.get_dag("tidemark_backfill__telemetry").params.keys()),
+    "backfill_schedule": bag.get_dag("tidemark_backfill__telemetry").timetable.summary,
+    "offline_devices_tasks": sorted(bag.get_dag("tidemark_offline_devices__telemetry").task_ids),
+    "offline_devices_params": sorted(bag.get_dag("tidemark_offline_devices__telemetry").params.keys()),
+    "offline_devices_schedule": bag.get_dag("tidemark_offline_devices__telemetry").timetable.asset_condition.name,
+    "offline_devices_max_active_runs": bag.get_dag("tidemark_offline_devices__telemetry").max_active_runs,
 }}))
 """
 
@@ -41,7 +48,15 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(airflow_environment)
     assert result.returncode == 0, result.stderr[-3000:]
     described = json.loads(result.stdout.strip().splitlines()[-1])
     assert described["import_errors"] == {}
-    assert described["dag_ids"] == ["tidemark_persist__telemetry", "tidemark_quality__telemetry", "tidemark_recover__telemetry"]
+    assert {"tidemark_backfill__telemetry", "tidemark_persist__telemetry", "tidemark_quality__telemetry", "tidemark_recover__telemetry"} <= set(described["dag_ids"])
+    assert described["backfill_tasks"] == ["backfill", "recovery_requests", "trigger_recovery", "validate", "verdict"]
+    assert described["backfill_params"] == ["compare", "end", "partitions", "shadow_name", "start", "target"]
+    assert described["backfill_schedule"] == "30 2 * * *"
+    assert "tidemark_offline_devices__telemetry" in described["dag_ids"]
+    assert described["offline_devices_tasks"] == ["detect", "validate"]
+    assert described["offline_devices_params"] == ["end", "output", "start"]
+    assert described["offline_devices_schedule"] == "tidemark_sealed_hours__telemetry"
+    assert described["offline_devices_max_active_runs"] == 1
     assert described["quality_tasks"] == ["check", "hours_to_check", "recovery_requests", "trigger_recovery", "verdict"]
     assert described["recover_tasks"] == ["live_job_was_the_cause", "recheck", "recover", "restart_live", "touched_hours", "validate"]
     assert described["recover_params"] == ["partition", "ranges", "reason", "stream"]

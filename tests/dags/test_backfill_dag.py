@@ -1,0 +1,87 @@
+"""The daily reconciliation end to end with `airflow dags test`: live misses records, the backfill
+DAG re-reads the range into a shadow set, lists the partition-hours that differ, triggers the
+recovery DAG for exactly the missing offsets, and fails. Real broker, spark-submit, Delta."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from pyspark.sql import functions as F
+
+from harness.persist_job import produce, telemetry_value, write_stream_config
+
+pytestmark = pytest.mark.integration
+
+HOUR_MS = 3_600_000
+
+
+def _dags_test(environment: dict[str, str], dag_id: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "airflow", "dags", "test", dag_id, *args],
+        env=environment, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_fails(airflow_environment, kafka_broker, spark, tmp_path):
+    from delta.tables import DeltaTable
+
+    from spark_jobs.persist import run_persist
+    from tidemark.stream_config import load_stream
+
+    topic = "dag_backfill_reconcile"
+    kafka_broker.create_topic(topic, 2)
+    base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
+    records = [(p, telemetry_value(f"scooter-{p}", t), t) for t in range(base, base + 2 * HOUR_MS, 60_000) for p in range(2)]
+    produce(kafka_broker.bootstrap, topic, records)
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2)
+    run_persist(load_stream(conf, "telemetry"), "available_now", 100_000)
+    # Live lost seven records of partition 1 in the second hour (offsets 70-76).
+    events = str(tmp_path / "lake" / "telemetry" / "events")
+    DeltaTable.forPath(spark, events).delete((F.col("source_partition") == 1) & F.col("source_offset").between(70, 76))
+
+    environment = {
+        **airflow_environment,
+        "TIDEMARK_CONF": str(conf),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+    }
+    params = {"start": _iso(base), "end": _iso(base + 2 * HOUR_MS), "target": "shadow", "shadow_name": "reconcile"}
+    result = _dags_test(environment, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, "a backfill that differs from live must fail the run"
+    second_hour = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime((base + HOUR_MS) / 1000))
+    assert (
+        f"differs from live in 1 partition-hours: partition 1, hour {second_hour}: live 53, backfill 60 (7 missing in live)"
+        in output
+    ), output[-6000:]
+    runs = subprocess.run(
+        [sys.executable, "-m", "airflow", "dags", "list-runs", "tidemark_recover__telemetry", "-o", "json"],
+        env=environment, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    (listed,) = json.loads([line for line in runs.stdout.splitlines() if line.startswith("[")][-1])
+    assert listed["dag_id"] == "tidemark_recover__telemetry"
+    shadow = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "shadow" / "reconcile" / "events"))
+    assert shadow.count() == 240
+
+
+@pytest.mark.parametrize(
+    "params, param",
+    [
+        ({"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z"}, "end"),
+        ({"start": "2026-11-21T09:00:00Z", "end": "2026-11-21T10:00:00Z", "partitions": "0,7"}, "partitions"),
+    ],
+)
+def test_malformed_backfill_params_fail_before_any_work_naming_the_param(airflow_environment, tmp_path, params, param):
+    conf = write_stream_config(tmp_path, "127.0.0.1:9", "unused", 4)
+    result = _dags_test({**airflow_environment, "TIDEMARK_CONF": str(conf)}, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"param '{param}'" in output, output[-3000:]
+    assert "spark-submit" not in output, "nothing may be submitted before the params are valid"
