@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_range(stream, request)
     except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
         return _refuse(args.result, str(error))
-    result = backfill(stream, request, plan, args.run_name, args.compare, args.max_records_per_batch or stream.persist.max_records_per_batch)
+    try:
+        result = backfill(stream, request, plan, args.run_name, args.compare, args.max_records_per_batch or stream.persist.max_records_per_batch)
+    except ShadowSetInUseError as error:
+        return _refuse(args.result, str(error))
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_text(json.dumps(result, indent=2) + "\n")
@@ -184,10 +187,13 @@ def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan,
             report = tracker.batch_read({p: planned.end_offset for p, planned in ranges.items()}, read)
             log.info({"event": "backfill_progress", "stream": stream.name, "target": request.target, **report.to_json()})
 
+        checkpoint = f"{stream.checkpoint_path('backfill')}/{_checkpoint_name(request, run_name)}"
+        if request.shadow is not None:
+            _refuse_a_used_shadow_set(spark, stream, request.shadow, checkpoint)
         run = PersistRun(
             mode="backfill",
             trigger="available_now",
-            checkpoint=f"{stream.checkpoint_path('backfill')}/{_checkpoint_name(request, run_name)}",
+            checkpoint=checkpoint,
             max_records_per_batch=max_records_per_batch,
             offset_bounds=bounds,
             shadow=request.shadow,
@@ -212,6 +218,28 @@ def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan,
         level = logging.ERROR if comparison["differing"] else logging.INFO
         log.log(level, {"event": "backfill_compared_with_live", "stream": stream.name, **comparison})
     return result
+
+
+class ShadowSetInUseError(ValueError):
+    """The shadow set holds another run's backfill: writing it again would mix two runs."""
+
+
+def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoint: str) -> None:
+    """A shadow set is written by one run only (its batches append, they do not MERGE): a new run
+    (no checkpoint yet) may not write a set that already holds rows; the same run resumed may."""
+    from delta.tables import DeltaTable
+
+    from spark_jobs.lake_resume import checkpoint_has_offsets
+    from spark_jobs.lake_tables import LakeTables
+
+    ledger = LakeTables(spark, stream, shadow=shadow).path("ledger")
+    if checkpoint_has_offsets(spark, checkpoint) or not DeltaTable.isDeltaTable(spark, ledger):
+        return
+    if not spark.read.format("delta").load(ledger).limit(1).isEmpty():
+        raise ShadowSetInUseError(
+            f"param 'shadow_name': the shadow set {shadow!r} already holds another run's backfill ({ledger}); "
+            "choose another name, or delete that folder to start it again"
+        )
 
 
 def _checkpoint_name(request: BackfillRequest, run_name: str) -> str:

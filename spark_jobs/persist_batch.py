@@ -64,6 +64,8 @@ class PersistBatch:
     records whose (source_partition, source_offset) none of events, late and quarantine holds.
     Only the live job seals hours: the others read ranges behind G and never move it.
 
+    ``sole_writer``: this query is the only writer the tables ever had (a backfill's own shadow
+    set), so its replays are all it must guard against and idempotent appends suffice.
     ``routing`` (backfill, recovery): the G live routed each offset under
     (tidemark.live_routing); records at offsets live covered are routed under that G, others
     under the batch's own. ``progress`` is called after each batch with the batch's planned
@@ -85,6 +87,7 @@ class PersistBatch:
         guard: OverlapGuard | None = None,
         routing: LiveRouting | None = None,
         progress=None,
+        sole_writer: bool = False,
     ):
         self._stream = stream
         self._tables = tables
@@ -94,6 +97,7 @@ class PersistBatch:
         self._guard = guard
         self._routing = routing
         self._progress = progress
+        self._sole_writer = sole_writer
         self._decode = decode_function(stream)
         self._decoded_schema = decoded_schema(stream)
         self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
@@ -122,7 +126,10 @@ class PersistBatch:
             is_late = F.coalesce(F.col("event_time_ms") < routed_under - F.lit(allowed_lateness), F.lit(False))
             stats = _partition_stats(decoded, is_late)
             totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
-            insert_only = self._mode != "live" or (self._guard is not None and self._guard.overlaps(_offset_ranges(ranges)))
+            if self._mode == "live":
+                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges))
+            else:
+                insert_only = not self._sole_writer
             write = self._insert_missing(ranges) if insert_only else self._tables.append_once
 
             write(_events(valid.where(~is_late), self._stream, batch_id), "events", app_id, batch_id)

@@ -133,7 +133,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     identity = QueryIdentity()
     guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None) if run.mode == "live" else None
     persist_batch = PersistBatch(
-        stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, routing=routing, progress=progress
+        stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, routing=routing, progress=progress,
+        # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
+        # reuse one): appending idempotently is exactly-once there, and cheaper than a MERGE.
+        sole_writer=run.shadow is not None,
     )
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")

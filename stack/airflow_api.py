@@ -39,9 +39,18 @@ class AirflowApi:
     def unpause(self, dag_id: str) -> None:
         self._call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
 
-    def trigger(self, dag_id: str) -> str:
-        run = self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None})
+    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
+        run = self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, **({"conf": conf} if conf else {})})
         return run["dag_run_id"]
+
+    def return_value(self, dag_id: str, run_id: str, task_id: str):
+        """What task ``task_id`` of the run returned (its XCom ``return_value``), or None."""
+        try:
+            entry = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value")
+        except StackError:
+            return None
+        value = entry.get("value")
+        return json.loads(value) if isinstance(value, str) and value[:1] in "[{" else value
 
     def wait_for_run(self, dag_id: str, run_id: str, timeout_s: float = 900.0) -> str:
         """Poll the run until it succeeds or fails; returns the final state."""

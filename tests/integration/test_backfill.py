@@ -115,6 +115,13 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
     assert result["records"] + result["late"] + result["quarantined"] == live_events.count() + late.count() + 1
     assert result["lost"] == []
 
+    # The set belongs to that run: another run may not write it (its batches append, they do not MERGE).
+    refused = tmp_path / "refused.json"
+    again = backfill_main(["--stream", "telemetry", "--conf", str(live_lake.conf), "--start", start, "--end", end,
+                           "--target", "shadow", "--shadow-name", "equal", "--run-name", "another", "--result", str(refused)])  # fmt: skip
+    assert again == 2
+    assert json.loads(refused.read_text())["error"].startswith("param 'shadow_name': the shadow set 'equal' already holds another run's backfill")
+
 
 def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exactly_once(live_lake, spark, tmp_path):
     from delta.tables import DeltaTable
