@@ -17,18 +17,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tidemark.event_time_text import format_event_time, parse_event_time
+from tidemark.param_error import ParamError
 from tidemark.stream_config import StreamConfig
 
 TARGETS = ("events", "shadow")
 _SHADOW_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,79}$")
 
 
-class BackfillRequestError(ValueError):
+class BackfillRequestError(ParamError):
     """A backfill param is missing or wrong; the message starts with "param '<name>': "."""
-
-    def __init__(self, param: str, reason: str):
-        super().__init__(f"param {param!r}: {reason}")
-        self.param = param
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tidemark.event_time_text import parse_event_time
+from tidemark.param_error import ParamError
 
 LIVE = "live"
 BACKFILL = "backfill"
 
 
-class OfflineDevicesRequestError(ValueError):
-    """A param is wrong; the message starts with "param '<name>': "."""
-
-    def __init__(self, param: str, reason: str):
-        super().__init__(f"param {param!r}: {reason}")
-        self.param = param
+class OfflineDevicesRequestError(ParamError):
+    """A offline-devices param is missing or wrong; the message starts with "param '<name>': "."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from tidemark.offset_coverage import OffsetRange, merge_ranges
+from tidemark.param_error import ParamError
 from tidemark.stream_config import StreamConfig
 
 __all__ = [
@@ -31,12 +32,8 @@ MAX_REASON_CHARS = 500
 _RANGE_TEXT = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
 
-class RecoveryRequestError(ValueError):
+class RecoveryRequestError(ParamError):
     """A recovery param is missing or wrong; the message starts with "param '<name>': "."""
-
-    def __init__(self, param: str, reason: str):
-        super().__init__(f"param {param!r}: {reason}")
-        self.param = param
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,12 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
+from harness.airflow_process import dags_test
 from harness.persist_job import produce, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
 
 HOUR_MS = 3_600_000
-
-
-def _dags_test(environment: dict[str, str], dag_id: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", dag_id, *args],
-        env=environment, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
 
 
 def _iso(ms: int) -> str:
@@ -53,7 +47,7 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
     params = {"start": _iso(base), "end": _iso(base + 2 * HOUR_MS), "target": "shadow", "shadow_name": "reconcile"}
-    result = _dags_test(environment, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
+    result = dags_test(environment, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
     output = result.stdout + result.stderr
     assert result.returncode != 0, "a backfill that differs from live must fail the run"
     second_hour = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime((base + HOUR_MS) / 1000))
@@ -76,7 +70,7 @@ def test_malformed_backfill_params_fail_before_any_work_naming_the_param(airflow
     # applies them before submitting anything.
     params, param = {"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z", "partitions": "0,7"}, "end"
     conf = write_stream_config(tmp_path, "127.0.0.1:9", "unused", 4)
-    result = _dags_test({**airflow_environment, "TIDEMARK_CONF": str(conf)}, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
+    result = dags_test({**airflow_environment, "TIDEMARK_CONF": str(conf)}, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert f"param '{param}'" in output, output[-3000:]

@@ -8,13 +8,12 @@ the operator base class."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from pathlib import Path
 
 import pytest
 
+from harness.airflow_process import dags_test
 from harness.persist_job import write_stream_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,13 +63,6 @@ no_summary = fake_dag("fake_offline_devices__no_summary", None, False)
 '''
 
 
-def _dags_test(environment: dict[str, str], *args: str, dag_id: str = DAG_ID) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", dag_id, *args],
-        env=environment, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def fake_dags_environment(airflow_environment, tmp_path_factory) -> dict[str, str]:
     dags = tmp_path_factory.mktemp("fake-offline-devices-dags")
@@ -84,7 +76,7 @@ def test_bad_params_fail_before_any_work_naming_the_param(airflow_environment, t
     # Every param's rule is unit-tested (tests/unit/test_offline_devices_request.py).
     cases = {"start": {"start": "21 Nov 14:00", "end": "2026-11-21T20:00:00Z"}}
     for param, params in cases.items():
-        result = _dags_test(environment, "--conf", json.dumps(params))
+        result = dags_test(environment, DAG_ID, "--conf", json.dumps(params))
         output = result.stdout + result.stderr
         assert result.returncode != 0
         assert f"param '{param}'" in output, output[-3000:]
@@ -92,7 +84,7 @@ def test_bad_params_fail_before_any_work_naming_the_param(airflow_environment, t
 
 
 def test_a_backfill_request_becomes_the_jobs_arguments(fake_dags_environment):
-    result = _dags_test(fake_dags_environment, dag_id="fake_offline_devices__backfill")
+    result = dags_test(fake_dags_environment, "fake_offline_devices__backfill")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert "--start 2026-11-21T14:00:00.000Z --end 2026-11-21T20:00:00.000Z --output /lake/x" in output
@@ -100,7 +92,7 @@ def test_a_backfill_request_becomes_the_jobs_arguments(fake_dags_environment):
 
 
 def test_a_job_that_writes_no_summary_fails_the_task(fake_dags_environment):
-    result = _dags_test(fake_dags_environment, dag_id="fake_offline_devices__no_summary")
+    result = dags_test(fake_dags_environment, "fake_offline_devices__no_summary")
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "new_state=failed" in output and "the offline-device job succeeded but wrote no summary" in output, output[-5000:]

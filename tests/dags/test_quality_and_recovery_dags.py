@@ -16,18 +16,12 @@ import pytest
 import yaml
 
 from harness.log_layouts import lake_offsets
+from harness.airflow_process import dags_test
 from harness.persist_job import produce, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
 
 HOUR_MS = 3_600_000
-
-
-def _dags_test(environment: dict[str, str], dag_id: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", dag_id, *args],
-        env=environment, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
 
 
 def _records(start_ms: int, partitions: int, per_partition: int, step_ms: int) -> list[tuple[int, bytes, int]]:
@@ -64,16 +58,16 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
 
     # Partition 2 stalls: two persist runs read nothing from it while it keeps producing.
     stalled_at = time.monotonic()
-    first = _dags_test(frozen, "tidemark_persist__telemetry")
+    first = dags_test(frozen, "tidemark_persist__telemetry")
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     assert "chaos_freeze" in first.stdout + first.stderr
     time.sleep(6)  # longer than stall_timeout
     produced.update(produce(kafka_broker.bootstrap, topic, _records(now_ms - HOUR_MS + 1_000, 3, 30, 60_000)))
-    second = _dags_test(frozen, "tidemark_persist__telemetry")
+    second = dags_test(frozen, "tidemark_persist__telemetry")
     assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
 
     # The quality run notices: partition 2 STOP, the others OK; recovery is triggered; the run fails.
-    quality = _dags_test(environment, "tidemark_quality__telemetry")
+    quality = dags_test(environment, "tidemark_quality__telemetry")
     detected_s = time.monotonic() - stalled_at
     output = quality.stdout + quality.stderr
     assert quality.returncode != 0, "a stalled partition must fail the quality run"
@@ -93,7 +87,7 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     assert [run["dag_id"] for run in listed] == ["tidemark_recover__telemetry"], "the quality run triggered one recovery"
 
     # Recovery (as triggered): replays partition 2, re-checks the hours it touched, restarts the live job.
-    recovered = _dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(request))
+    recovered = dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(request))
     recovered_s = time.monotonic() - stalled_at
     output = recovered.stdout + recovered.stderr
     assert recovered.returncode == 0, output[-6000:]
@@ -102,8 +96,8 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
 
     # The live job, no longer frozen, reads partition 2 too (insert-only where recovery wrote),
     # and the next quality run finds every partition OK.
-    assert _dags_test(environment, "tidemark_persist__telemetry").returncode == 0
-    final = _dags_test(environment, "tidemark_quality__telemetry")
+    assert dags_test(environment, "tidemark_persist__telemetry").returncode == 0
+    final = dags_test(environment, "tidemark_quality__telemetry")
     assert final.returncode == 0, (final.stdout + final.stderr)[-6000:]
     assert {p["partition"]: p["status"] for p in _latest_summary(home)["partitions"]} == {0: "OK", 1: "OK", 2: "OK"}
     lake = Path(yaml.safe_load(conf.read_text())["streams"]["telemetry"]["lake"]["root"]) / "telemetry"
@@ -122,7 +116,7 @@ def test_malformed_recovery_params_fail_before_any_work_naming_the_param(airflow
         "reason": {"partition": 1, "ranges": "0-10", "reason": ""},
     }
     for param, conf_json in cases.items():
-        result = _dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(conf_json))
+        result = dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(conf_json))
         output = result.stdout + result.stderr
         assert result.returncode != 0
         assert f"param '{param}'" in output, output[-3000:]
