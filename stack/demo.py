@@ -86,7 +86,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     api.unpause(backfill_dag)
     backfill_run = api.trigger(
         backfill_dag,
-        {"start": generated["window_start"], "end": generated["window_end"], "target": "shadow", "shadow_name": "demo", "compare": True},
+        {"start": generated["window_start"], "end": generated["window_end"], "target": "shadow", "compare": True},
     )
     backfill_state = api.wait_for_run(backfill_dag, backfill_run)
     _print_backfill(api.return_value(backfill_dag, backfill_run, "backfill"))
