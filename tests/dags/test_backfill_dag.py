@@ -5,14 +5,12 @@ recovery DAG for exactly the missing offsets, and fails. Real broker, spark-subm
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
 from pyspark.sql import functions as F
 
-from harness.airflow_process import dags_test
+from harness.airflow_process import dag_run_ids, dags_test
 from harness.persist_job import produce, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
@@ -47,6 +45,7 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
     params = {"start": _iso(base), "end": _iso(base + 2 * HOUR_MS), "target": "shadow", "shadow_name": "reconcile"}
+    recover_runs_before = dag_run_ids(environment, "tidemark_recover__telemetry")
     result = dags_test(environment, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
     output = result.stdout + result.stderr
     assert result.returncode != 0, "a backfill that differs from live must fail the run"
@@ -55,12 +54,7 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
         f"differs from live in 1 partition-hours: partition 1, hour {second_hour}: live 53, backfill 60 (7 missing in live)"
         in output
     ), output[-6000:]
-    runs = subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "list-runs", "tidemark_recover__telemetry", "-o", "json"],
-        env=environment, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    (listed,) = json.loads([line for line in runs.stdout.splitlines() if line.startswith("[")][-1])
-    assert listed["dag_id"] == "tidemark_recover__telemetry"
+    assert len(dag_run_ids(environment, "tidemark_recover__telemetry") - recover_runs_before) == 1, "one recovery triggered"
     shadow = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "shadow" / "reconcile" / "events"))
     assert shadow.count() == 240
 
