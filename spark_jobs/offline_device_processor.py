@@ -98,7 +98,7 @@ class OfflineDeviceProcessor(StatefulProcessor):
             self._handle.registerTimer(due_next)
 
     def close(self) -> None:
-        pass
+        """Required by StatefulProcessor; the state lives in Spark's store, nothing to release."""
 
 
 def _frame(device: str, periods: list[OfflinePeriod]):

@@ -66,10 +66,10 @@ class SliceProgress(StreamingQueryListener):
         log.info(line)
 
     def onQueryIdle(self, event) -> None:
-        pass
+        """An idle trigger read no slice: nothing for a person to read (the job logs its end)."""
 
     def onQueryTerminated(self, event) -> None:
-        pass
+        """The job logs the run's end and summary itself, after awaitTermination."""
 
     def wait_for(self, query, timeout_s: float = 10.0) -> None:
         # Only batches that ran count: a trigger that found nothing to read reports progress too
