@@ -28,6 +28,9 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
             "spark.databricks.delta.snapshotPartitions", os.environ.get("TIDEMARK_DELTA_SNAPSHOT_PARTITIONS", "1")
         )
         .config("spark.ui.showConsoleProgress", "false")
+        # The decoded batch is wider than Spark's default of 25 fields: without this every job
+        # logs a "Truncated the string representation of a plan" warning nobody can act on.
+        .config("spark.sql.debug.maxToStringFields", "200")
         # A task log in the Airflow UI is read by people: tidemark's own lines (batch persisted,
         # records, late, sealed hours) and Spark's warnings and errors, not Spark's INFO chatter
         # (about 600 lines a micro-batch). Applies from the moment the SparkContext starts.

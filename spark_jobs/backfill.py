@@ -151,8 +151,12 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
 
     from spark_jobs.lake_tables import LakeTables
 
-    tables = LakeTables(lake_spark_session(f"tidemark-backfill-{stream.name}"), stream)
-    tables.ensure()
+    from delta.tables import DeltaTable
+
+    spark = lake_spark_session(f"tidemark-backfill-{stream.name}")
+    tables = LakeTables(spark, stream)
+    if not DeltaTable.isDeltaTable(spark, tables.path("ledger")):
+        return {}  # the lake never saw the stream: a question, not a reason to create its tables
     rows = (
         tables.read("ledger")
         .where((F.col("mode") == "live") & F.col("source_partition").isin(partitions))
