@@ -146,14 +146,14 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
 def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partitions: list[int]) -> dict[int, int]:
     """Where live's ledger says the range began in ``partitions``: the first offset of the first
     live range that reached ``start``. Only asked when retention may have taken part of the range."""
-    from connectors.spark_session import lake_spark_session
+    from connectors.spark_session import batch_job_conf, lake_spark_session
     from pyspark.sql import functions as F
 
     from spark_jobs.lake_tables import LakeTables
 
     from delta.tables import DeltaTable
 
-    spark = lake_spark_session(f"tidemark-backfill-{stream.name}")
+    spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream))
     tables = LakeTables(spark, stream)
     if not DeltaTable.isDeltaTable(spark, tables.path("ledger")):
         return {}  # the lake never saw the stream: a question, not a reason to create its tables
@@ -170,13 +170,13 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
 
 def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan, run_name: str, compare: bool, max_records_per_batch: int) -> dict:
     """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and the comparison."""
-    from connectors.spark_session import lake_spark_session
+    from connectors.spark_session import batch_job_conf, lake_spark_session
     from spark_jobs.persist_pipeline import PersistRun, run_pipeline
     from spark_jobs.shadow_comparison import compare_with_live
     from tidemark.backfill_progress import BackfillProgress
 
     bounds = plan.offset_bounds()
-    spark = lake_spark_session(f"tidemark-backfill-{stream.name}")
+    spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream, max_records_per_batch))
     started = time.monotonic()
     counted = {"batches": 0, "records": 0, "late": 0, "quarantined": 0}
     summary = {"event_hours": []}

@@ -2,8 +2,10 @@
 
 Reads exact offset ranges per partition. Every micro-batch yields, for every partition, one
 ``range`` row (the planned range [start, end), the log end seen, the read time) followed by that
-range's ``record`` rows. The range rows let the persist job write one ledger row per batch and
-partition even when a partition had nothing to read, in the same idempotent commit as the data.
+range's ``record`` rows, each with the aligned step of the batch it was planned in and the G of
+that step (a batch may pack several steps, see tidemark.batch_planner.plan_batch). The range
+rows let the persist job write ledger rows for every partition even when a partition had
+nothing to read, in the same idempotent commit as the data.
 
 Planning is tidemark.batch_planner.BatchPlanner: with alignment, every batch admits from each
 partition only records with log timestamp < T = G + max_drift (Kafka's offsetsForTimes). The end
@@ -312,9 +314,14 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         feedback = self._feedback(previous.plan_seq)
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        planned = self._planner.plan(previous, log_ends, feedback, log, max_records, unstable_ends)
+        planned = self._planner.plan_batch(previous, log_ends, feedback, log, max_records, unstable_ends)
         if planned is not previous and self._options.pinned_global_watermark_ms is not None:
-            planned = dataclasses.replace(planned, global_watermark_ms=self._options.pinned_global_watermark_ms)
+            pinned = self._options.pinned_global_watermark_ms
+            planned = dataclasses.replace(
+                planned,
+                global_watermark_ms=pinned,
+                steps=tuple(dataclasses.replace(step, global_watermark_ms=pinned) for step in planned.steps),
+            )
         if planned is not previous and self._options.frozen_partitions:
             planned = self._freeze(previous, planned)
         if planned is previous:
@@ -334,7 +341,11 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     position=previous.partitions[partition].position,
                     next_record_at_least_ms=None,
                 )
-        frozen = dataclasses.replace(planned, partitions=partitions)
+        steps = tuple(
+            dataclasses.replace(step, ends={p: end for p, end in step.ends.items() if p not in self._options.frozen_partitions})
+            for step in planned.steps
+        )
+        frozen = dataclasses.replace(planned, partitions=partitions, steps=steps)
         if frozen.positions() == previous.positions() and frozen.global_watermark_ms == previous.global_watermark_ms:
             # Still one batch whenever a frozen partition's log end moved: its ledger row is
             # how the stall shows (read position constant while the log end grows).
@@ -436,11 +447,12 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         from connectors.kafka_log import read_range
 
+        planned = PlannedRange.from_text(partition.range_state)
         yield _range_batch(pa, partition)
         for records in read_range(
             partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end
         ):
-            yield _record_batch(pa, partition, records)
+            yield _record_batch(pa, partition, planned, records)
 
     def __getstate__(self):
         # The driver's Kafka client stays in the driver.
@@ -462,6 +474,8 @@ def _arrow_schema(pa):
             ("log_end_offset", pa.int64()),
             ("read_time_ms", pa.int64()),
             ("range_state", pa.string()),
+            ("batch_seq", pa.int64()),
+            ("global_watermark_ms", pa.int64()),
         ]
     )
 
@@ -480,19 +494,31 @@ def _range_batch(pa, partition: PartitionRange):
                 "log_end_offset": partition.log_end,
                 "read_time_ms": partition.read_time_ms,
                 "range_state": partition.range_state,
+                "batch_seq": None,
+                "global_watermark_ms": None,
             }
         ],
         schema=_arrow_schema(pa),
     )
 
 
-def _record_batch(pa, partition: PartitionRange, records):
+def _record_batch(pa, partition: PartitionRange, planned: PlannedRange, records):
+    """The records as Arrow, each with the aligned step it was planned in and that step's G."""
+    import numpy as np
+
     count = len(records)
+    offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=count)
+    steps = planned.steps
+    # A step holds offsets [its start, its end): the first step whose end > the offset.
+    which = np.searchsorted(np.array([step.end for step in steps], dtype=np.int64), offsets, side="right")
+    which = pa.array(np.minimum(which, len(steps) - 1))
+    batch_seqs = pa.array([step.seq for step in steps], pa.int64()).take(which)
+    step_watermarks = pa.array([step.global_watermark_ms for step in steps], pa.int64()).take(which)
     return pa.RecordBatch.from_arrays(
         [
             pa.array([RECORD_ROW] * count, pa.string()),
             pa.array([partition.partition] * count, pa.int32()),
-            pa.array([r.offset for r in records], pa.int64()),
+            pa.array(offsets, pa.int64()),
             pa.array([r.timestamp_ms for r in records], pa.int64()),
             pa.array([r.key for r in records], pa.binary()),
             pa.array([r.value for r in records], pa.binary()),
@@ -500,6 +526,8 @@ def _record_batch(pa, partition: PartitionRange, records):
             pa.array([partition.log_end] * count, pa.int64()),
             pa.array([partition.read_time_ms] * count, pa.int64()),
             pa.nulls(count, pa.string()),
+            batch_seqs,
+            step_watermarks,
         ],
         schema=_arrow_schema(pa),
     )

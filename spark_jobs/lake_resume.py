@@ -35,7 +35,9 @@ def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    furthest = Window.partitionBy("source_partition").orderBy(F.col("end_offset").desc(), F.col("read_time").desc())
+    furthest = Window.partitionBy("source_partition").orderBy(
+        F.col("end_offset").desc(), F.col("read_time").desc(), F.col("batch_id").desc()
+    )
     rows = (
         tables.read("ledger")
         .where(F.col("mode") == "live")

@@ -59,17 +59,20 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_json_logging()
     args = parse_args(argv)
+    from connectors.spark_session import batch_job_conf
     from spark_jobs.persist_pipeline import frozen_partitions_from_environment
 
     try:
         stream = load_stream(args.conf, args.stream)
         frozen = frozen_partitions_from_environment(stream)
+        max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
+        session_conf = batch_job_conf(stream, max_records)
     except (StreamConfigError, ValueError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2
     mode = args.mode or stream.persist.mode
-    max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
-    summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen)
+    summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
+                          session_conf=session_conf)  # fmt: skip
     if args.run_summary:
         args.run_summary.parent.mkdir(parents=True, exist_ok=True)
         args.run_summary.write_text(json.dumps(summary, indent=2) + "\n")
@@ -77,7 +80,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_persist(
-    stream: StreamConfig, mode: str, max_records_per_batch: int, align: bool = True, frozen_partitions: tuple[int, ...] = ()
+    stream: StreamConfig,
+    mode: str,
+    max_records_per_batch: int,
+    align: bool = True,
+    frozen_partitions: tuple[int, ...] = (),
+    session_conf: dict[str, str] | None = None,
 ) -> dict:
     """Run the live persist query; returns a summary of the run: batches, G, the hours it sealed.
 
@@ -96,7 +104,7 @@ def run_persist(
         align=align,
         frozen_partitions=frozen_partitions,
     )
-    return run_pipeline(lake_spark_session(f"tidemark-persist-{stream.name}"), stream, run)
+    return run_pipeline(lake_spark_session(f"tidemark-persist-{stream.name}", session_conf), stream, run)
 
 
 if __name__ == "__main__":

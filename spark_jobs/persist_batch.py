@@ -23,11 +23,11 @@ from spark_jobs.decode_stage import decode_function, decoded_schema
 from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.lake_tables import LakeTables
 from spark_jobs.overlap_guard import OverlapGuard
-from tidemark.batch_planner import partition_watermark_after
+from tidemark.batch_planner import watermark_after
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
 from tidemark.live_routing import LiveRouting
-from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
+from tidemark.planned_range import RECORD_ROW, PlannedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 
@@ -98,7 +98,7 @@ class PersistBatch:
         self._routing = routing
         self._progress = progress
         self._sole_writer = sole_writer
-        self._decode = decode_function(stream)
+        self._decode = decode_function(stream, routing)
         self._decoded_schema = decoded_schema(stream)
         self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
         self.sealed_hours: list[int] = []
@@ -116,15 +116,16 @@ class PersistBatch:
         # output would multiply the Kafka reads.
         decoded = raw.mapInArrow(self._decode, self._decoded_schema).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            ranges = _planned_ranges(decoded)
+            allowed_lateness = self._stream.event_time.allowed_lateness_ms
+            # tidemark.lateness: late below G − allowed_lateness, G of the record's own step (or
+            # live's, see decode_stage); no G yet (the stream's first batches): nothing is.
+            is_late = F.coalesce(F.col("event_time_ms") < F.col("routed_under_ms") - F.lit(allowed_lateness), F.lit(False))
+            # One pass over the batch: its planned ranges and the counts of each step.
+            ranges, step_stats = _batch_summary(decoded, is_late)
             batch = next(iter(ranges.values()))
             g = batch.global_watermark_ms
-            routed_under = self._routed_under(ranges, g)
             valid = decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNull())
-            allowed_lateness = self._stream.event_time.allowed_lateness_ms
-            # tidemark.lateness: late below G − allowed_lateness; no G yet (the stream's first batches): nothing is.
-            is_late = F.coalesce(F.col("event_time_ms") < routed_under - F.lit(allowed_lateness), F.lit(False))
-            stats = _partition_stats(decoded, is_late)
+            stats = _partition_totals(step_stats)
             totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
             if self._mode == "live":
                 insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges))
@@ -132,30 +133,23 @@ class PersistBatch:
                 insert_only = not self._sole_writer
             write = self._insert_missing(ranges) if insert_only else self._tables.append_once
 
-            write(_events(valid.where(~is_late), self._stream, batch_id), "events", app_id, batch_id)
+            write(_events(valid.where(~is_late), self._stream), "events", app_id, batch_id)
             # A replay decodes and routes identically, so an empty output stays empty: skipping
             # its commit loses nothing and saves an idempotent commit per batch.
             if totals["late"]:
-                late = _events(valid.where(is_late), self._stream, batch_id).withColumn(
-                    "global_watermark", F.timestamp_millis(routed_under)
+                late = _events(
+                    valid.where(is_late), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark")
                 )
                 write(late, "late", app_id, batch_id)
             if totals["quarantined"]:
-                write(_quarantine(decoded, batch_id), "quarantine", app_id, batch_id)
+                write(_quarantine(decoded), "quarantine", app_id, batch_id)
             sealed = (
                 self._sealer.newly_sealed(batch.previous_global_watermark_ms, g) if self._mode == "live" else []
             )
             if sealed:
                 self._tables.append_once(self._seals(decoded.sparkSession, sealed, batch, batch_id), "seals", app_id, batch_id)
 
-            watermarks = {
-                p: partition_watermark_after(
-                    planned.state, stats.get(p, {}).get("max_event_time_ms"),
-                    self._stream.event_time.max_out_of_orderness_ms,
-                )  # fmt: skip
-                for p, planned in ranges.items()
-            }
-            ledger = self._ledger(decoded.sparkSession, batch_id, ranges, stats, watermarks, app_id)
+            ledger, watermarks = self._ledger(decoded.sparkSession, ranges, step_stats, app_id)
             self._tables.append_once(ledger, "ledger", app_id, batch_id)
             if self._feedback_dir:
                 write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
@@ -177,32 +171,13 @@ class PersistBatch:
                 "global_watermark": format_optional_event_time(g),
                 "sealed_hours": [format_optional_event_time(h) for h in sealed],
                 "slicing": batch.slicing,
+                **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
                 **({"insert_only": True} if insert_only else {}),
                 **_offsets_without_data(ranges, stats),
                 **_held_by_open_transaction(ranges),
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
-
-    def _routed_under(self, ranges: dict[int, PlannedRange], g: int | None):
-        """The G each record is routed under, as a column: live's G for the offsets live
-        covered (``routing``), else the batch's G (null before the stream's first G)."""
-        from pyspark.sql import functions as F
-
-        own = F.lit(g).cast("bigint")
-        if self._routing is None:
-            return own
-        column = None
-        for planned in ranges.values():
-            for part in self._routing.covering(planned.partition, planned.start_offset, planned.end_offset):
-                within = (
-                    (F.col("source_partition") == part.partition)
-                    & (F.col("source_offset") >= part.start)
-                    & (F.col("source_offset") < part.end)
-                )
-                value = F.lit(part.global_watermark_ms).cast("bigint")
-                column = F.when(within, value) if column is None else column.when(within, value)
-        return own if column is None else column.otherwise(own)
 
     def _insert_missing(self, ranges: dict[int, PlannedRange]):
         """A writer like ``append_once`` that skips the records the lake already holds."""
@@ -213,38 +188,50 @@ class PersistBatch:
 
         return write
 
-    def _ledger(self, spark, batch_id: int, ranges: dict[int, PlannedRange], stats: dict, watermarks: dict, app_id: str):
-        rows = []
+    def _ledger(self, spark, ranges: dict[int, PlannedRange], step_stats: dict, app_id: str):
+        """The batch's ledger rows and W_p after it per partition (what the planner is told).
+
+        One row per step range of every partition (see PlannedRange.steps), under its step's
+        batch id and G. W_p after a step: W_p before it, raised by its records' largest valid
+        event time and by its cut at T, and never below W_p after the partition's step before.
+        """
+        bound = self._stream.event_time.max_out_of_orderness_ms
+        rows, watermarks = [], {}
         for partition, planned in sorted(ranges.items()):
-            partition_stats = stats.get(partition, {})
             state = planned.state
             hold = state.open_transaction
-            rows.append(
-                (
-                    self._stream.name,
-                    batch_id,
-                    partition,
-                    self._mode,
-                    planned.start_offset,
-                    planned.end_offset,
-                    state.log_end,
-                    partition_stats.get("records", 0),
-                    partition_stats.get("quarantined", 0),
-                    partition_stats.get("late", 0),
-                    partition_stats.get("data_records", 0),
-                    _timestamp(partition_stats.get("min_event_time_ms")),
-                    _timestamp(partition_stats.get("max_event_time_ms")),
-                    _timestamp(watermarks[partition]),
-                    _timestamp(planned.global_watermark_ms),
-                    state.status.value,
-                    planned.slicing,
-                    _timestamp(planned.read_time_ms),
-                    _timestamp(hold.since_ms) if hold else None,
-                    bool(hold and hold.held),
-                    app_id,
+            watermark = None
+            for step in planned.steps:
+                counts = step_stats.get((partition, step.seq), {})
+                after = watermark_after(step.watermark_ms, step.next_record_at_least_ms, counts.get("max_event_time_ms"), bound)
+                watermark = after if watermark is None or (after is not None and after > watermark) else watermark
+                rows.append(
+                    (
+                        self._stream.name,
+                        step.seq,
+                        partition,
+                        self._mode,
+                        step.start,
+                        step.end,
+                        state.log_end,
+                        counts.get("records", 0),
+                        counts.get("quarantined", 0),
+                        counts.get("late", 0),
+                        counts.get("data_records", 0),
+                        _timestamp(counts.get("min_event_time_ms")),
+                        _timestamp(counts.get("max_event_time_ms")),
+                        _timestamp(watermark),
+                        _timestamp(step.global_watermark_ms),
+                        state.status.value,
+                        planned.slicing,
+                        _timestamp(planned.read_time_ms),
+                        _timestamp(hold.since_ms) if hold else None,
+                        bool(hold and hold.held),
+                        app_id,
+                    )
                 )
-            )
-        return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS))
+            watermarks[partition] = watermark
+        return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)), watermarks
 
     def _seals(self, spark, hours: list[int], batch: PlannedRange, batch_id: int):
         rows = [
@@ -254,12 +241,51 @@ class PersistBatch:
         return spark.createDataFrame(rows, ddl(SEALS_COLUMNS))
 
 
-def _planned_ranges(decoded) -> dict[int, PlannedRange]:
-    """The batch's range rows (one per partition, tiny): the planned range and its event-time state."""
+def _batch_summary(decoded, is_late) -> tuple[dict[int, PlannedRange], dict[tuple[int, int], dict]]:
+    """One pass over the batch: its planned ranges by partition (from the range rows), and per
+    (partition, step's batch id): data records read, persisted, late, quarantined, and the
+    min/max valid event time (ms)."""
     from pyspark.sql import functions as F
 
-    rows = decoded.where(F.col("row_kind") == RANGE_ROW).select("range_state").collect()
-    return {planned.partition: planned for planned in (PlannedRange.from_text(row.range_state) for row in rows)}
+    record = F.col("row_kind") == RECORD_ROW
+    valid = record & F.col("reject_reason").isNull()
+    rows = (
+        decoded.groupBy("source_partition", "batch_seq")
+        .agg(
+            F.max("range_state").alias("range_state"),
+            F.sum(F.when(valid & ~is_late, 1).otherwise(0)).alias("records"),
+            F.sum(F.when(valid & is_late, 1).otherwise(0)).alias("late"),
+            F.sum(F.when(record & ~valid, 1).otherwise(0)).alias("quarantined"),
+            F.sum(F.when(record, 1).otherwise(0)).alias("data_records"),
+            F.min(F.when(valid, F.col("event_time_ms"))).alias("min_event_time_ms"),
+            F.max(F.when(valid, F.col("event_time_ms"))).alias("max_event_time_ms"),
+        )
+        .collect()
+    )
+    ranges = {}
+    step_stats = {}
+    for row in rows:
+        if row.range_state is not None:
+            planned = PlannedRange.from_text(row.range_state)
+            ranges[planned.partition] = planned
+        else:
+            step_stats[(row.source_partition, row.batch_seq)] = row.asDict()
+    return ranges, step_stats
+
+
+def _partition_totals(step_stats: dict[tuple[int, int], dict]) -> dict[int, dict]:
+    """The per-step counts summed per partition (min/max event time: over the steps)."""
+    totals: dict[int, dict] = {}
+    for (partition, _), counts in step_stats.items():
+        total = totals.setdefault(
+            partition, {"records": 0, "late": 0, "quarantined": 0, "data_records": 0, "min_event_time_ms": None, "max_event_time_ms": None}
+        )
+        for key in ("records", "late", "quarantined", "data_records"):
+            total[key] += counts[key]
+        for key, pick in (("min_event_time_ms", min), ("max_event_time_ms", max)):
+            if counts[key] is not None:
+                total[key] = counts[key] if total[key] is None else pick(total[key], counts[key])
+    return totals
 
 
 def _offset_ranges(ranges: dict[int, PlannedRange]) -> dict[int, tuple[int, int]]:
@@ -277,28 +303,8 @@ def _event_hours(stats: dict) -> set[int]:
     return hours
 
 
-def _partition_stats(decoded, is_late) -> dict[int, dict]:
-    """Per partition: data records read, persisted, late, quarantined, and min/max valid event time."""
-    from pyspark.sql import functions as F
-
-    valid = F.col("reject_reason").isNull()
-    rows = (
-        decoded.where(F.col("row_kind") == RECORD_ROW)
-        .groupBy("source_partition")
-        .agg(
-            F.sum(F.when(valid & ~is_late, 1).otherwise(0)).alias("records"),
-            F.sum(F.when(valid & is_late, 1).otherwise(0)).alias("late"),
-            F.sum(F.when(valid, 0).otherwise(1)).alias("quarantined"),
-            F.count("*").alias("data_records"),
-            F.min(F.when(valid, F.col("event_time_ms"))).alias("min_event_time_ms"),
-            F.max(F.when(valid, F.col("event_time_ms"))).alias("max_event_time_ms"),
-        )
-        .collect()
-    )
-    return {row.source_partition: row.asDict() for row in rows}
-
-
-def _events(records, stream: StreamConfig, batch_id: int):
+def _events(records, stream: StreamConfig, *extra_columns):
+    """The events table's columns of ``records`` (decoded rows), then ``extra_columns``."""
     from pyspark.sql import functions as F
 
     event_time = F.timestamp_millis(F.col("event_time_ms"))
@@ -309,13 +315,14 @@ def _events(records, stream: StreamConfig, batch_id: int):
         event_time.alias("event_time"),
         F.col("record_key"),
         *[F.col(field.name) for field in stream.payload.fields],
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.col("batch_seq").alias("batch_id"),
         F.to_date(event_time).alias("event_date"),
         F.hour(event_time).alias("event_hour"),
+        *extra_columns,
     )
 
 
-def _quarantine(decoded, batch_id: int):
+def _quarantine(decoded):
     from pyspark.sql import functions as F
 
     return decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNotNull()).select(
@@ -326,7 +333,7 @@ def _quarantine(decoded, batch_id: int):
         F.col("value").alias("raw_value"),
         F.col("reject_reason").alias("reason"),
         F.col("reject_detail").alias("detail"),
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
+        F.col("batch_seq").alias("batch_id"),
         F.timestamp_millis(F.col("read_time_ms")).alias("read_time"),
     )
 

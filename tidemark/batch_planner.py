@@ -11,6 +11,14 @@ its next record at or beyond T, so their watermarks rise to (next record time âˆ
 rises with them and T passes the earliest next record. This needs max_drift > max out-of-
 orderness (checked by the stream configuration).
 
+A batch may pack several such steps (``plan_batch``): after the first, each further step is
+planned from the one before by the same rule, up to the row budget. Without the decoded
+feedback of the steps before it (the batch is planned before it is read), a further step
+raises W_p only by what the time index proves, which is never more than the feedback would:
+its G is a G the one-step planner could also have reached, so every step keeps the alignment
+guarantee. Packing stops when a step would read nothing (a partition that needs its own records'
+event times to let G pass holds it, until the next batch brings the feedback).
+
 Offsets without data records (transaction markers, aborted transactions, compacted offsets) are
 stepped over (see tidemark.aligned_slices), and a partition whose readable end stands still
 below its written end is tracked as held by an open transaction (tidemark.open_transaction).
@@ -18,6 +26,7 @@ below its written end is tracked as held by an open transaction (tidemark.open_t
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable, Mapping
 
@@ -27,7 +36,7 @@ from tidemark.open_transaction import track_open_transaction
 from tidemark.partition_status import PartitionStatus, partition_status
 from tidemark.partition_watermark import PartitionWatermark
 from tidemark.record_count_slices import plan_record_count_slices
-from tidemark.source_state import EVENT_TIME_SLICING, RECORD_COUNT_SLICING, PartitionState, SourceState
+from tidemark.source_state import EVENT_TIME_SLICING, RECORD_COUNT_SLICING, PartitionState, PlannedStep, SourceState
 
 # Each round raises G by at least max_drift âˆ’ bound; this only stops a broken index looping forever.
 _MAX_ROUNDS = 10_000
@@ -81,6 +90,53 @@ class BatchPlanner:
             return 0
         last = index.last_record_time(partition, log_end)
         return 0 if last is None else min(last, now)
+
+    def plan_batch(
+        self,
+        previous: SourceState,
+        log_ends: Mapping[int, int],
+        feedback: Mapping[int, int | None],
+        index: LogTimeIndex,
+        max_records: int | None,
+        unstable_ends: Mapping[int, tuple[int, int]] | None = None,
+    ) -> SourceState:
+        """The next batch: one step (``plan``), or with alignment and a row budget as many
+        consecutive aligned steps as the budget holds; ``previous`` when there is nothing to do.
+
+        Without a row budget a batch is one step: the budget is what bounds a batch's memory.
+        The state returned is the last step's, with ``steps`` listing every step when there are
+        several; the steps share the batch's read time and are numbered plan_seq - n + 1 ..
+        plan_seq (the batch ids of the ledger).
+        """
+        first = self.plan(previous, log_ends, feedback, index, max_records, unstable_ends)
+        if first is previous or first.target_ms is None or max_records is None:
+            return first
+        steps = [first]
+        budget = max_records - _offsets_read(previous, first)
+        while budget > 0:
+            following = self.plan(steps[-1], log_ends, {}, index, budget, unstable_ends)
+            read = _offsets_read(steps[-1], following)
+            if following is steps[-1] or read == 0 or following.target_ms is None:
+                break
+            steps.append(following)
+            budget -= read
+        if len(steps) == 1:
+            return first
+        before = [previous, *steps[:-1]]
+        planned_steps = []
+        for earlier, step in zip(before, steps):
+            read = [p for p, state in step.partitions.items() if state.position != earlier.partitions[p].position]
+            planned_steps.append(
+                PlannedStep(
+                    step.global_watermark_ms,
+                    step.target_ms,
+                    {p: step.partitions[p].position for p in read},
+                    {p: step.partitions[p].watermark_ms for p in read},
+                    {p: step.partitions[p].next_record_at_least_ms for p in read},
+                )
+            )
+        # Every step took a plan_seq (plan numbers them one by one): the batch is its last.
+        return dataclasses.replace(steps[-1], read_time_ms=first.read_time_ms, steps=tuple(planned_steps))
 
     def plan(
         self,
@@ -224,15 +280,31 @@ class BatchPlanner:
         return int(self._clock() * 1000)
 
 
+def _offsets_read(before: SourceState, after: SourceState) -> int:
+    """Offsets the step from ``before`` to ``after`` reads, over all partitions."""
+    return sum(state.position - before.partitions[p].position for p, state in after.partitions.items() if p in before.partitions)
+
+
 def partition_watermark_after(
     state: PartitionState, max_valid_event_time_ms: int | None, max_out_of_orderness_ms: int
 ) -> int | None:
     """W_p once a batch planned as ``state`` is persisted: raised by the largest valid event time
     it admitted and by the time-index bound of its slice. The persist job reports this back to
     the planner; a rejected record has no valid event time, so it never moves W_p."""
-    watermark = PartitionWatermark(max_out_of_orderness_ms, state.watermark_ms)
+    return watermark_after(state.watermark_ms, state.next_record_at_least_ms, max_valid_event_time_ms, max_out_of_orderness_ms)
+
+
+def watermark_after(
+    watermark_ms: int | None,
+    next_record_at_least_ms: int | None,
+    max_valid_event_time_ms: int | None,
+    max_out_of_orderness_ms: int,
+) -> int | None:
+    """W_p after a slice: W_p before it (``watermark_ms``) raised by the largest valid event time
+    it admitted and, when it was cut at T, by "the next record is >= T"."""
+    watermark = PartitionWatermark(max_out_of_orderness_ms, watermark_ms)
     if max_valid_event_time_ms is not None:
         watermark.on_event(max_valid_event_time_ms)
-    if state.next_record_at_least_ms is not None:
-        watermark.on_next_record_at_least(state.next_record_at_least_ms)
+    if next_record_at_least_ms is not None:
+        watermark.on_next_record_at_least(next_record_at_least_ms)
     return watermark.current_ms

@@ -42,6 +42,15 @@ class LiveRouting:
     def __len__(self) -> int:
         return sum(len(ranges) for ranges in self._by_partition.values())
 
+    def global_watermark_at(self, partition: int, offset: int) -> int | None:
+        """The G live routed the record at ``offset`` of ``partition`` under; None if live never
+        covered that offset."""
+        first = bisect_right(self._starts.get(partition, []), offset) - 1
+        if first < 0:
+            return None
+        routed = self._by_partition[partition][first]
+        return routed.global_watermark_ms if offset < routed.end else None
+
     def covering(self, partition: int, start: int, end: int) -> list[RoutedRange]:
         """The parts of [start, end) of ``partition`` live routed, clipped to it, in offset order."""
         ranges = self._by_partition.get(partition, [])

@@ -7,7 +7,9 @@ the ledger from those rows alone, so a replayed batch decides exactly as its fir
 
 The raw rows a source yields (``RAW_RECORD_SCHEMA``) are of two kinds: ``RANGE_ROW`` (one per
 partition and batch, ``range_state`` holds ``PlannedRange.to_text()``) and ``RECORD_ROW`` (one per
-data record of the range, ``range_state`` null).
+data record of the range, ``range_state`` null, ``batch_seq`` the aligned step it was planned in
+(StepRange.seq: its batch in the ledger) and ``global_watermark_ms`` that step's G, the G it is
+routed under unless live routed it).
 """
 
 from __future__ import annotations
@@ -20,10 +22,33 @@ from tidemark.source_state import PartitionState, SourceState
 RAW_RECORD_SCHEMA = (
     "row_kind STRING, source_partition INT, source_offset BIGINT, log_timestamp_ms BIGINT, "
     "record_key BINARY, value BINARY, range_end BIGINT, log_end_offset BIGINT, read_time_ms BIGINT, "
-    "range_state STRING"
+    "range_state STRING, batch_seq BIGINT, global_watermark_ms BIGINT"
 )
 RANGE_ROW = "range"
 RECORD_ROW = "record"
+
+
+@dataclass(frozen=True)
+class StepRange:
+    """Offsets [start, end) of one partition read in one aligned step of a batch: the step's
+    number ``seq`` (its batch id in the ledger), the G it is routed under and its target T, W_p
+    before it and, when it was cut at T, that bound (ms, UTC)."""
+
+    seq: int
+    start: int
+    end: int
+    global_watermark_ms: int | None
+    target_ms: int | None
+    watermark_ms: int | None
+    next_record_at_least_ms: int | None
+
+    def to_json(self) -> list:
+        return [self.seq, self.start, self.end, self.global_watermark_ms, self.target_ms, self.watermark_ms,
+                self.next_record_at_least_ms]  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: list) -> "StepRange":
+        return cls(*data)
 
 
 @dataclass(frozen=True)
@@ -35,6 +60,11 @@ class PlannedRange:
     range of a batch: G the records are routed under, the G before it (hours sealed by the step
     from one to the other), T when slicing by event time, and the read time (the "now" of the
     future guard). Times in ms since the epoch, UTC.
+
+    ``steps``: the range cut by the batch's aligned steps (see tidemark.source_state), the steps
+    in which this partition read, in order, and always the batch's last step (possibly empty).
+    A one-step batch has one: the whole range under the batch's G. The global_watermark_ms of
+    the range itself is the last step's.
     """
 
     partition: int
@@ -46,6 +76,7 @@ class PlannedRange:
     previous_global_watermark_ms: int | None
     target_ms: int | None
     state: PartitionState
+    steps: tuple[StepRange, ...] = ()
 
     @property
     def end_offset(self) -> int:
@@ -62,20 +93,24 @@ class PlannedRange:
 
         A partition new in ``after`` starts at its own position: its first range is empty.
         """
-        return [
-            cls(
-                partition=partition,
-                start_offset=before.partitions.get(partition, state).position,
-                plan_seq=after.plan_seq,
-                slicing=after.slicing,
-                read_time_ms=after.read_time_ms,
-                global_watermark_ms=after.global_watermark_ms,
-                previous_global_watermark_ms=before.global_watermark_ms,
-                target_ms=after.target_ms,
-                state=state,
+        ranges = []
+        for partition, state in sorted(after.partitions.items()):
+            start = before.partitions.get(partition, state).position
+            ranges.append(
+                cls(
+                    partition=partition,
+                    start_offset=start,
+                    plan_seq=after.plan_seq,
+                    slicing=after.slicing,
+                    read_time_ms=after.read_time_ms,
+                    global_watermark_ms=after.global_watermark_ms,
+                    previous_global_watermark_ms=before.global_watermark_ms,
+                    target_ms=after.target_ms,
+                    state=state,
+                    steps=_step_ranges(after, partition, start),
+                )
             )
-            for partition, state in sorted(after.partitions.items())
-        ]
+        return ranges
 
     def to_text(self) -> str:
         return json.dumps(
@@ -89,6 +124,7 @@ class PlannedRange:
                 "previous_global_watermark_ms": self.previous_global_watermark_ms,
                 "target_ms": self.target_ms,
                 "state": self.state.to_json(),
+                "steps": [step.to_json() for step in self.steps],
             }
         )
 
@@ -105,4 +141,32 @@ class PlannedRange:
             previous_global_watermark_ms=data["previous_global_watermark_ms"],
             target_ms=data["target_ms"],
             state=PartitionState.from_json(data["state"]),
+            steps=tuple(StepRange.from_json(step) for step in data.get("steps", ())),
         )
+
+
+def _step_ranges(after: SourceState, partition: int, start: int) -> tuple[StepRange, ...]:
+    """The steps of the batch ``after`` in which ``partition`` (from offset ``start``) read, and
+    the last step in any case (its range possibly empty)."""
+    state = after.partitions[partition]
+    end = state.position
+    if not after.steps:
+        return (
+            StepRange(after.plan_seq, start, end, after.global_watermark_ms, after.target_ms, state.watermark_ms,
+                      state.next_record_at_least_ms),
+        )  # fmt: skip
+    ranges, position = [], start
+    first_seq = after.plan_seq - len(after.steps) + 1
+    last = len(after.steps) - 1
+    for index, step in enumerate(after.steps):
+        step_end = max(min(step.ends.get(partition, position), end), position)
+        if index == last:
+            # The last step ends where the batch does (also for offsets past the steps' ends: a
+            # partition discovered or unfrozen in this batch), with the batch's own state.
+            ranges.append(StepRange(first_seq + index, position, end, step.global_watermark_ms, step.target_ms,
+                                    state.watermark_ms, state.next_record_at_least_ms))  # fmt: skip
+        elif step_end > position:
+            ranges.append(StepRange(first_seq + index, position, step_end, step.global_watermark_ms, step.target_ms,
+                                    step.watermarks.get(partition), step.cuts.get(partition)))  # fmt: skip
+            position = step_end
+    return tuple(ranges)

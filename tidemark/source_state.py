@@ -4,6 +4,11 @@ One ``SourceState`` is the end offset of one planned batch: where each partition
 and the event-time state the batch is processed under (each partition's watermark and status,
 the global watermark G). Because Spark checkpoints offsets before a batch runs, the state
 survives restarts, and a replayed batch is routed and sealed exactly like its first run.
+
+A batch may hold several aligned steps (``steps``): consecutive slices, each planned by the
+same rule with its own G and T, packed into one Spark micro-batch up to the row budget so that
+the fixed cost of a batch is paid once per budget, not once per max_drift of event time. Each
+record is routed under the G of its own step.
 """
 
 from __future__ import annotations
@@ -56,13 +61,49 @@ class PartitionState:
 
 
 @dataclass(frozen=True)
+class PlannedStep:
+    """One aligned step of a batch: the G its records are routed under and its target T (ms,
+    UTC); per partition that read in it, the end offset (exclusive) of its slice (``ends``), W_p
+    before the step (``watermarks``) and, when the slice was cut at T, that bound (``cuts``)."""
+
+    global_watermark_ms: int | None
+    target_ms: int | None
+    ends: dict[int, int]
+    watermarks: dict[int, int | None] = field(default_factory=dict)
+    cuts: dict[int, int | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "global_watermark_ms": self.global_watermark_ms,
+            "target_ms": self.target_ms,
+            "ends": {str(p): [end, self.watermarks.get(p), self.cuts.get(p)] for p, end in sorted(self.ends.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PlannedStep":
+        ends = {int(p): values for p, values in data["ends"].items()}
+        return cls(
+            data["global_watermark_ms"],
+            data["target_ms"],
+            {p: values[0] for p, values in ends.items()},
+            {p: values[1] for p, values in ends.items()},
+            {p: values[2] for p, values in ends.items()},
+        )
+
+
+@dataclass(frozen=True)
 class SourceState:
-    plan_seq: int  # -1 for the initial offset, then +1 per planned batch
+    # -1 for the initial offset, then +1 per aligned step planned: a batch of n steps is numbered
+    # by its last, its steps are plan_seq - n + 1 .. plan_seq (each is a batch in the ledger).
+    plan_seq: int
     read_time_ms: int  # when the batch was planned: the "now" of the future guard
     slicing: str  # event_time (aligned) or record_count
     global_watermark_ms: int | None  # G the batch's records are routed and sealed under
     target_ms: int | None  # T = G + max_drift, when slicing is event_time
     partitions: dict[int, PartitionState] = field(default_factory=dict)
+    # The batch's aligned steps in order, the last one with this state's G and T; empty when
+    # the batch is a single step (the state itself).
+    steps: tuple[PlannedStep, ...] = ()
 
     def positions(self) -> dict[int, int]:
         return {p: state.position for p, state in self.partitions.items()}
@@ -76,6 +117,7 @@ class SourceState:
             "global_watermark_ms": self.global_watermark_ms,
             "target_ms": self.target_ms,
             "partitions": {str(p): state.to_json() for p, state in sorted(self.partitions.items())},
+            **({"steps": [step.to_json() for step in self.steps]} if self.steps else {}),
         }
 
     @classmethod
@@ -87,4 +129,5 @@ class SourceState:
             global_watermark_ms=offset.get("global_watermark_ms"),
             target_ms=offset.get("target_ms"),
             partitions={int(p): PartitionState.from_json(state) for p, state in offset["partitions"].items()},
+            steps=tuple(PlannedStep.from_json(step) for step in offset.get("steps", ())),
         )

@@ -107,6 +107,9 @@ class PersistSettings:
     trigger_interval_ms: int
     max_records_per_batch: int
     spark_conn_id: str
+    # The driver heap of the jobs that read the stream in batches (MiB); None: sized to the row
+    # budget (tidemark.batch_memory).
+    driver_memory_mib: int | None = None
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,15 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
         trigger_interval_ms=persist_section.duration("trigger_interval", default="30s", minimum_ms=1),
         max_records_per_batch=persist_section.positive_int("max_records_per_batch", default=200_000),
         spark_conn_id=persist_section.text("spark_conn_id", default="spark_default"),
+        driver_memory_mib=persist_section.memory_mib("driver_memory"),
     )
+    if persist.driver_memory_mib is not None:
+        from tidemark.batch_memory import BatchMemoryError, check_batch_fits
+
+        try:
+            check_batch_fits(persist.max_records_per_batch, payload, persist.driver_memory_mib, "persist.driver_memory")
+        except BatchMemoryError as error:
+            persist_section.fail("max_records_per_batch", str(error).removeprefix("persist.max_records_per_batch: "))
     persist_section.reject_unknown()
     quality = _parse_quality(section.optional_section("quality"))
     backfill = _parse_backfill(section.optional_section("backfill"))
@@ -446,6 +457,16 @@ class _Section:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             self.fail(key, f"expected a whole number >= {minimum}, got {value!r}")
         return value
+
+    def memory_mib(self, key: str) -> int | None:
+        """An optional amount of memory like ``768m`` or ``2g`` (JVM style), in MiB; None if unset."""
+        value = self._raw(key, None)
+        if value is None:
+            return None
+        match = re.fullmatch(r"\s*(\d+)\s*([mMgG])\s*", str(value))
+        if not match or int(match.group(1)) == 0:
+            self.fail(key, f"expected an amount of memory like 768m or 2g, got {value!r}")
+        return int(match.group(1)) * (1024 if match.group(2).lower() == "g" else 1)
 
     def duration(self, key: str, default: Any = None, minimum_ms: int = 0) -> int:
         value = self._raw(key, _REQUIRED if default is None else default)

@@ -48,6 +48,9 @@ QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
 
 LEDGER_COLUMNS = [
     ("stream", "STRING"),
+    # The batch: one aligned step, with its own G. A Spark micro-batch packs consecutive steps
+    # up to the row budget (tidemark.batch_planner.plan_batch): it writes a row per step a
+    # partition read in, and one per partition for its last step.
     ("batch_id", "BIGINT"),
     ("source_partition", "INT"),
     ("mode", "STRING"),  # live | backfill | recovery

@@ -50,10 +50,15 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         from stack.jars import delta_classpath
         from tidemark.stream_config import StreamConfigError, load_stream
 
+        from tidemark.batch_memory import persist_driver_memory_mib
+
         try:
             stream = load_stream(self.conf_path, self.stream)
             self._classpath = delta_classpath()
-        except (StreamConfigError, RuntimeError) as error:
+            # The driver's heap is sized to the stream's row budget; one that cannot fit fails here.
+            machine_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+            self._driver_memory = f"{persist_driver_memory_mib(stream, machine_mib)}m"
+        except (StreamConfigError, RuntimeError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream
 
@@ -65,6 +70,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         self.conf = {
             "spark.driver.extraClassPath": self._classpath,
             "spark.executor.extraClassPath": self._classpath,
+            "spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", self._driver_memory),
             **(self.conf or {}),
         }
         self.env_vars = {
