@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install up down status demo test unit bench bench-alignment clean
+.PHONY: install up down status demo test unit bench bench-persist bench-alignment clean
 
 # Reinstall only when the dependency list changes.
 $(INSTALLED): pyproject.toml
@@ -39,7 +39,12 @@ test: install
 unit: install
 	$(PY) -m pytest tests/unit
 
+# Catch-up side by side (issue 9): tidemark vs Spark's own Kafka source, read and write ceilings,
+# sparse backlogs, memory, continuous latency; results in benchmarks/results/catch_up_side_by_side.*
 bench: install
+	$(PY) benchmarks/catch_up_side_by_side.py
+
+bench-persist: install
 	$(PY) benchmarks/persist_throughput.py
 
 bench-alignment: install

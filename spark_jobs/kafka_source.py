@@ -77,6 +77,9 @@ class KafkaSourceOptions:
     pinned_global_watermark_ms: int | None = None
     resume_from: dict | None = None
     frozen_partitions: tuple[int, ...] = ()
+    # spark_jobs.decode_stage.DecodeSpec as JSON: read() decodes what it reads (the persist job);
+    # None: read() yields raw rows (RAW_RECORD_SCHEMA).
+    decode: str | None = None
 
     def to_options(self) -> dict[str, str]:
         import json
@@ -104,6 +107,8 @@ class KafkaSourceOptions:
             options["resume_from"] = json.dumps(self.resume_from)
         if self.frozen_partitions:
             options["frozen_partitions"] = ",".join(str(p) for p in self.frozen_partitions)
+        if self.decode is not None:
+            options["decode"] = self.decode
         return options
 
     @classmethod
@@ -133,6 +138,7 @@ class KafkaSourceOptions:
             _whole_number(options, "pinned_global_watermark_ms", None),
             _json_object(options, "resume_from"),
             _partition_list(options.get("frozen_partitions")),
+            _decode_spec(options.get("decode")),
         )
 
 
@@ -175,6 +181,19 @@ def _json_object(options: dict, key: str) -> dict | None:
     return value
 
 
+def _decode_spec(text: str | None) -> str | None:
+    """The decode option, checked once when the query starts (kept as text: it travels to the tasks)."""
+    if text is None:
+        return None
+    from spark_jobs.decode_stage import DecodeSpec
+
+    try:
+        DecodeSpec.from_json(text)
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"Option 'decode' must be a decode spec (spark_jobs.decode_stage.DecodeSpec): {error}") from None
+    return text
+
+
 def _partition_list(text: str | None) -> tuple[int, ...]:
     if not text:
         return ()
@@ -208,7 +227,12 @@ class KafkaLogSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
-        return RAW_RECORD_SCHEMA
+        decode = self.options.get("decode")
+        if decode is None:
+            return RAW_RECORD_SCHEMA
+        from spark_jobs.decode_stage import DecodeSpec
+
+        return DecodeSpec.from_json(decode).schema()
 
     def streamReader(self, schema) -> "KafkaLogReader":
         return KafkaLogReader(KafkaSourceOptions.parse(dict(self.options)))
@@ -448,11 +472,16 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from connectors.kafka_log import read_range
 
         planned = PlannedRange.from_text(partition.range_state)
-        yield _range_batch(pa, partition)
+        decode = lambda batch: batch  # noqa: E731 - raw rows
+        if self._options.decode is not None:
+            from spark_jobs.decode_stage import DecodeSpec
+
+            decode = DecodeSpec.from_json(self._options.decode).decoder().decode
+        yield decode(_range_batch(pa, partition))
         for records in read_range(
             partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end
         ):
-            yield _record_batch(pa, partition, planned, records)
+            yield decode(_record_batch(pa, partition, planned, records))
 
     def __getstate__(self):
         # The driver's Kafka client stays in the driver.

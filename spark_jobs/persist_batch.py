@@ -19,14 +19,12 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from spark_jobs.decode_stage import decode_function, decoded_schema
 from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.lake_tables import LakeTables
 from spark_jobs.overlap_guard import OverlapGuard
 from tidemark.batch_planner import watermark_after
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
-from tidemark.live_routing import LiveRouting
 from tidemark.planned_range import RECORD_ROW, PlannedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
@@ -66,10 +64,10 @@ class PersistBatch:
 
     ``sole_writer``: this query is the only writer the tables ever had (a backfill's own shadow
     set), so its replays are all it must guard against and idempotent appends suffice.
-    ``routing`` (backfill, recovery): the G live routed each offset under
-    (tidemark.live_routing); records at offsets live covered are routed under that G, others
-    under the batch's own. ``progress`` is called after each batch with the batch's planned
-    ranges and its counts (records, late, quarantined).
+    Its input is the source's decoded rows (spark_jobs.decode_stage): each says the G it is
+    routed under (its step's; for backfill and recovery, live's where live covered it).
+    ``progress`` is called after each batch with the batch's planned ranges and its counts
+    (records, late, quarantined).
 
     After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed,
     ``global_watermark_ms`` the last G it persisted under, ``event_hours`` the event-time hours
@@ -85,7 +83,6 @@ class PersistBatch:
         mode: str = "live",
         feedback_dir: str | None = None,
         guard: OverlapGuard | None = None,
-        routing: LiveRouting | None = None,
         progress=None,
         sole_writer: bool = False,
     ):
@@ -95,11 +92,8 @@ class PersistBatch:
         self._mode = mode
         self._feedback_dir = feedback_dir
         self._guard = guard
-        self._routing = routing
         self._progress = progress
         self._sole_writer = sole_writer
-        self._decode = decode_function(stream, routing)
-        self._decoded_schema = decoded_schema(stream)
         self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
         self.sealed_hours: list[int] = []
         self.global_watermark_ms: int | None = None
@@ -114,7 +108,7 @@ class PersistBatch:
         app_id = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
         # Decoded once and kept: every output derives from it, and reading the log again per
         # output would multiply the Kafka reads.
-        decoded = raw.mapInArrow(self._decode, self._decoded_schema).persist(StorageLevel.MEMORY_AND_DISK)
+        decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             allowed_lateness = self._stream.event_time.allowed_lateness_ms
             # tidemark.lateness: late below G − allowed_lateness, G of the record's own step (or
@@ -133,9 +127,10 @@ class PersistBatch:
                 insert_only = not self._sole_writer
             write = self._insert_missing(ranges) if insert_only else self._tables.append_once
 
-            write(_events(valid.where(~is_late), self._stream), "events", app_id, batch_id)
             # A replay decodes and routes identically, so an empty output stays empty: skipping
-            # its commit loses nothing and saves an idempotent commit per batch.
+            # its commit loses nothing and saves an idempotent commit (about a second) each time.
+            if totals["records"]:
+                write(_events(valid.where(~is_late), self._stream), "events", app_id, batch_id)
             if totals["late"]:
                 late = _events(
                     valid.where(is_late), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark")
@@ -144,7 +139,9 @@ class PersistBatch:
             if totals["quarantined"]:
                 write(_quarantine(decoded), "quarantine", app_id, batch_id)
             sealed = (
-                self._sealer.newly_sealed(batch.previous_global_watermark_ms, g) if self._mode == "live" else []
+                self._sealer.newly_sealed_by_steps(batch.previous_global_watermark_ms, _step_watermarks(ranges))
+                if self._mode == "live"
+                else []
             )
             if sealed:
                 self._tables.append_once(self._seals(decoded.sparkSession, sealed, batch, batch_id), "seals", app_id, batch_id)
@@ -271,6 +268,13 @@ def _batch_summary(decoded, is_late) -> tuple[dict[int, PlannedRange], dict[tupl
         else:
             step_stats[(row.source_partition, row.batch_seq)] = row.asDict()
     return ranges, step_stats
+
+
+def _step_watermarks(ranges: dict[int, PlannedRange]) -> list[int | None]:
+    """The G of each aligned step of the batch, in step order (every step has a range in some
+    partition: a step that reads nothing is never planned, and the last is in every range)."""
+    by_seq = {step.seq: step.global_watermark_ms for planned in ranges.values() for step in planned.steps}
+    return [by_seq[seq] for seq in sorted(by_seq)]
 
 
 def _partition_totals(step_stats: dict[tuple[int, int], dict]) -> dict[int, dict]:

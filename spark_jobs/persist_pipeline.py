@@ -73,8 +73,11 @@ def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ)
     return tuple(sorted(frozen))
 
 
-def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, resume_from: dict | None = None):
-    """The source's options for ``run`` of ``stream``: built here once, from the typed config."""
+def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, resume_from: dict | None = None, routing=None):
+    """The source's options for ``run`` of ``stream``: built here once, from the typed config.
+    The source decodes what it reads (spark_jobs.decode_stage), routing the offsets live covered
+    under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given."""
+    from spark_jobs.decode_stage import DecodeSpec
     from spark_jobs.kafka_source import KafkaSourceOptions
 
     tolerances = stream.event_time
@@ -94,6 +97,7 @@ def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, res
         pinned_global_watermark_ms=run.pinned_global_watermark_ms,
         resume_from=resume_from,
         frozen_partitions=run.frozen_partitions,
+        decode=DecodeSpec(stream.payload, tolerances.max_future_skew_ms, routing.ranges() if routing else ()).to_json(),
     )
 
 
@@ -128,12 +132,14 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
             }
         )
     feedback_dir = _feedback_dir(stream, run)
-    options = source_options(stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None)
+    options = source_options(
+        stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None, routing
+    )
     raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
     guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None) if run.mode == "live" else None
     persist_batch = PersistBatch(
-        stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, routing=routing, progress=progress,
+        stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
         # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
         # reuse one): appending idempotently is exactly-once there, and cheaper than a MERGE.
         sole_writer=run.shadow is not None,

@@ -37,3 +37,13 @@ class HourSealer:
         else:
             first = hour_start_ms(previous_ms - self._allowed_lateness_ms)  # first hour still open then
         return list(range(first, last + 1, HOUR_MS)) if last >= first else []
+
+    def newly_sealed_by_steps(self, previous_ms: int | None, step_watermarks_ms: list[int | None]) -> list[int]:
+        """Starts of the hours sealed by a batch of aligned steps, G moving from ``previous_ms``
+        through each step's G in turn (ascending): the same hours as one batch per step, also
+        when the batch holds the stream's first G."""
+        sealed: list[int] = []
+        for current_ms in step_watermarks_ms:
+            sealed += self.newly_sealed(previous_ms, current_ms)
+            previous_ms = current_ms if current_ms is not None else previous_ms
+        return sealed

@@ -39,6 +39,10 @@ class LiveRouting:
                 self._by_partition.setdefault(routed.partition, []).append(routed)
         self._starts = {p: [r.start for r in rs] for p, rs in self._by_partition.items()}
 
+    def ranges(self) -> tuple[RoutedRange, ...]:
+        """Every routed range, by partition and offset."""
+        return tuple(routed for partition in sorted(self._by_partition) for routed in self._by_partition[partition])
+
     def __len__(self) -> int:
         return sum(len(ranges) for ranges in self._by_partition.values())
 
