@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -40,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.spark_kafka_events import events_from_kafka_rows, kafka_delta_session  # noqa: E402
+from spark_jobs.persist_batch import QueryIdentity  # noqa: E402
 from tidemark.stream_config import load_stream  # noqa: E402
 from tidemark.table_schemas import EVENTS_PARTITIONING  # noqa: E402
 
@@ -94,24 +94,6 @@ def _parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-class QueryId:
-    """The streaming query's id: known once start() returns, while the first batch may already be
-    running, so the batch function waits for it (at most ``timeout_s``)."""
-
-    def __init__(self):
-        self._id: str | None = None
-        self._known = threading.Event()
-
-    def set(self, query_id: str) -> None:
-        self._id = query_id
-        self._known.set()
-
-    def get(self, timeout_s: float = 120.0) -> str:
-        if not self._known.wait(timeout_s):
-            raise RuntimeError("the streaming query's id was never set")
-        return self._id
-
-
 class EventsBatchWriter:
     """The foreachBatch function: one idempotent, partitioned append per micro-batch, with the
     batch's figures observed while it is written (no second pass over the batch)."""
@@ -119,7 +101,7 @@ class EventsBatchWriter:
     def __init__(self, stream, table_path: str):
         self._stream = stream
         self._table_path = table_path
-        self.query_id = QueryId()
+        self.query_id = QueryIdentity()
         self.batches: list[dict] = []
 
     def __call__(self, batch, batch_id: int) -> None:
