@@ -126,3 +126,17 @@ def test_step_ranges_cut_each_range_contiguously_numbered_like_the_ledger():
         assert planned.steps[-1].seq == batch.plan_seq, "every partition has a row in the last step"
         assert all(step.seq in seqs for step in planned.steps)
         assert all(step.end > step.start for step in planned.steps[:-1]), "earlier steps only where it read"
+
+
+def test_a_batch_of_steps_seals_the_hours_one_batch_per_step_would():
+    from tidemark.hour_sealer import HourSealer
+
+    sealer = HourSealer(LATENESS)
+    step_watermarks = [START + i * DRIFT for i in range(12)]  # three hours of 15-minute steps
+    one_by_one, previous = [], None
+    for g in step_watermarks:
+        one_by_one += sealer.newly_sealed(previous, g)
+        previous = g
+    assert sealer.newly_sealed_by_steps(None, step_watermarks) == one_by_one
+    assert len(one_by_one) >= 2, "the stream's first batch seals every hour its steps passed"
+    assert sealer.newly_sealed_by_steps(START, [None, START + 3 * HOUR]) == sealer.newly_sealed(START, START + 3 * HOUR)
