@@ -1,0 +1,50 @@
+"""The decode stage the source runs in read(): decoded columns, the G each record is routed
+under, and raw bytes kept only for what goes to quarantine. Arrow only, no Spark."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from spark_jobs.decode_stage import DecodeSpec
+from tidemark.live_routing import RoutedRange
+from tidemark.planned_range import RANGE_ROW, RECORD_ROW
+from tidemark.stream_config import PayloadField, PayloadSchema
+
+PAYLOAD = PayloadSchema("event_time", "iso8601", (PayloadField("device_id", "string", True),), 65_536)
+NOW = 1_763_800_000_000
+STEP_G = NOW - 3_600_000
+LIVE_G = NOW - 7_200_000
+
+
+def _raw(rows):
+    names = ["row_kind", "source_partition", "source_offset", "log_timestamp_ms", "record_key", "value", "range_end",
+             "log_end_offset", "read_time_ms", "range_state", "batch_seq", "global_watermark_ms"]  # fmt: skip
+    types = [pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.binary(), pa.binary(), pa.int64(), pa.int64(),
+             pa.int64(), pa.string(), pa.int64(), pa.int64()]  # fmt: skip
+    return pa.RecordBatch.from_arrays([pa.array([r.get(n) for r in rows], t) for n, t in zip(names, types)], names=names)
+
+
+def _record(offset, value):
+    return {"row_kind": RECORD_ROW, "source_partition": 1, "source_offset": offset, "value": value, "read_time_ms": NOW,
+            "batch_seq": 7, "global_watermark_ms": STEP_G}  # fmt: skip
+
+
+def test_records_are_decoded_routed_under_their_step_or_live_and_only_rejects_keep_their_bytes():
+    spec = DecodeSpec(PAYLOAD, 300_000, (RoutedRange(1, 10, 11, LIVE_G),))
+    spec = DecodeSpec.from_json(spec.to_json())  # as the tasks receive it
+    good = json.dumps({"event_time": "2025-11-22T08:00:00Z", "device_id": "d1"}).encode()
+    batch = _raw([{"row_kind": RANGE_ROW, "source_partition": 1, "range_state": "{}"},
+                  _record(10, good), _record(11, good), _record(12, b"{not json")])  # fmt: skip
+
+    decoded = spec.decoder().decode(batch).to_pylist()
+
+    range_row, live_covered, own_step, rejected = decoded
+    assert range_row["range_state"] == "{}" and range_row["event_time_ms"] is None and range_row["reject_reason"] is None
+    assert live_covered["routed_under_ms"] == LIVE_G, "an offset live covered keeps live's G"
+    assert own_step["routed_under_ms"] == STEP_G, "else the G of the step it was planned in"
+    assert own_step["device_id"] == "d1" and own_step["event_time_ms"] == 1_763_798_400_000
+    assert own_step["value"] is None, "a valid record's raw bytes are not carried into the cached batch"
+    assert rejected["reject_reason"] == "malformed_json" and rejected["value"] == b"{not json"
+    assert spec.schema().count(",") == len(decoded[0]) - 1, "the schema names every column it yields"
