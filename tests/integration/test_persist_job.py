@@ -60,7 +60,7 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     lake = tmp_path / "lake" / "telemetry"
     events = spark.read.format("delta").load(str(lake / "events"))
     quarantine = spark.read.format("delta").load(str(lake / "quarantine"))
-    ledger = spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset").collect()
+    ledger = spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "end_offset").collect()
 
     assert events.count() == len(good)
     reasons = {bytes(row.raw_value): row.reason for row in quarantine.collect()}

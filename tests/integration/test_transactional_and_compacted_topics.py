@@ -38,7 +38,7 @@ def _event_times(now_ms: int, count: int, span_ms: int = 2 * 60 * MINUTE_MS) -> 
 
 
 def _ledger(spark, lake):
-    return spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset").collect()
+    return spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "end_offset").collect()
 
 
 def _assert_ledger_accounts_for(ledger, data_records: set[tuple[int, int]], partitions: int) -> None:
