@@ -7,17 +7,12 @@ import os
 from stack.jars import delta_classpath
 
 
-def machine_memory_mib() -> int:
-    """This machine's physical memory, MiB."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-
-
 def batch_job_conf(stream, max_records_per_batch: int | None = None) -> dict[str, str]:
     """Settings of a job that reads ``stream`` in batches of its row budget: a driver heap sized
     to the budget (tidemark.batch_memory), unless TIDEMARK_DRIVER_MEMORY says otherwise. Raises
     tidemark.batch_memory.BatchMemoryError, naming the key, when the budget cannot fit: call it
     before any work."""
-    from tidemark.batch_memory import persist_driver_memory_mib
+    from tidemark.batch_memory import machine_memory_mib, persist_driver_memory_mib
 
     sized = persist_driver_memory_mib(stream, machine_memory_mib(), max_records_per_batch)
     return {"spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", f"{sized}m")}

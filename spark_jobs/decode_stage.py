@@ -30,7 +30,7 @@ from tidemark.table_schemas import ddl
 
 _ARROW_TYPES = {"string": "string", "double": "float64", "long": "int64", "int": "int32", "boolean": "bool_"}
 _SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
-_DECODED_COLUMNS = ("routed_under_ms", "event_time_ms", "reject_reason", "reject_detail")
+_DECODED_COLUMNS = (("routed_under_ms", "BIGINT"), ("event_time_ms", "BIGINT"), ("reject_reason", "STRING"), ("reject_detail", "STRING"))
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,7 @@ class DecodeSpec:
     def schema(self) -> str:
         """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms,
         reject_reason, reject_detail and one column per payload field."""
-        decoded = [("routed_under_ms", "BIGINT"), ("event_time_ms", "BIGINT"), ("reject_reason", "STRING"), ("reject_detail", "STRING")]
-        decoded += [(field.name, _SQL_TYPES[field.type]) for field in self.payload.fields]
+        decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.fields)]
         return f"{RAW_RECORD_SCHEMA}, {ddl(decoded)}"
 
     def decoder(self) -> "BatchDecoder":
@@ -126,5 +125,5 @@ class BatchDecoder:
         raw_columns[batch.schema.get_field_index("value")] = pa.array(kept_values, pa.binary())
         new_columns = [routed_under, event_times, reasons, details] + payload_columns
         arrays = raw_columns + [pa.array(c, t) for c, t in zip(new_columns, self._output_types)]
-        names = list(batch.schema.names) + list(_DECODED_COLUMNS) + self._field_names
+        names = list(batch.schema.names) + [name for name, _ in _DECODED_COLUMNS] + self._field_names
         return pa.RecordBatch.from_arrays(arrays, names=names)

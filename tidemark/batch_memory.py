@@ -12,6 +12,7 @@ Units: bytes for a record, MiB for memory.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -72,6 +73,11 @@ def check_batch_fits(max_records_per_batch: int, payload: "PayloadSchema", limit
         f"persist.max_records_per_batch: a batch of {max_records_per_batch:,} records needs about {needed:,} MiB "
         f"of driver memory, more than the {limit_mib:,} MiB of {limit_source}; {advice}"
     )
+
+
+def machine_memory_mib() -> int:
+    """This machine's physical memory, MiB."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
 
 
 def persist_driver_memory_mib(stream: "StreamConfig", machine_mib: int, max_records_per_batch: int | None = None) -> int:

@@ -50,14 +50,13 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         from stack.jars import delta_classpath
         from tidemark.stream_config import StreamConfigError, load_stream
 
-        from tidemark.batch_memory import persist_driver_memory_mib
+        from tidemark.batch_memory import machine_memory_mib, persist_driver_memory_mib
 
         try:
             stream = load_stream(self.conf_path, self.stream)
             self._classpath = delta_classpath()
             # The driver's heap is sized to the stream's row budget; one that cannot fit fails here.
-            machine_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-            self._driver_memory = f"{persist_driver_memory_mib(stream, machine_mib)}m"
+            self._driver_memory = f"{persist_driver_memory_mib(stream, machine_memory_mib())}m"
         except (StreamConfigError, RuntimeError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream
