@@ -34,16 +34,19 @@ def ratio(
     denominators: Sequence[str],
     key: str,
     limit: float | None = None,
+    at_least: float | None = None,
 ) -> dict:
     """``runs[numerator][key] / min(runs[d][key] for d in denominators)``, rounded to 2 decimals.
 
     With ``limit``, the ratio is a target: ``{"limit": limit, "result": "PASS"}`` when the ratio
-    is at or below it, ``"FAIL"`` above. When any of the runs failed or is missing the result is
-    ``{"no_ratio": "<run> failed"}`` (runs named by their keys, in the order given), the limit if
-    any, and no value.
+    is at or below it, ``"FAIL"`` above; with ``at_least`` (a throughput), PASS at or above it.
+    When any of the runs failed or is missing the result is ``{"no_ratio": "<run> failed"}``
+    (runs named by their keys, in the order given), the target if any, and no value.
     """
+    if limit is not None and at_least is not None:
+        raise ValueError("a ratio has one target: limit (at most) or at_least, not both")
     names = [numerator, *denominators]
-    limited = {} if limit is None else {"limit": limit}
+    limited = {"limit": limit} if limit is not None else {"at_least": at_least} if at_least is not None else {}
     missing = [name for name in names if failed(runs.get(name))]
     if missing:
         return {"no_ratio": f"{', '.join(missing)} failed", **limited}
@@ -55,6 +58,8 @@ def ratio(
     figure = {"value": value, "of": f"{numerator} / {over}", "key": key}
     if limit is not None:
         figure.update(limit=limit, result="PASS" if value <= limit else "FAIL")
+    if at_least is not None:
+        figure.update(at_least=at_least, result="PASS" if value >= at_least else "FAIL")
     return figure
 
 

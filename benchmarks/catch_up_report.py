@@ -141,7 +141,9 @@ def _figure_row(label: str, figure: dict) -> str:
 
 
 def _limit(figure: dict) -> str:
-    return f"≤ {figure['limit']:g}" if "limit" in figure else "–"
+    if "limit" in figure:
+        return f"≤ {figure['limit']:g}"
+    return f"≥ {figure['at_least']:g}" if "at_least" in figure else "–"
 
 
 def _one_line(text: str) -> str:

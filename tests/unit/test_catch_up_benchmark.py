@@ -52,6 +52,16 @@ def test_a_ratio_at_its_limit_passes_and_above_it_fails():
     assert ratio(above, "x", ["y"], "mb", limit=1.1) == {"value": 1.11, "of": "x / y", "key": "mb", "limit": 1.1, "result": "FAIL"}
 
 
+def test_a_throughput_ratio_passes_at_or_above_its_floor():
+    runs = {"a": {"rps": 45_000}, "b": {"rps": 45_000}, "slow": {"rps": 22_500}}
+
+    assert ratio(runs, "a", ["b"], "rps", at_least=1.0)["result"] == "PASS"
+    assert ratio(runs, "slow", ["b"], "rps", at_least=1.0) == {
+        "value": 0.5, "of": "slow / b", "key": "rps", "at_least": 1.0, "result": "FAIL"
+    }
+    assert ratio({"a": {"rps": 1}, "b": {"failed": "x"}}, "a", ["b"], "rps", at_least=1.0) == {"no_ratio": "b failed", "at_least": 1.0}
+
+
 def test_no_ratio_when_a_run_failed_or_did_not_run():
     runs = {"a": {"rps": 3_000}, "b": {"failed": "exited 1; log ...\nTraceback"}, "c": {"rps": 50_000}}
 
