@@ -37,10 +37,9 @@ class LakeTables:
             return self._stream.table_path(table)
         return f"{self._stream.table_path('shadow')}/{self._shadow}/{table}"
 
-    def ensure(self) -> None:
-        """Create the tables that do not exist yet, so checks and reports can read empty tables."""
-        from delta.tables import DeltaTable
-
+    def ensure(self) -> set[str]:
+        """Create the tables that do not exist yet, so checks and reports can read empty tables;
+        returns the names of those it created."""
         layouts = {
             "events": (events_columns(self._stream.payload), EVENTS_PARTITIONING),
             "late": (late_columns(self._stream.payload), ()),
@@ -48,16 +47,24 @@ class LakeTables:
             "ledger": (LEDGER_COLUMNS, ()),
             "seals": (SEALS_COLUMNS, ()),
         }
-        for table, (columns, partitioning) in layouts.items():
-            if DeltaTable.isDeltaTable(self._spark, self.path(table)):
-                self._add_missing_columns(table, columns)
-                continue
-            builder = DeltaTable.createIfNotExists(self._spark).location(self.path(table))
-            for name, sql_type in columns:
-                builder = builder.addColumn(name, sql_type)
-            if partitioning:
-                builder = builder.partitionedBy(*partitioning)
-            builder.execute()
+        # One after the other: created concurrently they took as long (measured on 2 cores: the
+        # first Delta commit of a session loads Delta's classes, and the others wait for it).
+        return {table for table, layout in layouts.items() if self._ensure_table(table, *layout)}
+
+    def _ensure_table(self, table: str, columns: list[tuple[str, str]], partitioning: tuple[str, ...]) -> bool:
+        """Create ``table`` if it does not exist (True), else add the columns it lacks (False)."""
+        from delta.tables import DeltaTable
+
+        if DeltaTable.isDeltaTable(self._spark, self.path(table)):
+            self._add_missing_columns(table, columns)
+            return False
+        builder = DeltaTable.createIfNotExists(self._spark).location(self.path(table))
+        for name, sql_type in columns:
+            builder = builder.addColumn(name, sql_type)
+        if partitioning:
+            builder = builder.partitionedBy(*partitioning)
+        builder.execute()
+        return True
 
     def _add_missing_columns(self, table: str, columns: list[tuple[str, str]]) -> None:
         """A table written by an older tidemark gains the columns added since (null in old rows),
@@ -72,14 +79,38 @@ class LakeTables:
             existing.add(name)
 
     def append_once(self, frame, table: str, app_id: str, version: int) -> None:
-        """Append ``frame`` unless this (app_id, version) was already committed to ``table``."""
+        """Append ``frame`` unless this (app_id, version) was already committed to ``table``.
+        The commit's user metadata names its writer (``app_id``): see ``recent_commits``."""
         (
             frame.write.format("delta")
             .mode("append")
             .option("txnAppId", app_id)
             .option("txnVersion", version)
+            .option("userMetadata", app_id)
             .save(self.path(table))
         )
+
+    def recent_commits(self, table: str, limit: int) -> list[tuple[int, str | None]]:
+        """The newest ``limit`` commits of ``table`` as (version, writer), newest first; writer:
+        the app id ``append_once`` wrote it under, None for other commits. Reads the commit
+        history, not the table."""
+        from delta.tables import DeltaTable
+
+        rows = DeltaTable.forPath(self._spark, self.path(table)).history(limit).select("version", "userMetadata").collect()
+        return sorted(((row.version, row.userMetadata) for row in rows), reverse=True)
+
+    def non_live_ranges(self) -> list[tuple[int, int, int]]:
+        """(partition, start, end) of every non-empty ledger range a backfill or recovery wrote."""
+        from pyspark.sql import functions as F
+
+        rows = (
+            self.read("ledger")
+            .where((F.col("mode") != "live") & (F.col("end_offset") > F.col("start_offset")))
+            .select("source_partition", "start_offset", "end_offset")
+            .distinct()
+            .collect()
+        )
+        return sorted((row.source_partition, row.start_offset, row.end_offset) for row in rows)
 
     def insert_missing(self, frame, table: str, app_id: str, version: int, ranges: dict[int, tuple[int, int]]) -> None:
         """Write the rows of ``frame`` whose (source_partition, source_offset) none of events,

@@ -122,7 +122,7 @@ class PersistBatch:
             stats = _partition_totals(step_stats)
             totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
             if self._mode == "live":
-                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges))
+                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), app_id)
             else:
                 insert_only = not self._sole_writer
             write = self._insert_missing(ranges) if insert_only else self._tables.append_once
@@ -246,10 +246,12 @@ def _batch_summary(decoded, is_late) -> tuple[dict[int, PlannedRange], dict[tupl
 
     record = F.col("row_kind") == RECORD_ROW
     valid = record & F.col("reject_reason").isNull()
+    # A range row has no batch_seq and a record row no range_state, so grouping by all three
+    # gives the same groups as by the first two; grouping (rather than max(range_state)) keeps a
+    # hash aggregate: an aggregate over a string is sort-based, a sort of every row of the batch.
     rows = (
-        decoded.groupBy("source_partition", "batch_seq")
+        decoded.groupBy("source_partition", "batch_seq", "range_state")
         .agg(
-            F.max("range_state").alias("range_state"),
             F.sum(F.when(valid & ~is_late, 1).otherwise(0)).alias("records"),
             F.sum(F.when(valid & is_late, 1).otherwise(0)).alias("late"),
             F.sum(F.when(record & ~valid, 1).otherwise(0)).alias("quarantined"),

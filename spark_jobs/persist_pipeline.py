@@ -115,12 +115,14 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
 
     spark.dataSource.register(KafkaLogSource)
     tables = LakeTables(spark, stream, shadow=run.shadow)
-    tables.ensure()
+    created = tables.ensure()
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
 
     resumed = None
-    if run.mode == "live" and not checkpoint_has_offsets(spark, run.checkpoint):
+    # A ledger created a moment ago holds no position to resume from: asking it costs a fresh
+    # lake seconds (the first Delta queries of the session) for a known answer.
+    if run.mode == "live" and "ledger" not in created and not checkpoint_has_offsets(spark, run.checkpoint):
         resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
     if run.frozen_partitions:
         log.warning(

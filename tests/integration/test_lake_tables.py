@@ -27,8 +27,9 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
     )
 
     tables = LakeTables(spark, stream)
-    tables.ensure()
-    tables.ensure()  # idempotent
+    # The old ledger is upgraded, not created; the four missing tables are created, once.
+    assert tables.ensure() == {"events", "late", "quarantine", "seals"}
+    assert tables.ensure() == set()  # idempotent
 
     ledger = tables.read("ledger")
     assert [field.name for field in ledger.schema.fields] == [name for name, _ in LEDGER_COLUMNS], "each in its place"
