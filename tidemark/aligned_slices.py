@@ -17,7 +17,7 @@ stepped over: every partition still reaches its log end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Protocol
+from typing import Iterable, Mapping, NamedTuple, Protocol
 
 from tidemark.record_count_slices import plan_record_count_slices
 
@@ -44,6 +44,48 @@ class LogTimeIndex(Protocol):
 
     def last_record_time(self, partition: int, end: int) -> int | None:
         """The log timestamp of the last data record before offset ``end``; None if none."""
+
+
+class BatchedLogTimeIndex(LogTimeIndex, Protocol):
+    """A LogTimeIndex that also answers for several partitions in one question.
+
+    The planner asks the same question of every partition of a step (one target T; the next
+    record at every slice end), and against a broker each question is a round trip or a reader:
+    asking once for all partitions is what keeps planning cheap. The answers must be exactly
+    those of the one-partition methods. An index without these methods is asked partition by
+    partition (``find_offsets_for_time``, ``find_next_records``).
+    """
+
+    def offsets_for_time(self, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int | None]:
+        """``offset_for_time(p, timestamp_ms)`` for each of ``partitions``, keyed by partition."""
+
+    def next_records(self, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
+        """``next_record(p, offset)`` for each {partition: offset} of ``offsets``, keyed by partition."""
+
+
+def find_offsets_for_time(index: LogTimeIndex, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int | None]:
+    """Each partition's first offset whose log timestamp >= ``timestamp_ms`` (None: there is
+    none), in one question when the index can answer several partitions at once. Asks nothing
+    when there is no partition."""
+    partitions = list(partitions)
+    if not partitions:
+        return {}
+    batched = getattr(index, "offsets_for_time", None)
+    if batched is not None:
+        return batched(partitions, timestamp_ms)
+    return {p: index.offset_for_time(p, timestamp_ms) for p in partitions}
+
+
+def find_next_records(index: LogTimeIndex, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
+    """The first data record at or after each {partition: offset} (None: there is none yet), in
+    one question when the index can answer several partitions at once. Asks nothing when
+    ``offsets`` is empty."""
+    if not offsets:
+        return {}
+    batched = getattr(index, "next_records", None)
+    if batched is not None:
+        return batched(dict(offsets))
+    return {p: index.next_record(p, offset) for p, offset in offsets.items()}
 
 
 @dataclass(frozen=True)
@@ -74,7 +116,15 @@ def plan_aligned_slices(
 
     A cut is only claimed where the index's offset holds a data record at or past T; a cut at
     a marker proves nothing about the records behind it (the caller checks that record).
+
+    The index is asked once per kind of question for all partitions (every partition with
+    unread offsets: its first offset at T; every partition whose answer is at or before its
+    position: its next record), not once per partition.
     """
+    unread = [p for p, position in positions.items() if position < log_ends.get(p, position)]
+    offsets = find_offsets_for_time(index, unread, target_ms)
+    behind = {p: positions[p] for p, offset in offsets.items() if offset is not None and offset <= positions[p]}
+    next_records = find_next_records(index, behind)
     target_ends = {}
     blocked = set()
     for partition, position in positions.items():
@@ -82,9 +132,9 @@ def plan_aligned_slices(
         if position >= log_end:
             target_ends[partition] = position
             continue
-        offset = index.offset_for_time(partition, target_ms)
-        if offset is not None and offset <= position:
-            following = index.next_record(partition, position)
+        offset = offsets[partition]
+        if partition in behind:
+            following = next_records[partition]
             if following is None or following.offset >= log_end:
                 target_ends[partition] = log_end  # nothing but offsets without data: step over them
                 continue

@@ -30,7 +30,7 @@ import dataclasses
 import time
 from typing import Callable, Mapping
 
-from tidemark.aligned_slices import LogTimeIndex, plan_aligned_slices
+from tidemark.aligned_slices import LoggedRecord, LogTimeIndex, find_next_records, plan_aligned_slices
 from tidemark.global_watermark import GlobalWatermark
 from tidemark.open_transaction import track_open_transaction
 from tidemark.partition_status import PartitionStatus, partition_status
@@ -159,15 +159,25 @@ class BatchPlanner:
         watermarks: dict[int, PartitionWatermark] = {}
         statuses: dict[int, PartitionStatus] = {}
         last_produced: dict[int, int] = {}
+        ends_now = {p: max(log_ends.get(p, state.log_end), state.position) for p, state in previous.partitions.items()}
         for p, state in previous.partitions.items():
-            log_end = max(log_ends.get(p, state.log_end), state.position)
             watermark = PartitionWatermark(self._bound_ms, state.watermark_ms)
             watermark.on_watermark(feedback.get(p))
             if state.next_record_at_least_ms is not None:
                 watermark.on_next_record_at_least(state.next_record_at_least_ms)
-            if self._align and watermark.current_ms is None and state.position < log_end:
-                self._raise_to_next_record(watermark, index, p, state.position, log_end, now)
             watermarks[p] = watermark
+        if self._align:
+            # A partition without W_p yet starts from its next record (asked for all at once).
+            unknown = {
+                p: state.position
+                for p, state in previous.partitions.items()
+                if watermarks[p].current_ms is None and state.position < ends_now[p]
+            }
+            following = find_next_records(index, unknown)
+            for p in unknown:
+                self._raise_to_record(watermarks[p], following[p], ends_now[p], now)
+        for p, state in previous.partitions.items():
+            log_end = ends_now[p]
             last_produced[p] = (
                 self._last_produced(index, p, log_end, now) if log_end > state.log_end else state.last_produced_ms
             )
@@ -183,7 +193,7 @@ class BatchPlanner:
         partitions = {
             p: PartitionState(
                 position=ends[p],
-                log_end=max(log_ends.get(p, state.log_end), state.position),
+                log_end=ends_now[p],
                 watermark_ms=watermarks[p].current_ms,
                 status=statuses[p],
                 last_produced_ms=last_produced[p],
@@ -232,12 +242,16 @@ class BatchPlanner:
             # at or past T, which raises its watermark; G follows, and T with it.
             before = global_watermark.current_ms
             doomed = {}
-            for p, position in positions.items():
-                log_end = log_ends.get(p, position)
-                if position < log_end and statuses[p] == PartitionStatus.ACTIVE:
-                    outlier_end = self._raise_to_next_record(watermarks[p], index, p, position, log_end, now)
-                    if outlier_end is not None:
-                        doomed[p] = outlier_end
+            waiting = {
+                p: position
+                for p, position in positions.items()
+                if position < log_ends.get(p, position) and statuses[p] == PartitionStatus.ACTIVE
+            }
+            following = find_next_records(index, waiting)
+            for p in waiting:
+                outlier_end = self._raise_to_record(watermarks[p], following[p], log_ends.get(p, positions[p]), now)
+                if outlier_end is not None:
+                    doomed[p] = outlier_end
             if doomed:
                 # A far-future record heads the partition: it will be quarantined and must not
                 # move any watermark, but it must not block the partition either: read it alone.
@@ -251,24 +265,26 @@ class BatchPlanner:
         """A cut at T proves "next record >= T" only if the next data record really is at or past
         T (the index may have answered with a transaction marker stamped later than the records
         behind it) and is not a future outlier, which breaks the bounded out-of-orderness the
-        bound relies on."""
+        bound relies on. The records after every cut are asked for at once."""
+        following = find_next_records(index, {p: planned.end for p, planned in slices.items() if planned.cut_at_target})
         cuts = {}
-        for p, planned in slices.items():
-            following = index.next_record(p, planned.end) if planned.cut_at_target else None
+        for p in slices:
+            record = following.get(p)
             cuts[p] = (
-                following is not None
-                and target_ms <= following.timestamp_ms
-                and following.timestamp_ms - now <= self._max_future_skew_ms
+                record is not None
+                and target_ms <= record.timestamp_ms
+                and record.timestamp_ms - now <= self._max_future_skew_ms
             )
         return cuts
 
-    def _raise_to_next_record(
-        self, watermark: PartitionWatermark, index: LogTimeIndex, partition: int, position: int, log_end: int, now: int
+    def _raise_to_record(
+        self, watermark: PartitionWatermark, following: LoggedRecord | None, log_end: int, now: int
     ) -> int | None:
-        """Raise W_p by the next data record's timestamp. When that record is beyond the future
-        guard (it will be quarantined, so its timestamp proves nothing), return the end offset
-        of a slice that reads up to and including it alone; otherwise None."""
-        following = index.next_record(partition, position)
+        """Raise W_p by ``following``, the partition's next data record (from the index: None when
+        there is none). A record at or past ``log_end`` is not readable in this plan and proves
+        nothing. When the record is beyond the future guard (it will be quarantined, so its
+        timestamp proves nothing), return the end offset of a slice that reads up to and
+        including it alone; otherwise None."""
         if following is None or following.offset >= log_end:
             return None
         if following.timestamp_ms - now > self._max_future_skew_ms:
