@@ -164,6 +164,8 @@ class PersistBatch:
                 "stream": self._stream.name,
                 "mode": self._mode,
                 "batch_id": batch_id,
+                # The ledger counts aligned steps, Spark micro-batches: say which ledger batch ids this was.
+                "ledger_batch_ids": _ledger_batch_ids(ranges),
                 **totals,
                 "global_watermark": format_optional_event_time(g),
                 "sealed_hours": [format_optional_event_time(h) for h in sealed],
@@ -277,6 +279,12 @@ def _step_watermarks(ranges: dict[int, PlannedRange]) -> list[int | None]:
     partition: a step that reads nothing is never planned, and the last is in every range)."""
     by_seq = {step.seq: step.global_watermark_ms for planned in ranges.values() for step in planned.steps}
     return [by_seq[seq] for seq in sorted(by_seq)]
+
+
+def _ledger_batch_ids(ranges: dict[int, PlannedRange]) -> list[int]:
+    """The first and last ledger batch id (aligned step) of the micro-batch."""
+    seqs = [step.seq for planned in ranges.values() for step in planned.steps]
+    return [min(seqs), max(seqs)]
 
 
 def _partition_totals(step_stats: dict[tuple[int, int], dict]) -> dict[int, dict]:

@@ -140,3 +140,16 @@ def test_a_batch_of_steps_seals_the_hours_one_batch_per_step_would():
     assert sealer.newly_sealed_by_steps(None, step_watermarks) == one_by_one
     assert len(one_by_one) >= 2, "the stream's first batch seals every hour its steps passed"
     assert sealer.newly_sealed_by_steps(START, [None, START + 3 * HOUR]) == sealer.newly_sealed(START, START + 3 * HOUR)
+
+
+def test_the_persist_log_names_the_ledger_batch_ids_of_a_micro_batch():
+    from spark_jobs.persist_batch import _ledger_batch_ids
+
+    log = skewed_backlog(hours=2)
+    plan = planner(ManualClock(START + 3 * HOUR))
+    initial = _initial(plan, log)
+    batch = plan.plan_batch(initial, log.log_ends(), {}, log, 3_000)
+    ranges = {planned.partition: planned for planned in PlannedRange.of_batch(initial, batch)}
+
+    assert len(batch.steps) > 1
+    assert _ledger_batch_ids(ranges) == [initial.plan_seq + 1, batch.plan_seq]
