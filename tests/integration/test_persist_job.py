@@ -151,6 +151,18 @@ def _wait_for_events(spark, path, expected: int, job, timeout_s: float = 240) ->
     raise AssertionError(f"fewer than {expected} events after {timeout_s:.0f} s")
 
 
+def _wait_for_ledger_end(spark, path, partition: int, end_offset: int, job, timeout_s: float = 120) -> None:
+    """Until the ledger says ``partition`` was read up to ``end_offset``: its batch is fully persisted."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert job.poll() is None, "the continuous job stopped"
+        reached = spark.read.format("delta").load(str(path)).where(F.col("source_partition") == partition).agg(F.max("end_offset")).first()[0]
+        if reached is not None and reached >= end_offset:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the ledger never read partition {partition} up to offset {end_offset} in {timeout_s:.0f} s")
+
+
 def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, tmp_path):
     """The reader registers a new partition at its earliest offset (this used to crash the job:
     the reader's clock was never set)."""
@@ -169,6 +181,9 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
         admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
         produce(kafka_broker.bootstrap, topic, [(2, telemetry_value("new", now_ms + i), now_ms + i) for i in range(40)])
         _wait_for_events(spark, events_path, 140, job)
+        # Events commit before the ledger: stopping the job the moment they are visible can cut
+        # the batch before its ledger row (a replay would write it). Wait for the last word.
+        _wait_for_ledger_end(spark, tmp_path / "lake" / "telemetry" / "ledger", partition=2, end_offset=40, job=job)
         assert job.poll() is None, "the job keeps running"
     events = spark.read.format("delta").load(str(events_path))
     rows = events.groupBy("source_partition").agg(F.count("*").alias("n"), F.countDistinct("source_offset").alias("d")).collect()
