@@ -99,6 +99,13 @@ class LakeTables:
         rows = DeltaTable.forPath(self._spark, self.path(table)).history(limit).select("version", "userMetadata").collect()
         return sorted(((row.version, row.userMetadata) for row in rows), reverse=True)
 
+    def last_live_global_watermark_ms(self) -> int | None:
+        """The G of the live job's latest ledger rows (G never moves back, so the largest); None
+        before the first batch that had one."""
+        from pyspark.sql import functions as F
+
+        return self.read("ledger").where(F.col("mode") == "live").agg(F.max(F.unix_millis("global_watermark"))).first()[0]
+
     def non_live_ranges(self) -> list[tuple[int, int, int]]:
         """(partition, start, end) of every non-empty ledger range a backfill or recovery wrote."""
         from pyspark.sql import functions as F

@@ -160,12 +160,16 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     log.info({"event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger, "query_id": query.id})
     query.awaitTermination()
 
+    global_watermark_ms = persist_batch.global_watermark_ms
+    if global_watermark_ms is None and run.mode == "live":
+        # A run that persisted no batch leaves G where it was: say where, not "None".
+        global_watermark_ms = tables.last_live_global_watermark_ms()
     summary = {
         "stream": stream.name,
         "mode": run.trigger if run.mode == "live" else run.mode,
         "query_id": query.id,
         "batches": len(query.recentProgress),
-        "global_watermark": format_optional_event_time(persist_batch.global_watermark_ms),
+        "global_watermark": format_optional_event_time(global_watermark_ms),
         "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
         "event_hours": [format_event_time(hour) for hour in sorted(persist_batch.event_hours)],
         "insert_only_batches": persist_batch.insert_only_batches,

@@ -48,3 +48,25 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
     assert {t: tables.read(t).count() for t in ("events", "late", "quarantine", "seals")} == dict.fromkeys(
         ("events", "late", "quarantine", "seals"), 0
     ), "the tables that did not exist yet are created empty"
+
+
+def test_the_last_live_global_watermark_is_the_largest_a_live_ledger_row_holds(spark, tmp_path):
+    from datetime import datetime, timezone
+
+    stream = load_stream(
+        REPO / "conf" / "streams.yaml", "telemetry",
+        {"TIDEMARK_LAKE_ROOT": str(tmp_path / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(tmp_path / "checkpoints")},
+    )  # fmt: skip
+    tables = LakeTables(spark, stream)
+    tables.ensure()
+    assert tables.last_live_global_watermark_ms() is None, "no batch yet: no G"
+
+    def row(mode: str, g_ms: int | None):
+        g = None if g_ms is None else datetime.fromtimestamp(g_ms / 1000, tz=timezone.utc)
+        values = {name: None for name, _ in LEDGER_COLUMNS} | {"stream": "telemetry", "mode": mode, "global_watermark": g}
+        return tuple(values[n] for n, _ in LEDGER_COLUMNS)
+
+    rows = [row("live", 1_000_000), row("live", 2_000_000), row("live", None), row("recovery", 9_000_000)]
+    tables.append_once(spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)), "ledger", "tidemark:test", 0)
+
+    assert tables.last_live_global_watermark_ms() == 2_000_000, "live's G, not a recovery's pinned one"
