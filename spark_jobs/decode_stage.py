@@ -12,9 +12,14 @@ live ledger row covered (tidemark.live_routing, given to backfill and recovery),
 the aligned step the record was planned in. A lookup per record here costs the same for one
 routed range or thousands, where a column expression would grow with them.
 
+It routes each record (``route``: events, late or quarantine; tidemark.lateness against the
+G it is routed under) and counts, per (partition, aligned step), what went where
+(tidemark.step_counts): after a partition's records the source yields those counts as summary
+rows, so the persist batch knows its ledger counts without a pass of its own over the records.
+
 The raw value of a valid record is dropped here (null): the events table does not keep it, and
-the persist job caches the batch, so a cached batch holds decoded columns, not raw bytes. Only a
-rejected record keeps its value, for quarantine.
+the persist job may cache the batch, so a cached batch holds decoded columns, not raw bytes.
+Only a rejected record keeps its value, for quarantine.
 """
 
 from __future__ import annotations
@@ -22,25 +27,34 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from tidemark.lateness import Lateness, LatenessClassifier
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.planned_range import RAW_RECORD_SCHEMA, RECORD_ROW
 from tidemark.record_decoder import Rejection, RecordDecoder
+from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
 from tidemark.stream_config import PayloadField, PayloadSchema
 from tidemark.table_schemas import ddl
 
 _ARROW_TYPES = {"string": "string", "double": "float64", "long": "int64", "int": "int32", "boolean": "bool_"}
 _SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
-_DECODED_COLUMNS = (("routed_under_ms", "BIGINT"), ("event_time_ms", "BIGINT"), ("reject_reason", "STRING"), ("reject_detail", "STRING"))
+_DECODED_COLUMNS = (
+    ("routed_under_ms", "BIGINT"),
+    ("event_time_ms", "BIGINT"),
+    ("route", "STRING"),
+    ("reject_reason", "STRING"),
+    ("reject_detail", "STRING"),
+)
 
 
 @dataclass(frozen=True)
 class DecodeSpec:
-    """What the source needs to decode a stream's records: the payload schema, the future guard
-    (ms) and, for backfill and recovery, live's routed ranges of the offsets they read. Travels
-    to the source as one JSON option."""
+    """What the source needs to decode and route a stream's records: the payload schema, the
+    future guard and the allowed lateness (ms) and, for backfill and recovery, live's routed
+    ranges of the offsets they read. Travels to the source as one JSON option."""
 
     payload: PayloadSchema
     max_future_skew_ms: int
+    allowed_lateness_ms: int
     live_routing: tuple[RoutedRange, ...] = ()
 
     def to_json(self) -> str:
@@ -51,6 +65,7 @@ class DecodeSpec:
                 "fields": [[f.name, f.type, f.required] for f in self.payload.fields],
                 "max_record_bytes": self.payload.max_record_bytes,
                 "max_future_skew_ms": self.max_future_skew_ms,
+                "allowed_lateness_ms": self.allowed_lateness_ms,
                 "live_routing": [[r.partition, r.start, r.end, r.global_watermark_ms] for r in self.live_routing],
             }
         )
@@ -64,10 +79,15 @@ class DecodeSpec:
             tuple(PayloadField(*field) for field in data["fields"]),
             data["max_record_bytes"],
         )
-        return cls(payload, data["max_future_skew_ms"], tuple(RoutedRange(*r) for r in data["live_routing"]))
+        return cls(
+            payload,
+            data["max_future_skew_ms"],
+            data["allowed_lateness_ms"],
+            tuple(RoutedRange(*r) for r in data["live_routing"]),
+        )
 
     def schema(self) -> str:
-        """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms,
+        """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms, route,
         reject_reason, reject_detail and one column per payload field."""
         decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.fields)]
         return f"{RAW_RECORD_SCHEMA}, {ddl(decoded)}"
@@ -77,17 +97,24 @@ class DecodeSpec:
 
 
 class BatchDecoder:
-    """Decodes Arrow batches of raw rows (RAW_RECORD_SCHEMA); one per task."""
+    """Decodes Arrow batches of raw rows (RAW_RECORD_SCHEMA); one per task. ``step_counts()``:
+    what the records it decoded so far held, per (partition, aligned step)."""
 
     def __init__(self, spec: DecodeSpec):
         import pyarrow as pa
 
         self._decoder = RecordDecoder(spec.payload, spec.max_future_skew_ms)
+        self._lateness = LatenessClassifier(spec.allowed_lateness_ms)
         self._routing = LiveRouting(spec.live_routing) if spec.live_routing else None
+        self._counter = StepCounter()
         self._field_names = [field.name for field in spec.payload.fields]
-        self._output_types = [pa.int64(), pa.int64(), pa.string(), pa.string()] + [
+        self._output_types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string()] + [
             getattr(pa, _ARROW_TYPES[field.type])() for field in spec.payload.fields
         ]
+
+    def step_counts(self) -> list:
+        """tidemark.step_counts.StepCounts of everything decoded so far, in first-seen order."""
+        return list(self._counter.counts.values())
 
     def decode(self, batch):
         import pyarrow as pa
@@ -95,35 +122,44 @@ class BatchDecoder:
         kinds = batch.column("row_kind").to_pylist()
         values = batch.column("value").to_pylist()
         read_times = batch.column("read_time_ms").to_pylist()
+        partitions = batch.column("source_partition").to_pylist()
+        steps = batch.column("batch_seq").to_pylist()
         routed_under = batch.column("global_watermark_ms").to_pylist()
         if self._routing is not None:
-            partitions = batch.column("source_partition").to_pylist()
             offsets = batch.column("source_offset").to_pylist()
             for row, (partition, offset) in enumerate(zip(partitions, offsets)):
                 live = self._routing.global_watermark_at(partition, offset) if kinds[row] == RECORD_ROW else None
                 if live is not None:
                     routed_under[row] = live
-        kept_values, event_times, reasons, details = [], [], [], []
+        kept_values, event_times, routes, reasons, details = [], [], [], [], []
         payload_columns = [[] for _ in self._field_names]
-        for kind, value, read_time in zip(kinds, values, read_times):
+        for row, (kind, value, read_time) in enumerate(zip(kinds, values, read_times)):
             result = self._decoder.decode(value, read_time) if kind == RECORD_ROW else None
             if result is None or isinstance(result, Rejection):
                 kept_values.append(value)
                 event_times.append(None)
+                routes.append(QUARANTINE if result else None)
                 reasons.append(result.reason if result else None)
                 details.append(result.detail if result else None)
                 for column in payload_columns:
                     column.append(None)
+                if result:
+                    self._counter.add(partitions[row], steps[row], QUARANTINE, None)
             else:
+                late = self._lateness.classify(result.event_time_ms, routed_under[row]) is Lateness.LATE
+                route = LATE if late else EVENTS
                 kept_values.append(None)
                 event_times.append(result.event_time_ms)
+                routes.append(route)
                 reasons.append(None)
                 details.append(None)
                 for column, name in zip(payload_columns, self._field_names):
                     column.append(result.values[name])
+                self._counter.add(partitions[row], steps[row], route, result.event_time_ms)
         raw_columns = list(batch.columns)
         raw_columns[batch.schema.get_field_index("value")] = pa.array(kept_values, pa.binary())
-        new_columns = [routed_under, event_times, reasons, details] + payload_columns
+        new_columns = [routed_under, event_times, routes, reasons, details] + payload_columns
         arrays = raw_columns + [pa.array(c, t) for c, t in zip(new_columns, self._output_types)]
         names = list(batch.schema.names) + [name for name, _ in _DECODED_COLUMNS] + self._field_names
         return pa.RecordBatch.from_arrays(arrays, names=names)
+

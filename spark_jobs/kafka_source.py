@@ -5,7 +5,9 @@ Reads exact offset ranges per partition. Every micro-batch yields, for every par
 range's ``record`` rows, each with the aligned step of the batch it was planned in and the G of
 that step (a batch may pack several steps, see tidemark.batch_planner.plan_batch). The range
 rows let the persist job write ledger rows for every partition even when a partition had
-nothing to read, in the same idempotent commit as the data.
+nothing to read, in the same idempotent commit as the data. When the source decodes (the persist
+job), each partition's records are followed by one ``summary`` row per aligned step they were
+planned in: what they held, counted while decoding (tidemark.step_counts).
 
 Planning is tidemark.batch_planner.BatchPlanner: with alignment, every batch admits from each
 partition only records with log timestamp < T = G + max_drift (Kafka's offsetsForTimes). The end
@@ -44,6 +46,7 @@ from tidemark.event_time_text import format_event_time
 from tidemark.partition_status import PartitionStatus
 from tidemark.planned_range import RANGE_ROW, RAW_RECORD_SCHEMA, RECORD_ROW, PlannedRange
 from tidemark.source_state import PartitionState, SourceState
+from tidemark.step_counts import SUMMARY_ROW
 
 SOURCE_NAME = "tidemark_kafka"
 
@@ -472,16 +475,21 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from connectors.kafka_log import read_range
 
         planned = PlannedRange.from_text(partition.range_state)
-        decode = lambda batch: batch  # noqa: E731 - raw rows
-        if self._options.decode is not None:
-            from spark_jobs.decode_stage import DecodeSpec
+        if self._options.decode is None:
+            yield _range_batch(pa, partition)
+            for records in read_range(partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end):
+                yield _record_batch(pa, partition, planned, records)
+            return
+        from spark_jobs.decode_stage import DecodeSpec
 
-            decode = DecodeSpec.from_json(self._options.decode).decoder().decode
-        yield decode(_range_batch(pa, partition))
-        for records in read_range(
-            partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end
-        ):
-            yield decode(_record_batch(pa, partition, planned, records))
+        decoder = DecodeSpec.from_json(self._options.decode).decoder()
+        yield decoder.decode(_range_batch(pa, partition))
+        for records in read_range(partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end):
+            yield decoder.decode(_record_batch(pa, partition, planned, records))
+        # After the records: what they held per aligned step (tidemark.step_counts).
+        counts = decoder.step_counts()
+        if counts:
+            yield decoder.decode(_summary_batch(pa, counts))
 
     def __getstate__(self):
         # The driver's Kafka client stays in the driver.
@@ -506,6 +514,22 @@ def _arrow_schema(pa):
             ("batch_seq", pa.int64()),
             ("global_watermark_ms", pa.int64()),
         ]
+    )
+
+
+def _summary_batch(pa, counts: list):
+    """One summary row per tidemark.step_counts.StepCounts: its text in ``range_state``."""
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "row_kind": SUMMARY_ROW,
+                "source_partition": step.partition,
+                "batch_seq": step.seq,
+                "range_state": step.to_text(),
+            }
+            for step in counts
+        ],
+        schema=_arrow_schema(pa),
     )
 
 

@@ -47,6 +47,15 @@ class OverlapGuard:
         self._refresh(own_writer)
         return any(_intersect(ranges.get(p), (start, end)) for p, start, end in self._other_ranges)
 
+    def overlaps_from(self, starts: dict[int, int] | None, own_writer: str) -> bool:
+        """True when offsets at or after ``starts`` ({partition: offset}; a partition not in it,
+        or no ``starts`` at all: from offset 0) may already be in the lake. What can be said of a
+        batch before its ranges are known: it starts where the last one ended."""
+        starts = starts or {}
+        self._refresh(own_writer)
+        zones = [(p, start, end) for p, (start, end) in self._resumed_zone.items()]
+        return any(end > starts.get(p, 0) for p, _, end in zones + self._other_ranges)
+
     def _refresh(self, own_writer: str) -> None:
         """Read the other writers' ledger ranges again unless every commit since the last read
         is the live job's own. Versions are taken before the rows are read: a commit landing in

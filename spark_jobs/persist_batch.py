@@ -1,10 +1,17 @@
-"""One micro-batch of the persist job: decode, route, seal, and commit.
+"""One micro-batch of the persist job: write what the source decoded and routed, seal, and commit.
 
-Routing uses the event-time state the source planned the batch under (carried in its range
-rows, checkpointed with the offsets): a valid record with event time < G − allowed_lateness goes
-to ``late`` with the G it met, every other valid record to ``events``, an invalid one to
-``quarantine``. Hours newly sealed by G go to ``seals``. Then the ledger, and last the feedback
-the planner needs for the next batch (W_p after this one).
+The source decodes and routes each record under the event-time state it planned the batch under
+(spark_jobs.decode_stage; carried in its range rows, checkpointed with the offsets): a valid
+record with event time < G − allowed_lateness goes to ``late`` with the G it met, every other
+valid record to ``events``, an invalid one to ``quarantine``. Hours newly sealed by G go to
+``seals``. Then the ledger, and last the feedback the planner needs for the next batch (W_p
+after this one).
+
+Two ways to write a batch. In one pass (the usual one): events straight from the source, the
+range and summary rows observed on the way, late and quarantine read again only when the batch
+had any. From a cache: when the batch's ranges must be known before writing (it may overlap
+what another writer wrote, so it may be written insert-only) or it may be empty; the cache then
+serves every output. Both write the same rows.
 
 Order of the commits: events, late, quarantine, seals, then the ledger. Each append is idempotent
 per (query id, batch id), so a crash between two of them is repaired by Spark replaying the batch:
@@ -17,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import asdict
 from datetime import datetime, timezone
 
 from spark_jobs.event_time_feedback import write_feedback
@@ -25,7 +33,8 @@ from spark_jobs.overlap_guard import OverlapGuard
 from tidemark.batch_planner import watermark_after
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
-from tidemark.planned_range import RECORD_ROW, PlannedRange
+from tidemark.planned_range import RANGE_ROW, PlannedRange
+from tidemark.step_counts import EVENTS, LATE, QUARANTINE, SUMMARY_ROW, StepCounts
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 
@@ -99,59 +108,38 @@ class PersistBatch:
         self.global_watermark_ms: int | None = None
         self.event_hours: set[int] = set()
         self.insert_only_batches = 0
+        # Where this run's last batch ended per partition (None before its first), and whether it
+        # persisted records: what decides whether the next one is written in one pass.
+        self._positions: dict[int, int] | None = None
+        self._previous_had_records = True
 
     def __call__(self, raw, batch_id: int) -> None:
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
         started = time.monotonic()
         app_id = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
-        # Decoded once and kept: every output derives from it, and reading the log again per
-        # output would multiply the Kafka reads.
-        decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            allowed_lateness = self._stream.event_time.allowed_lateness_ms
-            # tidemark.lateness: late below G − allowed_lateness, G of the record's own step (or
-            # live's, see decode_stage); no G yet (the stream's first batches): nothing is.
-            is_late = F.coalesce(F.col("event_time_ms") < F.col("routed_under_ms") - F.lit(allowed_lateness), F.lit(False))
-            # One pass over the batch: its planned ranges and the counts of each step.
-            ranges, step_stats = _batch_summary(decoded, is_late)
-            batch = next(iter(ranges.values()))
-            g = batch.global_watermark_ms
-            valid = decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNull())
-            stats = _partition_totals(step_stats)
-            totals = {key: sum(s[key] for s in stats.values()) for key in ("records", "late", "quarantined")}
-            if self._mode == "live":
-                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), app_id)
-            else:
-                insert_only = not self._sole_writer
-            write = self._insert_missing(ranges) if insert_only else self._tables.append_once
+        one_pass = self._may_append_unseen(app_id)
+        if one_pass:
+            ranges, step_stats, totals = self._write_in_one_pass(raw, app_id, batch_id)
+            insert_only = False
+        else:
+            ranges, step_stats, totals, insert_only = self._write_from_cache(raw, app_id, batch_id)
+        batch = next(iter(ranges.values()))
+        g = batch.global_watermark_ms
+        stats = _partition_totals(step_stats)
+        sealed = (
+            self._sealer.newly_sealed_by_steps(batch.previous_global_watermark_ms, _step_watermarks(ranges))
+            if self._mode == "live"
+            else []
+        )
+        spark = raw.sparkSession
+        if sealed:
+            self._tables.append_once(self._seals(spark, sealed, batch, batch_id), "seals", app_id, batch_id)
+        ledger, watermarks = self._ledger(spark, ranges, step_stats, app_id)
+        self._tables.append_once(ledger, "ledger", app_id, batch_id)
+        if self._feedback_dir:
+            write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
 
-            # A replay decodes and routes identically, so an empty output stays empty: skipping
-            # its commit loses nothing and saves an idempotent commit (about a second) each time.
-            if totals["records"]:
-                write(_events(valid.where(~is_late), self._stream), "events", app_id, batch_id)
-            if totals["late"]:
-                late = _events(
-                    valid.where(is_late), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark")
-                )
-                write(late, "late", app_id, batch_id)
-            if totals["quarantined"]:
-                write(_quarantine(decoded), "quarantine", app_id, batch_id)
-            sealed = (
-                self._sealer.newly_sealed_by_steps(batch.previous_global_watermark_ms, _step_watermarks(ranges))
-                if self._mode == "live"
-                else []
-            )
-            if sealed:
-                self._tables.append_once(self._seals(decoded.sparkSession, sealed, batch, batch_id), "seals", app_id, batch_id)
-
-            ledger, watermarks = self._ledger(decoded.sparkSession, ranges, step_stats, app_id)
-            self._tables.append_once(ledger, "ledger", app_id, batch_id)
-            if self._feedback_dir:
-                write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
-        finally:
-            decoded.unpersist()
+        self._positions = {**(self._positions or {}), **{p: planned.end_offset for p, planned in ranges.items()}}
+        self._previous_had_records = totals["records"] > 0
         self.sealed_hours.extend(sealed)
         self.global_watermark_ms = g
         self.event_hours.update(_event_hours(stats))
@@ -172,11 +160,83 @@ class PersistBatch:
                 "slicing": batch.slicing,
                 **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
                 **({"insert_only": True} if insert_only else {}),
+                **({} if one_pass else {"cached": True}),
                 **_offsets_without_data(ranges, stats),
                 **_held_by_open_transaction(ranges),
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
+
+    def _may_append_unseen(self, app_id: str) -> bool:
+        """Whether this batch can be appended without a look at its ranges first: then events
+        are written straight from the source, in the same pass as the read (no cache, no pass
+        of its own for the counts: they come from the source's summary rows).
+
+        Only for a plain append: the live job when no other writer's ranges nor a resumed zone
+        reach at or beyond where its last batch ended (its first batch: anywhere), or a sole
+        writer. And only after a batch that persisted records: a write from the source commits
+        even when the batch turns out empty, where the cached path skips the empty commit."""
+        if not self._previous_had_records:
+            return False
+        if self._mode != "live":
+            return self._sole_writer
+        return self._guard is None or not self._guard.overlaps_from(self._positions, app_id)
+
+    def _write_in_one_pass(self, raw, app_id: str, batch_id: int):
+        """Events straight from the source; the ranges and counts observed on the way. Late and
+        quarantined records, rare, are read again from the source when there are any."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observation = Observation()
+        summary_rows = F.col("row_kind").isin(RANGE_ROW, SUMMARY_ROW)
+        observed = raw.observe(observation, F.collect_list(F.when(summary_rows, F.struct("row_kind", "range_state"))).alias("rows"))
+        self._tables.append_once(_events(_routed(observed, EVENTS), self._stream), "events", app_id, batch_id)
+        rows = _observed_rows(observation)
+        if rows is None:
+            # The append was skipped: events already hold this batch (a replay after a crash),
+            # so the source was never read. Read the range and summary rows on their own.
+            log.info({"event": "batch_replayed", "stream": self._stream.name, "batch_id": batch_id})
+            rows = raw.where(summary_rows).select("row_kind", "range_state").collect()
+        ranges, step_stats = _summary(rows)
+        totals = _totals(step_stats)
+        self._write_rare_routes(raw, totals, self._tables.append_once, app_id, batch_id)
+        return ranges, step_stats, totals
+
+    def _write_from_cache(self, raw, app_id: str, batch_id: int):
+        """Decoded once and kept: the ranges first, then each output from the cached rows.
+        Returns the ranges, the counts, their totals and whether the batch was written insert-only."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            rows = decoded.where(F.col("row_kind").isin(RANGE_ROW, SUMMARY_ROW)).select("row_kind", "range_state").collect()
+            ranges, step_stats = _summary(rows)
+            totals = _totals(step_stats)
+            if self._mode == "live":
+                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), app_id)
+            else:
+                insert_only = not self._sole_writer
+            write = self._insert_missing(ranges) if insert_only else self._tables.append_once
+            # A replay decodes and routes identically, so an empty output stays empty: skipping
+            # its commit loses nothing and saves an idempotent commit (about a second) each time.
+            if totals["records"]:
+                write(_events(_routed(decoded, EVENTS), self._stream), "events", app_id, batch_id)
+            self._write_rare_routes(decoded, totals, write, app_id, batch_id)
+        finally:
+            decoded.unpersist()
+        return ranges, step_stats, totals, insert_only
+
+    def _write_rare_routes(self, decoded, totals: dict, write, app_id: str, batch_id: int) -> None:
+        """Late records (with the G they met) and quarantined ones, when the batch had any."""
+        from pyspark.sql import functions as F
+
+        if totals["late"]:
+            late = _events(_routed(decoded, LATE), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark"))
+            write(late, "late", app_id, batch_id)
+        if totals["quarantined"]:
+            write(_quarantine(_routed(decoded, QUARANTINE)), "quarantine", app_id, batch_id)
 
     def _insert_missing(self, ranges: dict[int, PlannedRange]):
         """A writer like ``append_once`` that skips the records the lake already holds."""
@@ -240,38 +300,45 @@ class PersistBatch:
         return spark.createDataFrame(rows, ddl(SEALS_COLUMNS))
 
 
-def _batch_summary(decoded, is_late) -> tuple[dict[int, PlannedRange], dict[tuple[int, int], dict]]:
-    """One pass over the batch: its planned ranges by partition (from the range rows), and per
-    (partition, step's batch id): data records read, persisted, late, quarantined, and the
-    min/max valid event time (ms)."""
-    from pyspark.sql import functions as F
-
-    record = F.col("row_kind") == RECORD_ROW
-    valid = record & F.col("reject_reason").isNull()
-    # A range row has no batch_seq and a record row no range_state, so grouping by all three
-    # gives the same groups as by the first two; grouping (rather than max(range_state)) keeps a
-    # hash aggregate: an aggregate over a string is sort-based, a sort of every row of the batch.
-    rows = (
-        decoded.groupBy("source_partition", "batch_seq", "range_state")
-        .agg(
-            F.sum(F.when(valid & ~is_late, 1).otherwise(0)).alias("records"),
-            F.sum(F.when(valid & is_late, 1).otherwise(0)).alias("late"),
-            F.sum(F.when(record & ~valid, 1).otherwise(0)).alias("quarantined"),
-            F.sum(F.when(record, 1).otherwise(0)).alias("data_records"),
-            F.min(F.when(valid, F.col("event_time_ms"))).alias("min_event_time_ms"),
-            F.max(F.when(valid, F.col("event_time_ms"))).alias("max_event_time_ms"),
-        )
-        .collect()
-    )
+def _summary(rows) -> tuple[dict[int, PlannedRange], dict[tuple[int, int], dict]]:
+    """The batch's planned ranges by partition (from its range rows) and, per (partition, step's
+    batch id), the counts of its summary rows (tidemark.step_counts.StepCounts as a dict).
+    ``rows``: the batch's range and summary rows (row_kind, range_state)."""
     ranges = {}
     step_stats = {}
     for row in rows:
-        if row.range_state is not None:
+        if row.row_kind == RANGE_ROW:
             planned = PlannedRange.from_text(row.range_state)
             ranges[planned.partition] = planned
         else:
-            step_stats[(row.source_partition, row.batch_seq)] = row.asDict()
+            # A replayed task yields the same counts again: the last one stands, never a sum.
+            counts = StepCounts.from_text(row.range_state)
+            step_stats[(counts.partition, counts.seq)] = asdict(counts)
     return ranges, step_stats
+
+
+def _observed_rows(observation, wait_s: float = 5.0) -> list | None:
+    """The range and summary rows ``observation`` collected, or None when the write it rode on
+    never read its input (Delta skips an append it already holds). Spark hands observed metrics
+    over through its listener bus, a moment after the write returns: hence the short wait."""
+    future = observation._jo.future()  # PySpark's Observation.get would wait forever
+    deadline = time.monotonic() + wait_s
+    while not future.isCompleted():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.005)
+    return observation.get["rows"]
+
+
+def _totals(step_stats: dict[tuple[int, int], dict]) -> dict[str, int]:
+    return {key: sum(s[key] for s in step_stats.values()) for key in ("records", "late", "quarantined")}
+
+
+def _routed(decoded, route: str):
+    """The decoded records routed to ``route`` (tidemark.step_counts: EVENTS, LATE, QUARANTINE)."""
+    from pyspark.sql import functions as F
+
+    return decoded.where(F.col("route") == route)
 
 
 def _step_watermarks(ranges: dict[int, PlannedRange]) -> list[int | None]:
@@ -336,10 +403,10 @@ def _events(records, stream: StreamConfig, *extra_columns):
     )
 
 
-def _quarantine(decoded):
+def _quarantine(records):
     from pyspark.sql import functions as F
 
-    return decoded.where((F.col("row_kind") == RECORD_ROW) & F.col("reject_reason").isNotNull()).select(
+    return records.select(
         F.col("source_partition"),
         F.col("source_offset"),
         F.timestamp_millis(F.col("log_timestamp_ms")).alias("log_timestamp"),

@@ -97,7 +97,9 @@ def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, res
         pinned_global_watermark_ms=run.pinned_global_watermark_ms,
         resume_from=resume_from,
         frozen_partitions=run.frozen_partitions,
-        decode=DecodeSpec(stream.payload, tolerances.max_future_skew_ms, routing.ranges() if routing else ()).to_json(),
+        decode=DecodeSpec(
+            stream.payload, tolerances.max_future_skew_ms, tolerances.allowed_lateness_ms, routing.ranges() if routing else ()
+        ).to_json(),
     )
 
 

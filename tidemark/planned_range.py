@@ -9,7 +9,8 @@ The raw rows a source yields (``RAW_RECORD_SCHEMA``) are of two kinds: ``RANGE_R
 partition and batch, ``range_state`` holds ``PlannedRange.to_text()``) and ``RECORD_ROW`` (one per
 data record of the range, ``range_state`` null, ``batch_seq`` the aligned step it was planned in
 (StepRange.seq: its batch in the ledger) and ``global_watermark_ms`` that step's G, the G it is
-routed under unless live routed it).
+routed under unless live routed it). A decoding source adds ``SUMMARY_ROW``s after a partition's
+records (tidemark.step_counts).
 """
 
 from __future__ import annotations

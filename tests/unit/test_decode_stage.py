@@ -10,6 +10,7 @@ import pyarrow as pa
 from spark_jobs.decode_stage import DecodeSpec
 from tidemark.live_routing import RoutedRange
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW
+from tidemark.step_counts import StepCounts
 from tidemark.stream_config import PayloadField, PayloadSchema
 
 PAYLOAD = PayloadSchema("event_time", "iso8601", (PayloadField("device_id", "string", True),), 65_536)
@@ -32,7 +33,7 @@ def _record(offset, value):
 
 
 def test_records_are_decoded_routed_under_their_step_or_live_and_only_rejects_keep_their_bytes():
-    spec = DecodeSpec(PAYLOAD, 300_000, (RoutedRange(1, 10, 11, LIVE_G),))
+    spec = DecodeSpec(PAYLOAD, 300_000, 600_000, (RoutedRange(1, 10, 11, LIVE_G),))
     spec = DecodeSpec.from_json(spec.to_json())  # as the tasks receive it
     good = json.dumps({"event_time": "2025-11-22T08:00:00Z", "device_id": "d1"}).encode()
     batch = _raw([{"row_kind": RANGE_ROW, "source_partition": 1, "range_state": "{}"},
@@ -48,3 +49,28 @@ def test_records_are_decoded_routed_under_their_step_or_live_and_only_rejects_ke
     assert own_step["value"] is None, "a valid record's raw bytes are not carried into the cached batch"
     assert rejected["reject_reason"] == "malformed_json" and rejected["value"] == b"{not json"
     assert spec.schema().count(",") == len(decoded[0]) - 1, "the schema names every column it yields"
+
+
+def test_each_record_is_routed_and_counted_per_partition_and_step():
+    spec = DecodeSpec.from_json(DecodeSpec(PAYLOAD, 300_000, 600_000).to_json())
+    decoder = spec.decoder()
+
+    def record(offset, event_time, step):
+        value = json.dumps({"event_time": event_time, "device_id": "d1"}).encode()
+        return {**_record(offset, value), "batch_seq": step}
+
+    # STEP_G is 2025-11-22T07:26:40Z: with 10 minutes of allowed lateness, before 07:16:40 is late.
+    first = _raw([record(1, "2025-11-22T07:30:00Z", 7), record(2, "2025-11-22T07:20:00Z", 7)])
+    second = _raw([record(3, "2025-11-22T07:00:00Z", 7), _record(4, b"\xff"), record(5, "2025-11-22T08:00:00Z", 8)])
+
+    routes = [row["route"] for batch in (first, second) for row in decoder.decode(batch).to_pylist()]
+    counts = {(c.partition, c.seq): c for c in decoder.step_counts()}
+
+    assert routes == ["events", "events", "late", "quarantine", "events"], "within the allowed lateness is on time"
+    assert set(counts) == {(1, 7), (1, 8)}, "one count per partition and step, over every batch decoded"
+    step = counts[(1, 7)]
+    assert (step.records, step.late, step.quarantined, step.data_records) == (2, 1, 1, 4)
+    assert (step.min_event_time_ms, step.max_event_time_ms) == (1_763_794_800_000, 1_763_796_600_000), (
+        "07:00 and 07:30: a late record's event time counts, a reject has none"
+    )
+    assert StepCounts.from_text(step.to_text()) == step, "travels as the summary row's text"
