@@ -15,11 +15,13 @@ log = logging.getLogger("tidemark.persist")
 
 @dataclass(frozen=True)
 class LakeResume:
-    """The state to start from, and the offsets beyond the ledger's positions that the tables
-    already hold ({partition: (start, end)}): written by a run whose ledger commit never came."""
+    """The state to start from, the offsets beyond the ledger's positions that the tables
+    already hold ({partition: (start, end)}: written by a run whose ledger commit never came),
+    and the G the newest seal was made under (ms; None: no seal yet), where sealing continues."""
 
     state: SourceState
     written_beyond_ledger: dict[int, tuple[int, int]]
+    sealed_global_watermark_ms: int | None = None
 
 
 def checkpoint_has_offsets(spark, checkpoint: str) -> bool:
@@ -73,7 +75,7 @@ def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
             "written_beyond_ledger": {str(p): list(zone) for p, zone in sorted(beyond.items())},
         }
     )
-    return LakeResume(state, beyond)
+    return LakeResume(state, beyond, _ms(sealed_g))
 
 
 def _written_beyond(tables, positions: dict[int, int]) -> dict[int, tuple[int, int]]:

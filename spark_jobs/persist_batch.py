@@ -13,10 +13,12 @@ had any. From a cache: when the batch's ranges must be known before writing (it 
 what another writer wrote, so it may be written insert-only) or it may be empty; the cache then
 serves every output. Both write the same rows.
 
-Order of the commits: events, late, quarantine, seals, then the ledger. Each append is idempotent
-per (query id, batch id), so a crash between two of them is repaired by Spark replaying the batch:
-the tables already written skip it, the others write it. The ledger row is the last word: when it
-is there, the batch is fully persisted.
+Order of the commits: events, late, quarantine, then seals and the ledger side by side. Each
+append is idempotent per (query id, batch id), so a crash between two of them is repaired by Spark
+replaying the batch: the tables already written skip it, the others write it. The ledger row is
+the last word for the data: when it is there, the batch's records are persisted. Its seals may
+be missing after a crash; with the checkpoint the replay writes them, without it the next run
+seals from the newest seal on (PersistBatch._newly_sealed).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import datetime, timezone
 
@@ -94,6 +97,7 @@ class PersistBatch:
         guard: OverlapGuard | None = None,
         progress=None,
         sole_writer: bool = False,
+        sealed_through_ms: int | None = None,
     ):
         self._stream = stream
         self._tables = tables
@@ -104,6 +108,7 @@ class PersistBatch:
         self._progress = progress
         self._sole_writer = sole_writer
         self._sealer = HourSealer(stream.event_time.allowed_lateness_ms)
+        self._sealed_through_ms = sealed_through_ms
         self.sealed_hours: list[int] = []
         self.global_watermark_ms: int | None = None
         self.event_hours: set[int] = set()
@@ -125,16 +130,20 @@ class PersistBatch:
         batch = next(iter(ranges.values()))
         g = batch.global_watermark_ms
         stats = _partition_totals(step_stats)
-        sealed = (
-            self._sealer.newly_sealed_by_steps(batch.previous_global_watermark_ms, _step_watermarks(ranges))
-            if self._mode == "live"
-            else []
-        )
+        sealed = self._newly_sealed(batch, ranges) if self._mode == "live" else []
         spark = raw.sparkSession
-        if sealed:
-            self._tables.append_once(self._seals(spark, sealed, batch, batch_id), "seals", app_id, batch_id)
         ledger, watermarks = self._ledger(spark, ranges, step_stats, app_id)
-        self._tables.append_once(ledger, "ledger", app_id, batch_id)
+        if sealed:
+            # Side by side: neither waits for the other (a crash between them is repaired by the
+            # replay, or after a lost checkpoint by sealing from the newest seal, see _newly_sealed).
+            seals = self._seals(spark, sealed, batch, batch_id)
+            with ThreadPoolExecutor(max_workers=2) as commits:
+                done = [commits.submit(self._tables.append_once, frame, table, app_id, batch_id)
+                        for frame, table in ((seals, "seals"), (ledger, "ledger"))]  # fmt: skip
+            for commit in done:
+                commit.result()
+        else:
+            self._tables.append_once(ledger, "ledger", app_id, batch_id)
         if self._feedback_dir:
             write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
 
@@ -166,6 +175,17 @@ class PersistBatch:
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
+
+    def _newly_sealed(self, batch: PlannedRange, ranges: dict[int, PlannedRange]) -> list[int]:
+        """The hours this batch seals: those its steps' Gs close after the G before it. The first
+        batch after a resume from the lake starts from the newest seal's G instead when that is
+        behind: the seals and the ledger commit side by side, so a crash can leave the ledger's
+        last batch without its seals, and only the seals table knows it."""
+        previous = batch.previous_global_watermark_ms
+        resumed_from, self._sealed_through_ms = self._sealed_through_ms, None
+        if resumed_from is not None and (previous is None or resumed_from < previous):
+            previous = resumed_from
+        return self._sealer.newly_sealed_by_steps(previous, _step_watermarks(ranges))
 
     def _may_append_unseen(self, app_id: str) -> bool:
         """Whether this batch can be appended without a look at its ranges first: then events

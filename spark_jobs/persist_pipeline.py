@@ -147,6 +147,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
         # reuse one): appending idempotently is exactly-once there, and cheaper than a MERGE.
         sole_writer=run.shadow is not None,
+        sealed_through_ms=resumed.sealed_global_watermark_ms if resumed else None,
     )
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")

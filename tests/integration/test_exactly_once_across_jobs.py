@@ -75,6 +75,35 @@ def test_deleting_the_checkpoint_mid_stream_resumes_from_the_ledger_and_duplicat
     assert seals == 0
 
 
+def test_seals_lost_with_the_checkpoint_are_made_by_the_next_run_once(kafka_broker, spark, tmp_path):
+    """Seals and the ledger commit side by side: a crash can keep a batch's ledger rows and lose
+    its seals. With the checkpoint gone too, only the seals table knows; the next run seals
+    from the newest seal on."""
+    topic = "lost_seals"
+    kafka_broker.create_topic(topic, 2)
+    now_ms = int(time.time() * 1000)
+    produce(kafka_broker.bootstrap, topic, _records(now_ms - 2 * HOUR_MS, 2, 300))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=200)
+    lake = tmp_path / "lake" / "telemetry"
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
+    seals_path = str(lake / "seals")
+    sealed = {row.hour for row in spark.read.format("delta").load(seals_path).collect()}
+
+    # The crash: the newest seal commit never happened (all its rows share that batch's G).
+    seals = spark.read.format("delta").load(seals_path)
+    newest_g = seals.agg(F.max("global_watermark")).first()[0]
+    seals.where(F.col("global_watermark") < newest_g).write.format("delta").mode("overwrite").save(seals_path)
+    lost = sealed - {row.hour for row in spark.read.format("delta").load(seals_path).collect()}
+    assert lost, "the simulated crash lost at least one sealed hour"
+    shutil.rmtree(tmp_path / "checkpoints" / "telemetry" / "persist")
+    produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 20))
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "second.log")
+
+    hours = Counter(row.hour for row in spark.read.format("delta").load(seals_path).collect())
+    assert lost <= set(hours), f"the lost seals {sorted(lost)} are made again"
+    assert sealed <= set(hours) and max(hours.values()) == 1, "every hour sealed, and once"
+
+
 def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_reported_lost(kafka_broker, spark, tmp_path):
     topic = "recovery_and_live"
     kafka_broker.create_topic(topic, 2)
