@@ -13,12 +13,24 @@ import urllib.request
 from stack.errors import StackError
 
 _FINISHED = {"success", "failed"}
+# Requests that can be sent again without doing anything twice.
+_IDEMPOTENT = {"GET", "PATCH", "PUT"}
 
 
 class AirflowApi:
-    def __init__(self, base_url: str, username: str, password: str, timeout_s: float = 30.0):
+    """``retries``: how often an idempotent request is sent again after a server error (HTTP 5xx),
+    waiting ``retry_wait_s``, then twice that, and so on. The standalone Airflow keeps its state
+    in SQLite, and a write there fails with "database is locked" (HTTP 500 "Database error")
+    when the scheduler holds the lock longer than SQLite's timeout, as it does while DAG runs
+    start. A trigger (POST) is never sent again: it could start a second run."""
+
+    def __init__(
+        self, base_url: str, username: str, password: str, timeout_s: float = 30.0, retries: int = 4, retry_wait_s: float = 2.0
+    ):
         self._base = base_url.rstrip("/")
         self._timeout_s = timeout_s
+        self._retries = retries
+        self._retry_wait_s = retry_wait_s
         token = self._call("POST", "/auth/token", {"username": username, "password": password}, authorized=False)
         self._token = token["access_token"]
 
@@ -63,6 +75,16 @@ class AirflowApi:
         raise StackError(f"run {run_id} of {dag_id} did not finish within {timeout_s:.0f}s")
 
     def _call(self, method: str, path: str, body: dict | None = None, authorized: bool = True) -> dict:
+        attempts = 1 + (self._retries if method in _IDEMPOTENT else 0)
+        for attempt in range(attempts):
+            try:
+                return self._send(method, path, body, authorized)
+            except _ServerError as error:
+                if attempt == attempts - 1:
+                    raise StackError(f"{error} (sent {attempt + 1} times)" if attempts > 1 else str(error)) from None
+                time.sleep(self._retry_wait_s * 2**attempt)
+
+    def _send(self, method: str, path: str, body: dict | None, authorized: bool) -> dict:
         request = urllib.request.Request(
             self._base + path,
             method=method,
@@ -73,6 +95,11 @@ class AirflowApi:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
                 return json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
-            raise StackError(f"Airflow API {method} {path}: HTTP {error.code} {error.read()[:300]!r}") from None
+            message = f"Airflow API {method} {path}: HTTP {error.code} {error.read()[:300]!r}"
+            raise (_ServerError if error.code >= 500 else StackError)(message) from None
         except urllib.error.URLError as error:
             raise StackError(f"Airflow API at {self._base} is not reachable: {error.reason}") from None
+
+
+class _ServerError(StackError):
+    """HTTP 5xx: the server failed, the request may succeed when sent again."""
