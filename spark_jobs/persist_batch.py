@@ -209,15 +209,14 @@ class PersistBatch:
         from pyspark.sql import functions as F
 
         observation = Observation()
-        summary_rows = F.col("row_kind").isin(RANGE_ROW, SUMMARY_ROW)
-        observed = raw.observe(observation, F.collect_list(F.when(summary_rows, F.struct("row_kind", "range_state"))).alias("rows"))
+        observed = raw.observe(observation, F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "range_state"))).alias("rows"))
         self._tables.append_once(_events(_routed(observed, EVENTS), self._stream), "events", app_id, batch_id)
         rows = _observed_rows(observation)
         if rows is None:
             # The append was skipped: events already hold this batch (a replay after a crash),
             # so the source was never read. Read the range and summary rows on their own.
             log.info({"event": "batch_replayed", "stream": self._stream.name, "batch_id": batch_id})
-            rows = raw.where(summary_rows).select("row_kind", "range_state").collect()
+            rows = _summary_rows(raw)
         ranges, step_stats = _summary(rows)
         totals = _totals(step_stats)
         self._write_rare_routes(raw, totals, self._tables.append_once, app_id, batch_id)
@@ -227,12 +226,10 @@ class PersistBatch:
         """Decoded once and kept: the ranges first, then each output from the cached rows.
         Returns the ranges, the counts, their totals and whether the batch was written insert-only."""
         from pyspark import StorageLevel
-        from pyspark.sql import functions as F
 
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            rows = decoded.where(F.col("row_kind").isin(RANGE_ROW, SUMMARY_ROW)).select("row_kind", "range_state").collect()
-            ranges, step_stats = _summary(rows)
+            ranges, step_stats = _summary(_summary_rows(decoded))
             totals = _totals(step_stats)
             if self._mode == "live":
                 insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), app_id)
@@ -318,6 +315,18 @@ class PersistBatch:
             for hour in hours
         ]
         return spark.createDataFrame(rows, ddl(SEALS_COLUMNS))
+
+
+def _is_summary_row():
+    """The batch's range and summary rows, as a column condition."""
+    from pyspark.sql import functions as F
+
+    return F.col("row_kind").isin(RANGE_ROW, SUMMARY_ROW)
+
+
+def _summary_rows(decoded) -> list:
+    """The range and summary rows of ``decoded`` (row_kind, range_state), read on their own."""
+    return decoded.where(_is_summary_row()).select("row_kind", "range_state").collect()
 
 
 def _summary(rows) -> tuple[dict[int, PlannedRange], dict[tuple[int, int], dict]]:

@@ -38,8 +38,8 @@ class FlakyAirflow(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PATCH = _answer
 
-    def log_message(self, *args) -> None:  # quiet
-        pass
+    def log_message(self, *args) -> None:
+        """Requests are recorded in ``requests``, not printed to the test's output."""
 
 
 @pytest.fixture
