@@ -233,7 +233,7 @@ def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoi
     (no checkpoint yet) may not write a set that already holds rows; the same run resumed may."""
     from delta.tables import DeltaTable
 
-    from spark_jobs.lake_resume import checkpoint_has_offsets
+    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
     from spark_jobs.lake_tables import LakeTables
 
     ledger = LakeTables(spark, stream, shadow=shadow).path("ledger")

@@ -24,14 +24,6 @@ class LakeResume:
     sealed_global_watermark_ms: int | None = None
 
 
-def checkpoint_has_offsets(spark, checkpoint: str) -> bool:
-    """True when the streaming checkpoint at ``checkpoint`` has planned at least one batch."""
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(checkpoint.rstrip("/") + "/offsets")
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return bool(fs.exists(path) and len(fs.listStatus(path)) > 0)
-
-
 def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
     """The resume point the tables give, or None when the ledger holds no live row."""
     from pyspark.sql import Window

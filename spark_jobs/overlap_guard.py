@@ -1,7 +1,8 @@
 """Tells the live writer when its ranges may hold records the lake already has.
 
-The live job's idempotent append (txnAppId = its query id) protects against its own replays
-only. Two other writers can have written the offsets it is about to write:
+The live job writes its replayed batch insert-only (spark_jobs.persist_batch), which protects
+against its own replays only. Two other writers can have written the offsets it is about to
+write:
 
 - recovery and backfill runs, which leave ledger rows with their mode;
 - the live job itself before its checkpoint was lost: after a resume from the ledger, offsets
@@ -11,7 +12,7 @@ only. Two other writers can have written the offsets it is about to write:
 A batch whose ranges overlap either is written insert-only; every other batch stays a plain
 append. The ledger rows of the other writers are read once and kept; each batch then only
 looks at the ledger's newest commits (their writer is the commit's user metadata, see
-LakeTables.append_once) and reads those rows again when another writer committed since. A
+LakeTables.append) and reads those rows again when another writer committed since. A
 query of the ledger per batch cost the live job about 0.65 s a batch (benchmarks/
 catch_up_side_by_side.py); the commit history costs a fraction of that.
 """
@@ -47,14 +48,11 @@ class OverlapGuard:
         self._refresh(own_writer)
         return any(_intersect(ranges.get(p), (start, end)) for p, start, end in self._other_ranges)
 
-    def overlaps_from(self, starts: dict[int, int] | None, own_writer: str) -> bool:
-        """True when offsets at or after ``starts`` ({partition: offset}; a partition not in it,
-        or no ``starts`` at all: from offset 0) may already be in the lake. What can be said of a
-        batch before its ranges are known: it starts where the last one ended."""
-        starts = starts or {}
+    def may_overlap_any(self, own_writer: str) -> bool:
+        """True when another writer's ranges or a resumed zone exist at all: what can be said of
+        a batch whose ranges are not known before it is read (a checkpoint's first batch)."""
         self._refresh(own_writer)
-        zones = [(p, start, end) for p, (start, end) in self._resumed_zone.items()]
-        return any(end > starts.get(p, 0) for p, _, end in zones + self._other_ranges)
+        return bool(self._resumed_zone or self._other_ranges)
 
     def _refresh(self, own_writer: str) -> None:
         """Read the other writers' ledger ranges again unless every commit since the last read

@@ -9,16 +9,19 @@ after this one).
 
 Two ways to write a batch. In one pass (the usual one): events straight from the source, the
 range and summary rows observed on the way, late and quarantine read again only when the batch
-had any. From a cache: when the batch's ranges must be known before writing (it may overlap
-what another writer wrote, so it may be written insert-only) or it may be empty; the cache then
-serves every output. Both write the same rows.
+had any. From a cache: when the batch must be written insert-only (a replay, or its ranges may
+hold what another writer wrote) or reads no offset (no empty commit); the cache then serves
+every output. Both write the same rows.
 
-Order of the commits: events, late, quarantine, then seals and the ledger side by side. Each
-append is idempotent per (query id, batch id), so a crash between two of them is repaired by Spark
-replaying the batch: the tables already written skip it, the others write it. The ledger row is
-the last word for the data: when it is there, the batch's records are persisted. Its seals may
-be missing after a crash; with the checkpoint the replay writes them, without it the next run
-seals from the newest seal on (PersistBatch._newly_sealed).
+Exactly-once: order of the commits: events, late, quarantine, then seals and the ledger side by
+side, each a plain append. A crash between two of them is repaired by Spark replaying the
+batch, and the replay is the one batch of a run that can find its own rows in the tables: the
+checkpoint names it before the run starts (spark_jobs.streaming_checkpoint.pending_batch). It
+is written insert-only (records the tables lack, ledger rows if the ledger has none of the
+batch's, seals of the hours not sealed yet). The ledger row is the last word for the data:
+when it is there, the batch's records are persisted. Its seals may be missing after a crash;
+with the checkpoint the replay writes them, without it the next run seals from the newest seal
+on (PersistBatch._newly_sealed).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import datetime, timezone
 
+from spark_jobs.streaming_checkpoint import planned_ranges
 from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.lake_tables import LakeTables
 from spark_jobs.overlap_guard import OverlapGuard
@@ -68,14 +72,16 @@ class QueryIdentity:
 class PersistBatch:
     """The ``foreachBatch`` function of the persist job (mode: live, backfill or recovery).
 
-    Exactly-once across jobs: a live batch is a plain idempotent append, unless ``guard`` says
-    its ranges overlap offsets another job (recovery, backfill) or a run before a lost checkpoint
-    may already have written; then, like every recovery and backfill batch, it inserts only the
-    records whose (source_partition, source_offset) none of events, late and quarantine holds.
-    Only the live job seals hours: the others read ranges behind G and never move it.
+    Exactly-once across jobs: a live batch is a plain append, unless it is ``replayed_batch``
+    (the batch the checkpoint shows planned and not committed when the run started) or
+    ``guard`` says its ranges overlap offsets another job (recovery, backfill) or a run before a
+    lost checkpoint may already have written; then, like every recovery and backfill batch, it
+    inserts only the records whose (source_partition, source_offset) none of events, late and
+    quarantine holds. Only the live job seals hours: the others read ranges behind G and never
+    move it.
 
     ``sole_writer``: this query is the only writer the tables ever had (a backfill's own shadow
-    set), so its replays are all it must guard against and idempotent appends suffice.
+    set), so its replay is all it must guard against and plain appends suffice for the others.
     Its input is the source's decoded rows (spark_jobs.decode_stage): each says the G it is
     routed under (its step's; for backfill and recovery, live's where live covered it).
     ``progress`` is called after each batch with the batch's planned ranges and its counts
@@ -83,8 +89,10 @@ class PersistBatch:
 
     After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed,
     ``global_watermark_ms`` the last G it persisted under, ``event_hours`` the event-time hours
-    (start, ms) of the records it wrote, and ``insert_only_batches`` how many batches it wrote
-    insert-only.
+    (start, ms) of the records it wrote, ``batches`` how many batches it persisted and
+    ``insert_only_batches`` how many of them it wrote insert-only. ``checkpoint``: the query's
+    checkpoint, where a batch's planned ranges are read before it is written (see
+    spark_jobs.streaming_checkpoint).
     """
 
     def __init__(
@@ -98,6 +106,8 @@ class PersistBatch:
         progress=None,
         sole_writer: bool = False,
         sealed_through_ms: int | None = None,
+        checkpoint: str | None = None,
+        replayed_batch: int | None = None,
     ):
         self._stream = stream
         self._tables = tables
@@ -113,42 +123,42 @@ class PersistBatch:
         self.global_watermark_ms: int | None = None
         self.event_hours: set[int] = set()
         self.insert_only_batches = 0
-        # Where this run's last batch ended per partition (None before its first), and whether it
-        # persisted records: what decides whether the next one is written in one pass.
-        self._positions: dict[int, int] | None = None
-        self._previous_had_records = True
+        self.batches = 0
+        self._checkpoint = checkpoint
+        self._replayed_batch = replayed_batch
 
     def __call__(self, raw, batch_id: int) -> None:
         started = time.monotonic()
-        app_id = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
-        one_pass = self._may_append_unseen(app_id)
+        writer = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
+        spark = raw.sparkSession
+        replay = batch_id == self._replayed_batch
+        planned = planned_ranges(spark, self._checkpoint, batch_id) if self._checkpoint else None
+        one_pass = not replay and self._may_append_unseen(writer, planned)
         if one_pass:
-            ranges, step_stats, totals = self._write_in_one_pass(raw, app_id, batch_id)
+            ranges, step_stats, totals = self._write_in_one_pass(raw, writer)
             insert_only = False
         else:
-            ranges, step_stats, totals, insert_only = self._write_from_cache(raw, app_id, batch_id)
+            ranges, step_stats, totals, insert_only = self._write_from_cache(raw, writer, replay)
         batch = next(iter(ranges.values()))
         g = batch.global_watermark_ms
         stats = _partition_totals(step_stats)
         sealed = self._newly_sealed(batch, ranges) if self._mode == "live" else []
-        spark = raw.sparkSession
-        ledger, watermarks = self._ledger(spark, ranges, step_stats, app_id)
-        if sealed:
-            # Side by side: neither waits for the other (a crash between them is repaired by the
-            # replay, or after a lost checkpoint by sealing from the newest seal, see _newly_sealed).
-            seals = self._seals(spark, sealed, batch, batch_id)
-            with ThreadPoolExecutor(max_workers=2) as commits:
-                done = [commits.submit(self._tables.append_once, frame, table, app_id, batch_id)
-                        for frame, table in ((seals, "seals"), (ledger, "ledger"))]  # fmt: skip
-            for commit in done:
-                commit.result()
-        else:
-            self._tables.append_once(ledger, "ledger", app_id, batch_id)
+        ledger, watermarks = self._ledger(spark, ranges, step_stats, writer)
+        commits = [(self._seals(spark, sealed, batch, batch_id), "seals")] if sealed else []
+        commits.append((ledger, "ledger"))
+        if replay:
+            commits = self._not_yet_committed(commits, writer, ranges, sealed)
+        # Seals and the ledger side by side: neither waits for the other (a crash between them is
+        # repaired by the replay, or after a lost checkpoint by sealing from the newest seal, see
+        # _newly_sealed).
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            done = [pool.submit(self._tables.append, frame, table, writer) for frame, table in commits]
+        for commit in done:
+            commit.result()
         if self._feedback_dir:
             write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
 
-        self._positions = {**(self._positions or {}), **{p: planned.end_offset for p, planned in ranges.items()}}
-        self._previous_had_records = totals["records"] > 0
+        self.batches += 1
         self.sealed_hours.extend(sealed)
         self.global_watermark_ms = g
         self.event_hours.update(_event_hours(stats))
@@ -169,6 +179,7 @@ class PersistBatch:
                 "slicing": batch.slicing,
                 **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
                 **({"insert_only": True} if insert_only else {}),
+                **({"replayed": True} if replay else {}),
                 **({} if one_pass else {"cached": True}),
                 **_offsets_without_data(ranges, stats),
                 **_held_by_open_transaction(ranges),
@@ -187,22 +198,27 @@ class PersistBatch:
             previous = resumed_from
         return self._sealer.newly_sealed_by_steps(previous, _step_watermarks(ranges))
 
-    def _may_append_unseen(self, app_id: str) -> bool:
-        """Whether this batch can be appended without a look at its ranges first: then events
-        are written straight from the source, in the same pass as the read (no cache, no pass
-        of its own for the counts: they come from the source's summary rows).
+    def _may_append_unseen(self, writer: str, planned: list[PlannedRange] | None) -> bool:
+        """Whether this batch (not a replay) can be appended without a look at its ranges first:
+        then events are written straight from the source, in the same pass as the read (no
+        cache, no pass of its own for the counts: they come from the source's summary rows).
 
         Only for a plain append: the live job when no other writer's ranges nor a resumed zone
-        reach at or beyond where its last batch ended (its first batch: anywhere), or a sole
-        writer. And only after a batch that persisted records: a write from the source commits
-        even when the batch turns out empty, where the cached path skips the empty commit."""
-        if not self._previous_had_records:
+        overlap the batch's ``planned`` ranges (from the checkpoint, see
+        spark_jobs.streaming_checkpoint; None, a checkpoint's first batch: anywhere), or a sole
+        writer. And only for a batch that reads offsets: a write from the source commits even
+        when the batch holds no record, where the cached path skips the empty commit."""
+        if planned is not None and not any(r.end_offset > r.start_offset for r in planned):
             return False
         if self._mode != "live":
             return self._sole_writer
-        return self._guard is None or not self._guard.overlaps_from(self._positions, app_id)
+        if self._guard is None:
+            return True
+        if planned is None:
+            return not self._guard.may_overlap_any(writer)
+        return not self._guard.overlaps(_offset_ranges({r.partition: r for r in planned}), writer)
 
-    def _write_in_one_pass(self, raw, app_id: str, batch_id: int):
+    def _write_in_one_pass(self, raw, writer: str):
         """Events straight from the source; the ranges and counts observed on the way. Late and
         quarantined records, rare, are read again from the source when there are any."""
         from pyspark.sql import Observation
@@ -210,61 +226,78 @@ class PersistBatch:
 
         observation = Observation()
         observed = raw.observe(observation, F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "range_state"))).alias("rows"))
-        self._tables.append_once(_events(_routed(observed, EVENTS), self._stream), "events", app_id, batch_id)
+        self._tables.append(_events(_routed(observed, EVENTS), self._stream), "events", writer)
         rows = _observed_rows(observation)
         if rows is None:
-            # The append was skipped: events already hold this batch (a replay after a crash),
-            # so the source was never read. Read the range and summary rows on their own.
-            log.info({"event": "batch_replayed", "stream": self._stream.name, "batch_id": batch_id})
+            # Spark never handed the metrics over (they ride its listener bus, which a busy
+            # driver can hold up): read the range and summary rows on their own.
+            log.warning({"event": "observation_missing", "stream": self._stream.name, "detail": "batch summary read again"})
             rows = _summary_rows(raw)
         ranges, step_stats = _summary(rows)
         totals = _totals(step_stats)
-        self._write_rare_routes(raw, totals, self._tables.append_once, app_id, batch_id)
+        self._write_rare_routes(raw, totals, lambda frame, table: self._tables.append(frame, table, writer))
         return ranges, step_stats, totals
 
-    def _write_from_cache(self, raw, app_id: str, batch_id: int):
+    def _write_from_cache(self, raw, writer: str, replay: bool):
         """Decoded once and kept: the ranges first, then each output from the cached rows.
-        Returns the ranges, the counts, their totals and whether the batch was written insert-only."""
+        Insert-only when the batch is a ``replay`` (its crashed run may have written some of it),
+        or its ranges may hold another writer's records. Returns the ranges, the counts, their
+        totals and whether the batch was written insert-only."""
         from pyspark import StorageLevel
 
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             ranges, step_stats = _summary(_summary_rows(decoded))
             totals = _totals(step_stats)
-            if self._mode == "live":
-                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), app_id)
+            if replay:
+                insert_only = True
+            elif self._mode == "live":
+                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), writer)
             else:
                 insert_only = not self._sole_writer
-            write = self._insert_missing(ranges) if insert_only else self._tables.append_once
-            # A replay decodes and routes identically, so an empty output stays empty: skipping
-            # its commit loses nothing and saves an idempotent commit (about a second) each time.
+            offset_ranges = _offset_ranges(ranges)
+            if insert_only:
+                def write(frame, table):
+                    self._tables.insert_missing(frame, table, offset_ranges)
+            else:
+                def write(frame, table):
+                    self._tables.append(frame, table, writer)
+            # A batch with no record for a table makes no commit to it: saves a commit (a
+            # fraction of a second) for nothing.
             if totals["records"]:
-                write(_events(_routed(decoded, EVENTS), self._stream), "events", app_id, batch_id)
-            self._write_rare_routes(decoded, totals, write, app_id, batch_id)
+                write(_events(_routed(decoded, EVENTS), self._stream), "events")
+            self._write_rare_routes(decoded, totals, write)
         finally:
             decoded.unpersist()
         return ranges, step_stats, totals, insert_only
 
-    def _write_rare_routes(self, decoded, totals: dict, write, app_id: str, batch_id: int) -> None:
-        """Late records (with the G they met) and quarantined ones, when the batch had any."""
+    def _write_rare_routes(self, decoded, totals: dict, write) -> None:
+        """Late records (with the G they met) and quarantined ones, when the batch had any.
+        ``write(frame, table)``: how the batch writes."""
         from pyspark.sql import functions as F
 
         if totals["late"]:
-            late = _events(_routed(decoded, LATE), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark"))
-            write(late, "late", app_id, batch_id)
+            write(_events(_routed(decoded, LATE), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark")), "late")
         if totals["quarantined"]:
-            write(_quarantine(_routed(decoded, QUARANTINE)), "quarantine", app_id, batch_id)
+            write(_quarantine(_routed(decoded, QUARANTINE)), "quarantine")
 
-    def _insert_missing(self, ranges: dict[int, PlannedRange]):
-        """A writer like ``append_once`` that skips the records the lake already holds."""
-        offset_ranges = _offset_ranges(ranges)
+    def _not_yet_committed(self, commits: list, writer: str, ranges: dict[int, PlannedRange], sealed: list[int]) -> list:
+        """Of a replayed batch's seals and ledger commits, those its crashed run never made:
+        the ledger rows when the ledger holds none of the batch's, the seals of the hours the
+        seals table lacks."""
+        kept = []
+        for frame, table in commits:
+            if table == "ledger" and self._tables.holds_ledger_batch(writer, _step_ids(ranges)):
+                continue
+            if table == "seals":
+                present = self._tables.sealed_among(sealed)
+                if len(present) == len(set(sealed)):
+                    continue
+                frame = frame.where(~frame.hour.isin([_timestamp(hour) for hour in present])) if present else frame
+            kept.append((frame, table))
+        return kept
 
-        def write(frame, table: str, app_id: str, version: int) -> None:
-            self._tables.insert_missing(frame, table, app_id, version, offset_ranges)
-
-        return write
-
-    def _ledger(self, spark, ranges: dict[int, PlannedRange], step_stats: dict, app_id: str):
+    def _ledger(self, spark, ranges: dict[int, PlannedRange], step_stats: dict, writer: str):
         """The batch's ledger rows and W_p after it per partition (what the planner is told).
 
         One row per step range of every partition (see PlannedRange.steps), under its step's
@@ -303,7 +336,7 @@ class PersistBatch:
                         _timestamp(planned.read_time_ms),
                         _timestamp(hold.since_ms) if hold else None,
                         bool(hold and hold.held),
-                        app_id,
+                        writer,
                     )
                 )
             watermarks[partition] = watermark
@@ -377,10 +410,15 @@ def _step_watermarks(ranges: dict[int, PlannedRange]) -> list[int | None]:
     return [by_seq[seq] for seq in sorted(by_seq)]
 
 
+def _step_ids(ranges: dict[int, PlannedRange]) -> list[int]:
+    """The ledger batch ids (aligned steps) of the micro-batch, in order."""
+    return sorted({step.seq for planned in ranges.values() for step in planned.steps})
+
+
 def _ledger_batch_ids(ranges: dict[int, PlannedRange]) -> list[int]:
     """The first and last ledger batch id (aligned step) of the micro-batch."""
-    seqs = [step.seq for planned in ranges.values() for step in planned.steps]
-    return [min(seqs), max(seqs)]
+    seqs = _step_ids(ranges)
+    return [seqs[0], seqs[-1]]
 
 
 def _partition_totals(step_stats: dict[tuple[int, int], dict]) -> dict[int, dict]:

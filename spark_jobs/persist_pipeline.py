@@ -110,7 +110,8 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     import time
 
     from spark_jobs.kafka_source import KafkaLogSource
-    from spark_jobs.lake_resume import checkpoint_has_offsets, resume_from_lake
+    from spark_jobs.lake_resume import resume_from_lake
+    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from spark_jobs.lake_tables import LakeTables
     from spark_jobs.overlap_guard import OverlapGuard
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
@@ -145,9 +146,11 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     persist_batch = PersistBatch(
         stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
         # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
-        # reuse one): appending idempotently is exactly-once there, and cheaper than a MERGE.
+        # reuse one): appending is exactly-once there, and cheaper than a MERGE.
         sole_writer=run.shadow is not None,
         sealed_through_ms=resumed.sealed_global_watermark_ms if resumed else None,
+        checkpoint=run.checkpoint,
+        replayed_batch=pending_batch(spark, run.checkpoint),
     )
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")
@@ -171,7 +174,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         "stream": stream.name,
         "mode": run.trigger if run.mode == "live" else run.mode,
         "query_id": query.id,
-        "batches": len(query.recentProgress),
+        "batches": persist_batch.batches,
         "global_watermark": format_optional_event_time(global_watermark_ms),
         "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
         "event_hours": [format_event_time(hour) for hour in sorted(persist_batch.event_hours)],

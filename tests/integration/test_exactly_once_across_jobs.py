@@ -154,3 +154,46 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     assert "offsets_lost" in (tmp_path / "recover3.log").read_text()
     _assert_exactly(spark, lake, _expected(counts) - {(1, o) for o in range(30)})
     assert spark.read.format("delta").load(str(lake / "events")).count() == events_before + 20
+
+
+def test_a_batch_replayed_after_a_crash_between_its_commits_is_written_once(kafka_broker, spark, tmp_path):
+    """The crash after a batch's events and seals commits, before its ledger's and Spark's: the
+    next run replays that batch (the checkpoint shows it planned, not committed) and writes only
+    what is missing. Plain appends would write its events twice."""
+    topic = "replayed_batch"
+    kafka_broker.create_topic(topic, 2)
+    now_ms = int(time.time() * 1000)
+    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 300))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=200)
+    lake = tmp_path / "lake" / "telemetry"
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
+    ledger_path, seals_path = str(lake / "ledger"), str(lake / "seals")
+    ledger_rows = spark.read.format("delta").load(ledger_path).collect()
+
+    # A caught-up run ends with a batch that only moves G (its partitions turned idle): the
+    # crash comes in the batch before it, the last with records, so the lake never saw the last.
+    checkpoint = tmp_path / "checkpoints" / "telemetry" / "persist"
+    last = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+    for entry in (checkpoint / "offsets" / str(last), checkpoint / "commits" / str(last), checkpoint / "commits" / str(last - 1)):
+        entry.unlink()
+        (entry.parent / f".{entry.name}.crc").unlink(missing_ok=True)
+    newest = spark.sql(f"DESCRIBE HISTORY delta.`{ledger_path}`").agg(F.max("version")).first()[0]
+    before_crash = spark.read.format("delta").option("versionAsOf", newest - 2).load(ledger_path)
+    before_crash.write.format("delta").mode("overwrite").save(ledger_path)
+    seals = spark.read.format("delta").load(seals_path)
+    seals.where(F.col("batch_id") != last).write.format("delta").mode("overwrite").save(seals_path)
+    sealed = Counter(row.hour for row in spark.read.format("delta").load(seals_path).collect())
+    kept = {(row.batch_id, row.source_partition) for row in before_crash.collect()}
+    lost = [row for row in ledger_rows if (row.batch_id, row.source_partition) not in kept]
+    assert sum(row.records for row in lost) > 0, "the batch the crash cut had records: its events are in the lake"
+
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "second.log")
+
+    _assert_exactly(spark, lake, _expected(counts))
+    assert '"replayed": true' in (tmp_path / "second.log").read_text(), "the replay was written as one"
+    ledger = spark.read.format("delta").load(ledger_path).collect()
+    assert max(Counter((row.writer, row.batch_id, row.source_partition) for row in ledger).values()) == 1, "no ledger row twice"
+    by_step = {(row.batch_id, row.source_partition): row for row in ledger}
+    assert all(by_step[(row.batch_id, row.source_partition)] == row for row in lost if row.records), "the cut batch's ledger rows are back"
+    hours = Counter(row.hour for row in spark.read.format("delta").load(seals_path).collect())
+    assert set(sealed) <= set(hours) and max(hours.values()) == 1, "no hour sealed twice"

@@ -42,7 +42,7 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
                                                              "start_offset": 10, "end_offset": 14, "records": 3,
                                                              "data_records": 3, "held_by_open_transaction": False}  # fmt: skip
     frame = spark.createDataFrame([tuple(new_row[n] for n, _ in LEDGER_COLUMNS)], ddl(LEDGER_COLUMNS))
-    tables.append_once(frame, "ledger", "tidemark:test", 1)
+    tables.append(frame, "ledger", "tidemark:test")
     appended = tables.read("ledger").where("batch_id = 1").first()
     assert (appended.end_offset, appended.data_records, appended.held_by_open_transaction) == (14, 3, False)
     assert {t: tables.read(t).count() for t in ("events", "late", "quarantine", "seals")} == dict.fromkeys(
@@ -67,6 +67,6 @@ def test_the_last_live_global_watermark_is_the_largest_a_live_ledger_row_holds(s
         return tuple(values[n] for n, _ in LEDGER_COLUMNS)
 
     rows = [row("live", 1_000_000), row("live", 2_000_000), row("live", None), row("recovery", 9_000_000)]
-    tables.append_once(spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)), "ledger", "tidemark:test", 0)
+    tables.append(spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)), "ledger", "tidemark:test")
 
     assert tables.last_live_global_watermark_ms() == 2_000_000, "live's G, not a recovery's pinned one"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from harness.persist_job import (
@@ -188,5 +189,14 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
     events = spark.read.format("delta").load(str(events_path))
     rows = events.groupBy("source_partition").agg(F.count("*").alias("n"), F.countDistinct("source_offset").alias("d")).collect()
     assert {r.source_partition: (r.n, r.d) for r in rows} == {0: (50, 50), 1: (50, 50), 2: (40, 40)}
-    ledger = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "ledger")).where("source_partition = 2")
-    assert ledger.selectExpr("min(start_offset)", "max(end_offset)").first() == (0, 40), "read from its earliest offset"
+    ledger = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "ledger"))
+    assert ledger.where("source_partition = 2").selectExpr("min(start_offset)", "max(end_offset)").first() == (0, 40), "read from its earliest offset"
+
+    # The partition was registered in a batch of its own that read no offset: such a batch
+    # writes its ledger rows and no empty events commit (an idempotent commit costs seconds).
+    reads_per_batch = ledger.groupBy("batch_id").agg(F.sum(F.col("end_offset") - F.col("start_offset")).alias("offsets"))
+    assert reads_per_batch.where("offsets = 0").count() >= 1, "the registration batch is in the ledger"
+    appends = DeltaTable.forPath(spark, str(events_path)).history().where("operation = 'WRITE'").collect()
+    assert appends and all(int(commit.operationMetrics["numOutputRows"]) > 0 for commit in appends), [
+        (commit.version, commit.operationMetrics) for commit in appends
+    ]
