@@ -29,14 +29,17 @@ HISTORY_WINDOW = 20
 
 
 class OverlapGuard:
-    def __init__(self, tables, resumed_zone: dict[int, tuple[int, int]] | None = None):
+    def __init__(self, tables, resumed_zone: dict[int, tuple[int, int]] | None = None, ledger_created: bool = False):
         """``tables``: spark_jobs.lake_tables.LakeTables (``recent_commits``, ``non_live_ranges``).
         ``resumed_zone``: {partition: (start, end)} offsets a run before a lost checkpoint may
-        have written beyond the ledger's position (see spark_jobs.lake_resume)."""
+        have written beyond the ledger's position (see spark_jobs.lake_resume).
+        ``ledger_created``: this run created the ledger (its commit 0): no other writer's rows
+        are in it but those committed since, so it is not read (on a fresh lake that read was
+        the first batch's slowest step)."""
         self._tables = tables
         self._resumed_zone = dict(resumed_zone or {})
-        self._other_ranges: list[tuple[int, int, int]] | None = None  # (partition, start, end)
-        self._seen_version = -1
+        self._other_ranges: list[tuple[int, int, int]] | None = [] if ledger_created else None  # (partition, start, end)
+        self._seen_version = 0 if ledger_created else -1
 
     def overlaps(self, ranges: dict[int, tuple[int, int]], own_writer: str) -> bool:
         """True when any of ``ranges`` ({partition: (start, end)}) may already be in the lake.

@@ -116,6 +116,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.overlap_guard import OverlapGuard
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
 
+    started = time.monotonic()
     spark.dataSource.register(KafkaLogSource)
     tables = LakeTables(spark, stream, shadow=run.shadow)
     created = tables.ensure()
@@ -142,7 +143,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     )
     raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
-    guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None) if run.mode == "live" else None
+    guard = None
+    if run.mode == "live":
+        guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None, ledger_created="ledger" in created)
     persist_batch = PersistBatch(
         stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
         # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
@@ -162,6 +165,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     else:
         writer = writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
     query = writer.start()
+    startup_s = time.monotonic() - started
     identity.set(query.id)
     log.info({"event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger, "query_id": query.id})
     query.awaitTermination()
@@ -181,8 +185,19 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         "insert_only_batches": persist_batch.insert_only_batches,
         "resumed_from_ledger": resumed is not None,
     }
-    log.info({"event": "query_finished", **summary})
+    log.info({"event": "query_finished", **summary, "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress)})
     return summary
+
+
+def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:
+    """Where a run's time went, in seconds: up to the query's start (tables, resume), planning
+    (the source's offsets and Spark's plan), writing (the batch function), the checkpoint's
+    write-ahead log and commits, and in all. From Spark's progress of the last 100 triggers."""
+    spent = {}
+    for phase, keys in (("planning", ("latestOffset", "getBatch", "queryPlanning")), ("writing", ("addBatch",)),
+                        ("checkpoint", ("walCommit", "commitOffsets"))):  # fmt: skip
+        spent[phase] = round(sum((p.durationMs or {}).get(key, 0) for p in progress for key in keys) / 1000, 1)
+    return {"startup": round(startup_s, 1), **spent, "total": round(total_s, 1)}
 
 
 def _feedback_dir(stream: StreamConfig, run: PersistRun) -> str:

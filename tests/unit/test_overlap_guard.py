@@ -94,3 +94,15 @@ def test_before_its_ranges_are_known_a_batch_may_overlap_whatever_another_writer
     assert guard.may_overlap_any(LIVE), "a recovery's range: a batch of unknown ranges may overlap it"
 
     assert OverlapGuard(FakeLedger(), resumed_zone={1: (40, 90)}).may_overlap_any(LIVE), "a resumed zone"
+
+
+def test_a_ledger_this_run_created_is_not_read_until_another_writer_commits():
+    ledger = FakeLedger()
+    ledger.commit(None)  # commit 0: the run created the table
+    guard = OverlapGuard(ledger, ledger_created=True)
+
+    assert not guard.may_overlap_any(LIVE) and not guard.overlaps({0: (0, 50)}, LIVE)
+    assert ledger.range_reads == 0, "nothing to read in a ledger created a moment ago"
+
+    ledger.commit(RECOVERY, (0, 40, 60))  # a recovery started right after
+    assert guard.overlaps({0: (50, 70)}, LIVE) and ledger.range_reads == 1

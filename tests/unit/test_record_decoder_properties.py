@@ -12,7 +12,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tidemark.record_decoder import DecodedEvent, RecordDecoder, RejectReason, Rejection
+from tidemark.record_decoder import DecodedEvent, RecordDecoder, RejectReason, Rejection, parse_json
 from tidemark.stream_config import PayloadField, PayloadSchema
 
 READ_TIME_MS = 1_795_000_000_000
@@ -81,3 +81,36 @@ def test_deep_nesting_is_quarantined_with_its_own_reason(depth, brackets):
     value = opening * depth + b"1" + closing * depth
     outcome = DECODER.decode(value, READ_TIME_MS)
     assert outcome == Rejection(RejectReason.TOO_DEEPLY_NESTED, outcome.detail)
+
+
+def _same_as_the_standard_library(value: bytes) -> None:
+    """parse_json's document, or its error, is json.loads's: type for type, value for value."""
+    try:
+        expected = ("document", json.loads(value))
+    except Exception as error:  # noqa: BLE001 - the error is what is compared
+        expected = ("error", type(error), str(error))
+    try:
+        found = ("document", parse_json(value))
+    except Exception as error:  # noqa: BLE001
+        found = ("error", type(error), str(error))
+    # repr tells 1 from 1.0 and True, and -0.0 from 0.0; NaN never equals itself, its repr does.
+    assert repr(found) == repr(expected), value
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values | record_like)
+def test_the_fast_json_parser_decodes_every_document_as_the_standard_library_does(document):
+    _same_as_the_standard_library(json.dumps(document, allow_nan=True).encode())
+    _same_as_the_standard_library(json.dumps(document, allow_nan=True, ensure_ascii=False).encode())
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300) | st.from_regex(rb"\A[\s{}\[\]\":,0-9eE.+\-a-z\\u]{0,80}\Z"))
+def test_the_fast_json_parser_refuses_or_decodes_hostile_bytes_as_the_standard_library_does(value):
+    _same_as_the_standard_library(value)
+
+
+def test_what_only_the_standard_library_accepts_is_still_decoded_by_it():
+    for value in (b'{"a": NaN}', b'{"a": 1e400}', b'{"a": "\\ud800"}', b'\xef\xbb\xbf{"a": 1}', '{"a": 1}'.encode("utf-16")):
+        _same_as_the_standard_library(value)
+    assert parse_json(b'{"a": 1e400}') == {"a": float("inf")}, "and the decoder then names the field's wrong type"
