@@ -39,6 +39,13 @@ class LakeTables:
             return self._stream.table_path(table)
         return f"{self._stream.table_path('shadow')}/{self._shadow}/{table}"
 
+    def exists(self, table: str) -> bool:
+        """Whether ``table`` has a Delta log, asked of the file system alone (no Delta work,
+        which in a fresh JVM costs seconds of class loading)."""
+        jvm = self._spark.sparkContext._jvm
+        log = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/_delta_log")
+        return bool(log.getFileSystem(self._spark.sparkContext._jsc.hadoopConfiguration()).exists(log))
+
     def ensure(self) -> set[str]:
         """Create the tables that do not exist yet, so checks and reports can read empty tables;
         returns the names of those it created."""

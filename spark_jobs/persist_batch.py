@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import datetime, timezone
 
@@ -92,7 +92,8 @@ class PersistBatch:
     (start, ms) of the records it wrote, ``batches`` how many batches it persisted and
     ``insert_only_batches`` how many of them it wrote insert-only. ``checkpoint``: the query's
     checkpoint, where a batch's planned ranges are read before it is written (see
-    spark_jobs.streaming_checkpoint).
+    spark_jobs.streaming_checkpoint). ``tables_ready``: the tables' creation, still under way
+    when the query starts; every batch waits for it.
     """
 
     def __init__(
@@ -108,6 +109,7 @@ class PersistBatch:
         sealed_through_ms: int | None = None,
         checkpoint: str | None = None,
         replayed_batch: int | None = None,
+        tables_ready: Future | None = None,
     ):
         self._stream = stream
         self._tables = tables
@@ -126,9 +128,12 @@ class PersistBatch:
         self.batches = 0
         self._checkpoint = checkpoint
         self._replayed_batch = replayed_batch
+        self._tables_ready = tables_ready
 
     def __call__(self, raw, batch_id: int) -> None:
         started = time.monotonic()
+        if self._tables_ready is not None:
+            self._tables_ready.result()  # raises what went wrong creating or upgrading the tables
         writer = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
         spark = raw.sparkSession
         replay = batch_id == self._replayed_batch

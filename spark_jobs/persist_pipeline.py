@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tidemark.event_time_text import format_event_time, format_optional_event_time
@@ -111,23 +112,30 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
 
     from spark_jobs.kafka_source import KafkaLogSource
     from spark_jobs.lake_resume import resume_from_lake
-    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from spark_jobs.lake_tables import LakeTables
     from spark_jobs.overlap_guard import OverlapGuard
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
+    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
 
     started = time.monotonic()
     spark.dataSource.register(KafkaLogSource)
     tables = LakeTables(spark, stream, shadow=run.shadow)
-    created = tables.ensure()
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
 
     resumed = None
-    # A ledger created a moment ago holds no position to resume from: asking it costs a fresh
-    # lake seconds (the first Delta queries of the session) for a known answer.
-    if run.mode == "live" and "ledger" not in created and not checkpoint_has_offsets(spark, run.checkpoint):
+    ledger_existed = tables.exists("ledger")
+    preparing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-tables")
+    # Only a ledger that was there can hold a position to resume from (a fresh one would cost
+    # seconds, the session's first Delta queries, for a known answer).
+    if run.mode == "live" and ledger_existed and not checkpoint_has_offsets(spark, run.checkpoint):
+        tables_ready = preparing.submit(tables.ensure)
+        tables_ready.result()  # the resume reads the ledger: in its current layout
         resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
+    else:
+        # Creating or checking the tables is a fresh JVM's first Delta work (about 4 s on a new
+        # lake): it runs while the query starts, and the first batch waits for it.
+        tables_ready = preparing.submit(tables.ensure)
     if run.frozen_partitions:
         log.warning(
             {
@@ -145,7 +153,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     identity = QueryIdentity()
     guard = None
     if run.mode == "live":
-        guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None, ledger_created="ledger" in created)
+        guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed)
     persist_batch = PersistBatch(
         stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
         # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
@@ -154,6 +162,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         sealed_through_ms=resumed.sealed_global_watermark_ms if resumed else None,
         checkpoint=run.checkpoint,
         replayed_batch=pending_batch(spark, run.checkpoint),
+        tables_ready=tables_ready,
     )
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")
@@ -168,7 +177,11 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     startup_s = time.monotonic() - started
     identity.set(query.id)
     log.info({"event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger, "query_id": query.id})
-    query.awaitTermination()
+    try:
+        query.awaitTermination()
+    finally:
+        preparing.shutdown()
+    tables_ready.result()  # a run without a batch still leaves the tables (checks read them), or says why not
 
     global_watermark_ms = persist_batch.global_watermark_ms
     if global_watermark_ms is None and run.mode == "live":
