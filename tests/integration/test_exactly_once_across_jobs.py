@@ -49,13 +49,20 @@ def _assert_exactly(spark, lake, expected: set[tuple[int, int]]) -> None:
     assert set(found) == expected
 
 
+def _backlog(kafka_broker, tmp_path, topic: str, partitions: int, per_partition: int, budget: int, now_ms: int):
+    """A topic holding ``per_partition`` records a partition (event times over the two hours
+    before ``now_ms``) and a stream config reading it with row budget ``budget``: (records
+    produced per partition, the config's path, the stream's lake folder)."""
+    kafka_broker.create_topic(topic, partitions)
+    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, partitions, per_partition))
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, partitions, max_records_per_batch=budget)
+    return counts, conf, tmp_path / "lake" / "telemetry"
+
+
 def test_deleting_the_checkpoint_mid_stream_resumes_from_the_ledger_and_duplicates_nothing(kafka_broker, spark, tmp_path):
     topic = "lost_checkpoint"
-    kafka_broker.create_topic(topic, 3)
     now_ms = int(time.time() * 1000)
-    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 3, 400))
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 3, max_records_per_batch=90)
-    lake = tmp_path / "lake" / "telemetry"
+    counts, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=3, per_partition=400, budget=90, now_ms=now_ms)
 
     # The hard reset of a stuck job: killed mid-stream, checkpoint deleted, started again.
     job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
@@ -80,11 +87,8 @@ def test_seals_lost_with_the_checkpoint_are_made_by_the_next_run_once(kafka_brok
     its seals. With the checkpoint gone too, only the seals table knows; the next run seals
     from the newest seal on."""
     topic = "lost_seals"
-    kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
-    produce(kafka_broker.bootstrap, topic, _records(now_ms - 2 * HOUR_MS, 2, 300))
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=200)
-    lake = tmp_path / "lake" / "telemetry"
+    _, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=2, per_partition=300, budget=200, now_ms=now_ms - 2 * HOUR_MS)
     run_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
     seals_path = str(lake / "seals")
     sealed = {row.hour for row in spark.read.format("delta").load(seals_path).collect()}
@@ -106,11 +110,8 @@ def test_seals_lost_with_the_checkpoint_are_made_by_the_next_run_once(kafka_brok
 
 def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_reported_lost(kafka_broker, spark, tmp_path):
     topic = "recovery_and_live"
-    kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
-    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 300))
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=200)
-    lake = tmp_path / "lake" / "telemetry"
+    counts, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=2, per_partition=300, budget=200, now_ms=now_ms)
 
     # Recovery first: partition 1's offsets [100, 250) before the live job ever ran.
     assert run_recover(conf, 1, "100-250", log=tmp_path / "recover1.log", result=tmp_path / "recover1.json") == 0
@@ -160,12 +161,8 @@ def test_a_batch_replayed_after_a_crash_between_its_commits_is_written_once(kafk
     """The crash after a batch's events and seals commits, before its ledger's and Spark's: the
     next run replays that batch (the checkpoint shows it planned, not committed) and writes only
     what is missing. Plain appends would write its events twice."""
-    topic = "replayed_batch"
-    kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
-    counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 300))
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=200)
-    lake = tmp_path / "lake" / "telemetry"
+    counts, conf, lake = _backlog(kafka_broker, tmp_path, "replayed_batch", partitions=2, per_partition=300, budget=200, now_ms=now_ms)
     run_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
     ledger_path, seals_path = str(lake / "ledger"), str(lake / "seals")
     ledger_rows = spark.read.format("delta").load(ledger_path).collect()
