@@ -134,6 +134,11 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     assert {row.mode for row in ledger.select("mode").distinct().collect()} == {"live", "recovery"}
     recovered_rows = ledger.where(F.col("mode") == "recovery").where("source_partition = 0").agg(F.sum("data_records")).first()[0]
     assert recovered_rows == 300  # the recovery run of partition 0 read all 300 of its records
+    # Read to its end, the recovery under live's G stops: no batch that reads nothing (its G is
+    # pinned, so a batch to move G was planned again every trigger until the partition idled).
+    recovery = ledger.where((F.col("mode") == "recovery") & (F.col("source_partition") == 0))
+    empty = recovery.where(F.col("end_offset") == F.col("start_offset")).count()
+    assert empty == 0, f"{empty} ledger rows of recovery batches that read nothing"
 
     # Retention: rows [0, 50) of partition 1 go missing from the lake, then offsets [0, 30) of
     # partition 1 leave the log (DeleteRecords moves the earliest offset, as retention does).
