@@ -120,6 +120,9 @@ def _run_row(name: str, run: dict | None, scenario_name: str) -> str:
             notes.append(f"quarantined {run['quarantined']:,}")
     if run.get("unread"):
         notes.append(f"**{run['unread']:,} produced records not read**")
+    if run.get("peak_pss_megabytes"):
+        by_process = ", ".join(f"{kind} {mb:,}" for kind, mb in run.get("rss_megabytes_at_peak_by_process", {}).items())
+        notes.append(f"peak PSS {run['peak_pss_megabytes']:,} MB; RSS at peak by process: {by_process}")
     return (
         f"| {label} | {run['records']:,} | {batches} | {seconds} | {per_second:,} | {run['peak_rss_megabytes']:,} "
         f"| {'; '.join(notes)} |"

@@ -125,17 +125,15 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
 
     resumed = None
     ledger_existed = tables.exists("ledger")
+    # Creating or checking the tables is a fresh JVM's first Delta work (about 4 s on a new
+    # lake): it runs while the query starts, and the first batch waits for it.
     preparing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-tables")
+    tables_ready = preparing.submit(tables.ensure)
     # Only a ledger that was there can hold a position to resume from (a fresh one would cost
     # seconds, the session's first Delta queries, for a known answer).
     if run.mode == "live" and ledger_existed and not checkpoint_has_offsets(spark, run.checkpoint):
-        tables_ready = preparing.submit(tables.ensure)
         tables_ready.result()  # the resume reads the ledger: in its current layout
         resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
-    else:
-        # Creating or checking the tables is a fresh JVM's first Delta work (about 4 s on a new
-        # lake): it runs while the query starts, and the first batch waits for it.
-        tables_ready = preparing.submit(tables.ensure)
     if run.frozen_partitions:
         log.warning(
             {
