@@ -39,15 +39,20 @@ def wait_sampling_peak_memory(job: subprocess.Popen, interval_s: float = 0.5) ->
     peak = PeakMemory()
     root = psutil.Process(job.pid)
     while job.poll() is None:
-        with contextlib.suppress(psutil.Error):  # a worker exited between listing and sampling
-            samples = [(_kind(p), *_rss_and_pss(p)) for p in (root, *root.children(recursive=True)) if p.is_running()]
-            rss = sum(sample[1] for sample in samples)
-            peak.pss = max(peak.pss, sum(sample[2] for sample in samples))
-            if rss > peak.rss:
-                peak.rss = rss
-                peak.rss_by_kind_at_peak = {}
-                for kind, kind_rss, _ in samples:
-                    peak.rss_by_kind_at_peak[kind] = peak.rss_by_kind_at_peak.get(kind, 0) + kind_rss
+        samples = []
+        with contextlib.suppress(psutil.Error):  # the job ended while its tree was listed
+            for process in (root, *root.children(recursive=True)):
+                # One process gone or a zombie (a launcher script that ended) loses that
+                # process's sample, not the whole tree's.
+                with contextlib.suppress(psutil.Error):
+                    samples.append((_kind(process), *_rss_and_pss(process)))
+        rss = sum(sample[1] for sample in samples)
+        peak.pss = max(peak.pss, sum(sample[2] for sample in samples))
+        if rss > peak.rss:
+            peak.rss = rss
+            peak.rss_by_kind_at_peak = {}
+            for kind, kind_rss, _ in samples:
+                peak.rss_by_kind_at_peak[kind] = peak.rss_by_kind_at_peak.get(kind, 0) + kind_rss
         time.sleep(interval_s)
     return peak
 
