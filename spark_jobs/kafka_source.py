@@ -343,7 +343,8 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         planned = self._planner.plan_batch(previous, log_ends, feedback, log, max_records, unstable_ends)
         if planned is not previous and self._options.pinned_global_watermark_ms is not None:
-            if planned.positions() == previous.positions() and all(previous.positions()[p] >= end for p, end in log_ends.items()):
+            positions = previous.positions()
+            if planned.positions() == positions and all(positions[p] >= end for p, end in log_ends.items()):
                 # Read to its ends, a run under a pinned G (recovery) is done. The planner would
                 # plan a batch to move G, the pin would hold G back, and the next trigger would
                 # plan it again: a caught-up recovery wrote an empty batch a trigger until its

@@ -10,6 +10,7 @@ Each commit's user metadata names its writer (see ``recent_commits``).
 
 from __future__ import annotations
 
+from spark_jobs.streaming_checkpoint import hadoop_file_system
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import (
@@ -42,9 +43,8 @@ class LakeTables:
     def exists(self, table: str) -> bool:
         """Whether ``table`` has a Delta log, asked of the file system alone (no Delta work,
         which in a fresh JVM costs seconds of class loading)."""
-        jvm = self._spark.sparkContext._jvm
-        log = jvm.org.apache.hadoop.fs.Path(f"{self.path(table)}/_delta_log")
-        return bool(log.getFileSystem(self._spark.sparkContext._jsc.hadoopConfiguration()).exists(log))
+        log, fs = hadoop_file_system(self._spark, f"{self.path(table)}/_delta_log")
+        return bool(fs.exists(log))
 
     def ensure(self) -> set[str]:
         """Create the tables that do not exist yet, so checks and reports can read empty tables;

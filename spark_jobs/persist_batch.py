@@ -138,12 +138,14 @@ class PersistBatch:
         spark = raw.sparkSession
         replay = batch_id == self._replayed_batch
         planned = planned_ranges(spark, self._checkpoint, batch_id) if self._checkpoint else None
-        one_pass = not replay and self._may_append_unseen(writer, planned)
+        insert_only = self._insert_only(writer, planned, replay)
+        # In one pass only a plain append of a batch that reads offsets: a write from the source
+        # commits even when the batch holds no record, where the cached path skips the commit.
+        one_pass = insert_only is False and (planned is None or any(r.end_offset > r.start_offset for r in planned))
         if one_pass:
             ranges, step_stats, totals = self._write_in_one_pass(raw, writer)
-            insert_only = False
         else:
-            ranges, step_stats, totals, insert_only = self._write_from_cache(raw, writer, replay)
+            ranges, step_stats, totals, insert_only = self._write_from_cache(raw, writer, insert_only)
         batch = next(iter(ranges.values()))
         g = batch.global_watermark_ms
         stats = _partition_totals(step_stats)
@@ -203,25 +205,22 @@ class PersistBatch:
             previous = resumed_from
         return self._sealer.newly_sealed_by_steps(previous, _step_watermarks(ranges))
 
-    def _may_append_unseen(self, writer: str, planned: list[PlannedRange] | None) -> bool:
-        """Whether this batch (not a replay) can be appended without a look at its ranges first:
-        then events are written straight from the source, in the same pass as the read (no
-        cache, no pass of its own for the counts: they come from the source's summary rows).
-
-        Only for a plain append: the live job when no other writer's ranges nor a resumed zone
-        overlap the batch's ``planned`` ranges (from the checkpoint, see
-        spark_jobs.streaming_checkpoint; None, a checkpoint's first batch: anywhere), or a sole
-        writer. And only for a batch that reads offsets: a write from the source commits even
-        when the batch holds no record, where the cached path skips the empty commit."""
-        if planned is not None and not any(r.end_offset > r.start_offset for r in planned):
-            return False
-        if self._mode != "live":
-            return self._sole_writer
-        if self._guard is None:
+    def _insert_only(self, writer: str, planned: list[PlannedRange] | None, replay: bool) -> bool | None:
+        """Whether this batch must be written insert-only, decided before it is read; None when
+        that needs its ranges (a checkpoint's first batch, ``planned`` None, while another
+        writer's ranges or a resumed zone exist). Insert-only: a ``replay``, a recovery or
+        backfill batch (but a sole writer's), a live batch whose ``planned`` ranges (from the
+        checkpoint, see spark_jobs.streaming_checkpoint) overlap another writer's ranges or a
+        resumed zone."""
+        if replay:
             return True
+        if self._mode != "live":
+            return not self._sole_writer
+        if self._guard is None:
+            return False
         if planned is None:
-            return not self._guard.may_overlap_any(writer)
-        return not self._guard.overlaps(_offset_ranges({r.partition: r for r in planned}), writer)
+            return None if self._guard.may_overlap_any(writer) else False
+        return self._guard.overlaps(_offset_ranges({r.partition: r for r in planned}), writer)
 
     def _write_in_one_pass(self, raw, writer: str):
         """Events straight from the source; the ranges and counts observed on the way. Late and
@@ -243,24 +242,19 @@ class PersistBatch:
         self._write_rare_routes(raw, totals, lambda frame, table: self._tables.append(frame, table, writer))
         return ranges, step_stats, totals
 
-    def _write_from_cache(self, raw, writer: str, replay: bool):
+    def _write_from_cache(self, raw, writer: str, insert_only: bool | None):
         """Decoded once and kept: the ranges first, then each output from the cached rows.
-        Insert-only when the batch is a ``replay`` (its crashed run may have written some of it),
-        or its ranges may hold another writer's records. Returns the ranges, the counts, their
-        totals and whether the batch was written insert-only."""
+        ``insert_only``: see _insert_only; None: decided here from the ranges. Returns the
+        ranges, the counts, their totals and whether the batch was written insert-only."""
         from pyspark import StorageLevel
 
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             ranges, step_stats = _summary(_summary_rows(decoded))
             totals = _totals(step_stats)
-            if replay:
-                insert_only = True
-            elif self._mode == "live":
-                insert_only = self._guard is not None and self._guard.overlaps(_offset_ranges(ranges), writer)
-            else:
-                insert_only = not self._sole_writer
             offset_ranges = _offset_ranges(ranges)
+            if insert_only is None:
+                insert_only = self._guard.overlaps(offset_ranges, writer)
             if insert_only:
                 def write(frame, table):
                     self._tables.insert_missing(frame, table, offset_ranges)

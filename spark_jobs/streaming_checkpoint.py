@@ -66,8 +66,8 @@ def source_offset(text: str) -> dict | None:
     return offset if isinstance(offset, dict) and "partitions" in offset else None
 
 
-def _file_system(spark, path: str):
-    """The Hadoop path and file system of ``path`` (local, s3a: whatever the checkpoint is on)."""
+def hadoop_file_system(spark, path: str):
+    """The Hadoop path and file system of ``path`` (local, s3a: whatever it is on)."""
     hadoop_path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path)
     return hadoop_path, hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
@@ -75,7 +75,7 @@ def _file_system(spark, path: str):
 def _batch_ids(spark, checkpoint: str, log: str) -> list[int]:
     """The batch ids of the checkpoint's ``log`` ("offsets" or "commits"): its files named by a
     number (Spark also keeps hidden checksum and temporary files there)."""
-    folder, fs = _file_system(spark, f"{checkpoint.rstrip('/')}/{log}")
+    folder, fs = hadoop_file_system(spark, f"{checkpoint.rstrip('/')}/{log}")
     if not fs.exists(folder):
         return []
     names = (status.getPath().getName() for status in fs.listStatus(folder))
@@ -84,7 +84,7 @@ def _batch_ids(spark, checkpoint: str, log: str) -> list[int]:
 
 def _read(spark, path: str) -> str | None:
     """The text of the file at ``path``, None if absent."""
-    hadoop_path, fs = _file_system(spark, path)
+    hadoop_path, fs = hadoop_file_system(spark, path)
     if not fs.exists(hadoop_path):
         return None
     stream = fs.open(hadoop_path)
