@@ -17,6 +17,7 @@ from tidemark.stream_overview import LedgerPoint, PartitionTotals, StreamOvervie
 
 LIVE_MODE = "live"
 DAY_MS = 86_400_000
+CHART_POINTS = 300  # per partition line: more than a chart's width shows
 
 _LEDGER_COLUMNS = [
     "source_partition", "mode", "end_offset", "log_end_offset", "partition_watermark", "global_watermark",
@@ -46,8 +47,7 @@ def read_stream_overview(
         )
     rules = stream.quality.stall_rules()
     live = ledger.to_pyarrow_table(columns=_LEDGER_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
-    # STOP reads back one stall timeout; the charts read the window.
-    points = _charted_points(live, now_ms - max(window_ms, rules.stall_timeout_ms))
+    points = _charted_points(live, now_ms - window_ms, now_ms - rules.stall_timeout_ms, rules.window)
     totals = _totals(live)
     partitions = set(range(stream.source.partitions)) | {p.partition for p in points}
     log_ends, oldest_unread, notes = None, None, []
@@ -62,6 +62,16 @@ def read_stream_overview(
         last_sealed_hour_ms=_last_sealed_hour(stream), log_ends=log_ends, oldest_unread_ms=oldest_unread,
     )  # fmt: skip
     return overview if not notes else _with_notes(overview, notes)
+
+
+def last_global_watermark_ms(stream: StreamConfig) -> int | None:
+    """The G the live job last persisted under (G never moves back: the largest in its ledger
+    rows); None without a ledger or before the first batch that had one."""
+    ledger = _table(stream, "ledger")
+    if ledger is None:
+        return None
+    watermarks = ledger.to_pyarrow_table(columns=["global_watermark"], filters=[("mode", "=", LIVE_MODE)])["global_watermark"]
+    return _newest_ms(watermarks)
 
 
 def _table(stream: StreamConfig, name: str):
@@ -80,23 +90,36 @@ def _local_or_s3(path: str) -> str:
     return "s3://" + path[len("s3a://") :] if path.startswith("s3a://") else path
 
 
-def _charted_points(live, since_ms: int) -> list[LedgerPoint]:
-    """The live rows read at or after ``since_ms``, plus each partition's newest row when it has
-    none in that window: a partition the job stopped reading long ago still shows where it stands."""
+def _charted_points(live, since_ms: int, stall_since_ms: int, window_rows: int, most: int = CHART_POINTS) -> list[LedgerPoint]:
+    """The live rows the overview needs, thinned before they become Python objects (a month of
+    64 partitions is half a million rows): per partition, at most about ``most`` rows evenly
+    spread over those read at or after ``since_ms``, plus every row of the stall rules (the
+    newest ``window_rows``, and all read at or after ``stall_since_ms``), plus its newest row
+    when it has none since ``since_ms`` (a partition the job stopped reading long ago still
+    shows where it stands). Thinning cannot change a stall verdict: positions and log ends only
+    grow, so a position equal at two rows was equal at every row between them."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     live = live.filter(pc.is_valid(live["read_time"]))
+    if live.num_rows == 0:
+        return []
     read_ms = pc.divide(pc.cast(pc.cast(live["read_time"], pa.timestamp("us", tz="UTC")), pa.int64()), 1000)
-    recent = pc.greater_equal(read_ms, since_ms)
-    in_window = live.filter(recent)
-    newest = live.append_column("read_ms", read_ms).group_by("source_partition").aggregate([("read_ms", "max")])
-    absent = pc.is_in(newest["source_partition"], value_set=pc.unique(in_window["source_partition"]))
-    absent = newest.filter(pc.invert(absent))
-    if absent.num_rows == 0:
-        return _points(in_window)
-    last = live.append_column("read_ms", read_ms).join(absent, keys=["source_partition", "read_ms"], right_keys=["source_partition", "read_ms_max"], join_type="inner")
-    return _points(in_window) + _points(last)
+    live = live.append_column("read_ms", read_ms).sort_by([("source_partition", "ascending"), ("read_ms", "ascending")])
+    partition = live["source_partition"].to_numpy()
+    read = live["read_ms"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, partition[1:] != partition[:-1]])
+    ends = np.r_[starts[1:], len(partition)]
+    keep = np.zeros(len(partition), dtype=bool)
+    for start, end in zip(starts, ends):
+        recent = start + np.searchsorted(read[start:end], since_ms)
+        step = max(1, (end - recent) // most)
+        keep[recent:end:step] = True
+        keep[max(start, end - window_rows) : end] = True
+        keep[start + np.searchsorted(read[start:end], stall_since_ms) : end] = True
+        keep[end - 1] = True
+    return _points(live.filter(pa.array(keep)))
 
 
 def _points(rows) -> list[LedgerPoint]:
@@ -133,15 +156,13 @@ def _totals(live) -> dict[int, PartitionTotals]:
 
 
 def _last_sealed_hour(stream: StreamConfig) -> int | None:
-    import pyarrow.compute as pc
-
     seals = _table(stream, "seals")
-    if seals is None:
-        return None
-    hours = seals.to_pyarrow_table(columns=["hour"])["hour"]
-    if len(hours) == 0:
-        return None
-    return _millis_or_values(hours.combine_chunks().take([pc.index(hours, pc.max(hours)).as_py()]))[0]
+    return None if seals is None else _newest_ms(seals.to_pyarrow_table(columns=["hour"])["hour"])
+
+
+def _newest_ms(times) -> int | None:
+    """The largest of a timestamp column, in ms; None when it holds none."""
+    return max((ms for ms in _millis_or_values(times) if ms is not None), default=None)
 
 
 def _ask_log(stream: StreamConfig, points: list[LedgerPoint], timeout_s: float) -> tuple[dict[int, int], dict[int, int | None], list[str]]:

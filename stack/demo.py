@@ -3,7 +3,8 @@
 Starts the broker and Airflow, creates the demo topic, produces a few simulated hours with all
 four partition profiles (and some bad records), runs the persist DAG through Airflow's API, and
 prints per partition what was produced, persisted and quarantined, then where the UI is.
-Idempotent: run it again and it adds another backlog and persists it.
+Idempotent: run it again and it adds another backlog and persists it; that backlog starts after
+the stream's global watermark (stack.demo_backlog), so none of it is late.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from stack.airflow_api import AirflowApi
+from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_standalone import AirflowStandalone
+from stack.demo_backlog import demo_backlog
 from stack.environment import tidemark_home
 from stack.errors import StackError
 from stack.jars import GROUPS, ensure_jars, jars_root
@@ -25,6 +29,8 @@ DEMO_STREAM = "telemetry"
 
 
 def run_demo(hours: int = 3, bad_records: int = 14) -> int:
+    from tidemark.duration import format_duration_ms
+    from tidemark.event_time_text import format_event_time
     from tidemark.stream_config import StreamConfigError, load_stream
 
     ensure_jars(jars_root(), GROUPS)
@@ -43,13 +49,19 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
 
     reports = tidemark_home() / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    _step(f"Producing {hours} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)")
-    _run(
-        [sys.executable, "-m", "generator", "--stream", DEMO_STREAM, "backlog", "--hours", str(hours),
-         "--profiles", "steady,slow,heavy,bursty", "--bad-records", str(bad_records),
-         "--summary-file", str(reports / "generated.json")],
-        quiet=True,
-    )
+    backlog = demo_backlog(int(time.time() * 1000), hours, last_global_watermark_ms(stream))
+    if backlog is None:
+        _step("Producing nothing: the stream's global watermark is within the last minute (a demo just ran)")
+    else:
+        _step(f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)")
+        if backlog.note:
+            print(backlog.note)
+        _run(
+            [sys.executable, "-m", "generator", "--stream", DEMO_STREAM, "backlog", "--hours", f"{backlog.hours:.6f}",
+             "--end", format_event_time(backlog.end_ms), "--profiles", "steady,slow,heavy,bursty",
+             "--bad-records", str(bad_records), "--summary-file", str(reports / "generated.json")],
+            quiet=True,
+        )  # fmt: skip
 
     dag_id = f"tidemark_persist__{DEMO_STREAM}"
     _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)")
@@ -68,6 +80,12 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     _step("Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread")
     report_file = reports / f"persist_{DEMO_STREAM}.json"
     _run([sys.executable, "-m", "spark_jobs.persist_report", "--stream", DEMO_STREAM, "--json", str(report_file)])
+    print(
+        f"late: records whose event time was more than the allowed lateness "
+        f"({format_duration_ms(stream.event_time.allowed_lateness_ms)}) behind the global watermark when read (their "
+        f"hour was already sealed); kept, never dropped, in {Path(stream.lake.root) / DEMO_STREAM / 'late'} with the "
+        f"watermark each met."
+    )
 
     quality_dag = f"tidemark_quality__{DEMO_STREAM}"
     _step(f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)")
@@ -108,6 +126,8 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
         f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
+        f"Watermarks:  {airflow.url}/tidemark/streams/{DEMO_STREAM}  (per partition; in the UI under Browse, "
+        f"'tidemark watermarks')\n"
         f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals}}\n"
         f"Reports:     {report_file}\n"
         f"Quality:     {summary_html}  (and Data Docs, linked from it)\n"
