@@ -117,7 +117,11 @@ def demo(hours: int) -> int:
 )
 @click.option("--shadow-name", help="Name of the shadow table set. Default: made from the run's id.")
 @click.option("--compare/--no-compare", default=True, show_default=True, help="Shadow only: compare with live, recover what live lacks.")
-@click.option("--unpause", is_flag=True, help="Unpause the backfill DAG if it is paused (it then also runs its daily reconciliation).")
+@click.option(
+    "--unpause",
+    is_flag=True,
+    help="Unpause the backfill DAG if it is paused. It then also runs its daily reconciliation, the latest one at once.",
+)
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar.")
 def backfill(
     stream: StreamConfig, start, end, partitions, target: str, shadow_name, compare: bool, unpause: bool, wait: bool
@@ -145,7 +149,8 @@ def backfill(
     partitions_text = ",".join(str(p) for p in request.partitions)
     _console.print(
         f"Triggered {dag_id}: [{conf['start']}, {conf['end']}) of partitions {partitions_text} into {request.target}\n"
-        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}"
+        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
     )
     return _follow(connection, dag_id, run_id, "backfill", "backfill", print_backfill_result) if wait else 0
 
@@ -178,7 +183,8 @@ def recover(stream: StreamConfig, partition, ranges, reason, unpause: bool, wait
     replayed = ", ".join(f"{r['start']}-{r['end']}" for r in conf["ranges"])
     _console.print(
         f"Triggered {dag_id}: partition {conf['partition']}, offsets {replayed}\n"
-        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}"
+        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
     )
     return _follow(connection, dag_id, run_id, None, "recover", print_recovery_result) if wait else 0
 
@@ -238,7 +244,7 @@ def _follow(connection, dag_id: str, run_id: str, progress_task: str | None, res
         return interrupted(_console, connection, dag_id, run_id)
     if snapshot.state == "success":
         print_result(_console, connection.api.return_value(dag_id, run_id, result_task))
-        _console.print(f"[bold green]The run succeeded.[/] {connection.run_url(dag_id, run_id)}")
+        _console.print(f"[bold green]The run succeeded.[/] {connection.run_url(dag_id, run_id)}", soft_wrap=True)
         return 0
     result = connection.api.return_value(dag_id, run_id, result_task)
     if result:

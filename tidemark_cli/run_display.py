@@ -8,6 +8,7 @@ estimate of the time left. Stopping to follow (Ctrl-C) leaves the run going on i
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Callable
 
 from rich.console import Console
@@ -66,25 +67,29 @@ def follow_run(
 
 def interrupted(console: Console, connection: AirflowConnection, dag_id: str, run_id: str) -> int:
     """Ctrl-C while following: the run is Airflow's, and goes on."""
-    console.print(f"Stopped following. The run {escape(run_id)} goes on in Airflow: {connection.run_url(dag_id, run_id)}")
+    console.print(
+        f"Stopped following. The run {escape(run_id)} goes on in Airflow: {connection.run_url(dag_id, run_id)}", soft_wrap=True
+    )
     return EXIT_INTERRUPTED
 
 
 def print_failure(console: Console, connection: AirflowConnection, dag_id: str, run_id: str, snapshot: RunSnapshot) -> None:
     """The failed tasks, each with the exception it failed with and where its log is."""
-    console.print(f"[bold red]The run {escape(run_id)} of {dag_id} failed.[/]")
+    # Unwrapped (soft_wrap): paths, addresses and the job's own lines must stay copyable.
+    say = partial(console.print, highlight=False, soft_wrap=True)
+    say(f"[bold red]The run {escape(run_id)} of {dag_id} failed.[/]")
     for failure in task_failures(connection, dag_id, run_id, snapshot):
         task = failure.task
         mapped = f"[{task.map_index}]" if task.map_index >= 0 else ""
-        console.print(f"  task [bold]{task.task_id}{mapped}[/] failed (try {task.try_number})")
-        if failure.message:
-            console.print(f"    {escape(failure.message)}", highlight=False)
+        say(f"  task [bold]{task.task_id}{mapped}[/] failed (try {task.try_number})")
+        for line in (failure.message or "").splitlines():
+            say(f"    {escape(line)}")
         if failure.log_file:
-            console.print(f"    log: {escape(str(failure.log_file))}", highlight=False)
-        console.print(f"    in the UI: {failure.url}", highlight=False)
+            say(f"    log: {escape(str(failure.log_file))}")
+        say(f"    in the UI: {failure.url}")
     skipped = sorted({task.task_id for task in snapshot.tasks if task.state == "upstream_failed"})
     if skipped:
-        console.print(f"  not run because of the failure: {', '.join(skipped)}")
+        say(f"  not run because of the failure: {', '.join(skipped)}")
 
 
 def _tasks_view(snapshot: RunSnapshot) -> dict:

@@ -35,9 +35,14 @@ def task_failures(connection: AirflowConnection, dag_id: str, run_id: str, snaps
     return failures
 
 
-def failure_message(records: list[dict]) -> str | None:
+def failure_message(records: list[dict], head_chars: int = 240, tail_lines: int = 3) -> str | None:
     """The last exception in a task's log records (Airflow's ``error_detail``), else the last
-    error line; None when the log holds neither."""
+    error line; None when the log holds neither.
+
+    A failed spark-submit's exception holds the whole command line and the job's output: the
+    message keeps its first line (cut at ``head_chars``) and its last ``tail_lines`` lines, where
+    the job's own error is; the log file has the rest.
+    """
     message = None
     for record in records:
         details = record.get("error_detail")
@@ -45,7 +50,13 @@ def failure_message(records: list[dict]) -> str | None:
             message = f"{details[0].get('exc_type', 'error')}: {details[0].get('exc_value', '')}".rstrip(": ")
         elif str(record.get("level", "")).lower() == "error" and record.get("event"):
             message = str(record["event"])
-    return message
+    if message is None:
+        return None
+    lines = message.splitlines()
+    first = lines[0] if len(lines[0]) <= head_chars else lines[0][:head_chars] + " …"
+    if len(lines) <= tail_lines + 1:
+        return "\n".join([first, *lines[1:]])
+    return "\n".join([first, f"… ({len(lines) - 1 - tail_lines} lines more in the log)", *lines[-tail_lines:]])
 
 
 def _failure_message(connection: AirflowConnection, dag_id: str, run_id: str, task: TaskState) -> str | None:

@@ -18,6 +18,7 @@ from tidemark_cli.airflow_connection import AirflowConnection
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.run_display import follow_run, print_failure
 from tidemark_cli.run_follower import RunFollower, progress_report
+from tidemark_cli.task_failure import failure_message
 
 DAG = "tidemark_backfill__telemetry"
 RUN = "tidemark_cli__2026-11-23T10:00:00+00:00"
@@ -192,3 +193,22 @@ def test_a_progress_report_survives_the_log_line_it_travels_in():
     assert progress_report(line.replace("backfill_progress", "backfill_finished")) is None
     assert progress_report('{"event": "backfill_progress", "percent": 5}') is None  # not a whole report
     assert progress_report("backfill_progress was logged") is None
+
+
+def test_a_failed_spark_submit_is_shown_by_its_command_and_its_last_lines():
+    command = "Cannot execute: spark-submit " + "--conf x=y " * 40
+    output = [f"line {n}" for n in range(1, 21)]
+    record = {"event": "Task failed with exception", "level": "error", "error_detail": [
+        {"exc_type": "AirflowException", "exc_value": command + "\n" + "\n".join(output)}]}  # fmt: skip
+
+    message = failure_message([{"event": "starting"}, record], head_chars=60, tail_lines=3).splitlines()
+
+    assert message == [
+        f"AirflowException: {command}"[:60] + " …",
+        "… (17 lines more in the log)",
+        "line 18",
+        "line 19",
+        "line 20",
+    ]
+    assert failure_message([{"event": "no exception", "level": "info"}]) is None
+    assert failure_message([{"event": "spark-submit exited with 1", "level": "error"}]) == "spark-submit exited with 1"
