@@ -339,14 +339,15 @@ class PersistBatch:
                     )
                 )
             watermarks[partition] = watermark
-        return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)), watermarks
+        # One file a commit: a few rows each (see lake_tables, auto compaction).
+        return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)).coalesce(1), watermarks
 
     def _seals(self, spark, hours: list[int], batch: PlannedRange, batch_id: int):
         rows = [
             (self._stream.name, _timestamp(hour), _timestamp(batch.read_time_ms), _timestamp(batch.global_watermark_ms), batch_id)
             for hour in hours
         ]
-        return spark.createDataFrame(rows, ddl(SEALS_COLUMNS))
+        return spark.createDataFrame(rows, ddl(SEALS_COLUMNS)).coalesce(1)
 
 
 def _is_summary_row():

@@ -31,6 +31,15 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
     assert tables.ensure() == {"events", "late", "quarantine", "seals"}
     assert tables.ensure() == set()  # idempotent
 
+    # The ledger and the seals compact their small files (one per batch) as they go: the old
+    # ledger gains the property, the new seals table is created with it, the events do not.
+    def properties(table):
+        return spark.sql(f"DESCRIBE DETAIL delta.`{stream.table_path(table)}`").first().properties
+
+    assert properties("ledger").get("delta.autoOptimize.autoCompact") == "true"
+    assert properties("seals").get("delta.autoOptimize.autoCompact") == "true"
+    assert "delta.autoOptimize.autoCompact" not in properties("events")
+
     ledger = tables.read("ledger")
     assert [field.name for field in ledger.schema.fields] == [name for name, _ in LEDGER_COLUMNS], "each in its place"
     (row,) = ledger.collect()

@@ -1,0 +1,191 @@
+"""A stream's state read from its Delta tables without Spark (``deltalake``), for the watermark
+page and ``tidemark status``: they must answer in well under a second, and a JVM takes seconds
+to start.
+
+It reads the tables delta-spark 4.4 writes (protocol 1,2; see STACK_FACTS.md): the ledger's live
+rows of the charted window, the newest seal, the late and quarantine rows per partition. The log
+is asked, with a short timeout, for its readable ends and for the record at each lagging
+partition's position (its log time plus the retention is when it leaves the log); when the log
+does not answer, the overview says so and shows the ledger's newest figures.
+"""
+
+from __future__ import annotations
+
+import time
+from tidemark.stream_config import StreamConfig
+from tidemark.stream_overview import LedgerPoint, PartitionTotals, StreamOverview, build_stream_overview
+
+LIVE_MODE = "live"
+DAY_MS = 86_400_000
+
+_LEDGER_COLUMNS = [
+    "source_partition", "mode", "end_offset", "log_end_offset", "partition_watermark", "global_watermark",
+    "partition_status", "read_time", "late", "quarantined",
+]  # fmt: skip
+
+
+class LedgerMissingError(RuntimeError):
+    """The stream has no ledger table yet: the persist job has not run against this lake."""
+
+
+def read_stream_overview(
+    stream: StreamConfig,
+    now_ms: int | None = None,
+    window_ms: int = 7 * DAY_MS,
+    log_timeout_s: float = 2.0,
+    ask_log: bool = True,
+) -> StreamOverview:
+    """The stream's overview at ``now_ms`` (default: now) from the lake, charting the live
+    ledger rows of the last ``window_ms``. Raises LedgerMissingError when there is no ledger."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    ledger = _table(stream, "ledger")
+    if ledger is None:
+        raise LedgerMissingError(
+            f"stream {stream.name!r} has no ledger at {stream.table_path('ledger')}: the persist job has not written "
+            f"to this lake yet (run the tidemark_persist__{stream.name} DAG, or check lake.root)"
+        )
+    rules = stream.quality.stall_rules()
+    live = ledger.to_pyarrow_table(columns=_LEDGER_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
+    # STOP reads back one stall timeout; the charts read the window.
+    points = _charted_points(live, now_ms - max(window_ms, rules.stall_timeout_ms))
+    totals = _totals(live)
+    partitions = set(range(stream.source.partitions)) | {p.partition for p in points}
+    log_ends, oldest_unread, notes = None, None, []
+    if ask_log:
+        try:
+            log_ends, oldest_unread, notes = _ask_log(stream, points, log_timeout_s)
+            partitions |= set(log_ends)
+        except Exception as error:  # the page must still show the lake when the log is away
+            notes = [f"the log at {stream.source.bootstrap_servers} did not answer ({error}): log ends and lag are the newest ledger rows'"]
+    overview = build_stream_overview(
+        stream.name, points, totals, sorted(partitions), rules, stream.retention_ms, now_ms,
+        last_sealed_hour_ms=_last_sealed_hour(stream), log_ends=log_ends, oldest_unread_ms=oldest_unread,
+    )  # fmt: skip
+    return overview if not notes else _with_notes(overview, notes)
+
+
+def _table(stream: StreamConfig, name: str):
+    """The Delta table, or None when there is none at its path."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(_local_or_s3(stream.table_path(name)))
+    except TableNotFoundError:
+        return None
+
+
+def _local_or_s3(path: str) -> str:
+    # Hadoop's s3a:// is S3 for delta-rs; credentials and endpoint come from the AWS_* environment.
+    return "s3://" + path[len("s3a://") :] if path.startswith("s3a://") else path
+
+
+def _charted_points(live, since_ms: int) -> list[LedgerPoint]:
+    """The live rows read at or after ``since_ms``, plus each partition's newest row when it has
+    none in that window: a partition the job stopped reading long ago still shows where it stands."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    live = live.filter(pc.is_valid(live["read_time"]))
+    read_ms = pc.divide(pc.cast(pc.cast(live["read_time"], pa.timestamp("us", tz="UTC")), pa.int64()), 1000)
+    recent = pc.greater_equal(read_ms, since_ms)
+    in_window = live.filter(recent)
+    newest = live.append_column("read_ms", read_ms).group_by("source_partition").aggregate([("read_ms", "max")])
+    absent = pc.is_in(newest["source_partition"], value_set=pc.unique(in_window["source_partition"]))
+    absent = newest.filter(pc.invert(absent))
+    if absent.num_rows == 0:
+        return _points(in_window)
+    last = live.append_column("read_ms", read_ms).join(absent, keys=["source_partition", "read_ms"], right_keys=["source_partition", "read_ms_max"], join_type="inner")
+    return _points(in_window) + _points(last)
+
+
+def _points(rows) -> list[LedgerPoint]:
+    columns = {name: _millis_or_values(rows[name]) for name in _LEDGER_COLUMNS if name not in ("late", "quarantined")}
+    return [
+        LedgerPoint(partition, read_time, end, log_end if log_end is not None else end, watermark, g, status or "")
+        for partition, read_time, end, log_end, watermark, g, status in zip(
+            columns["source_partition"], columns["read_time"], columns["end_offset"], columns["log_end_offset"],
+            columns["partition_watermark"], columns["global_watermark"], columns["partition_status"],
+        )  # fmt: skip
+    ]
+
+
+def _millis_or_values(column) -> list:
+    """A timestamp column as ms since the epoch (None stays None), any other as Python values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(column.type):
+        micros = pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64())
+        return [None if v is None else v // 1000 for v in micros.to_pylist()]
+    return column.to_pylist()
+
+
+def _totals(live) -> dict[int, PartitionTotals]:
+    """Late and quarantined records per partition, summed over the live rows: the live job reads
+    every offset once (its ranges are contiguous), so each record is counted once; a recovery's
+    rows are not added, as live reads the same offsets again and counts them then."""
+    summed = live.group_by("source_partition").aggregate([("late", "sum"), ("quarantined", "sum")])
+    return {
+        p: PartitionTotals(late=late or 0, quarantined=quarantined or 0)
+        for p, late, quarantined in zip(summed["source_partition"].to_pylist(), summed["late_sum"].to_pylist(), summed["quarantined_sum"].to_pylist())
+    }
+
+
+def _last_sealed_hour(stream: StreamConfig) -> int | None:
+    import pyarrow.compute as pc
+
+    seals = _table(stream, "seals")
+    if seals is None:
+        return None
+    hours = seals.to_pyarrow_table(columns=["hour"])["hour"]
+    if len(hours) == 0:
+        return None
+    return _millis_or_values(hours.combine_chunks().take([pc.index(hours, pc.max(hours)).as_py()]))[0]
+
+
+def _ask_log(stream: StreamConfig, points: list[LedgerPoint], timeout_s: float) -> tuple[dict[int, int], dict[int, int | None], list[str]]:
+    """The log's readable end per partition now; per lagging partition the log time of the
+    record at its position (None: only offsets without data before the end); notes for a
+    person when those times could not be read (a position the log no longer retains)."""
+    from connectors.kafka_log import KafkaLog, RetentionLossError, first_records
+
+    _reachable(stream.source.bootstrap_servers, timeout_s)
+    log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic, timeout_s=timeout_s)
+    try:
+        ends = {partition: log.bounds(partition).end for partition in log.partition_ids()}
+    finally:
+        log.close()
+    positions: dict[int, int] = {}
+    for point in sorted(points, key=lambda p: p.read_time_ms):
+        positions[point.partition] = point.position
+    lagging = {p: position for p, position in positions.items() if ends.get(p, position) > position}
+    if not lagging:
+        return ends, {}, []
+    try:
+        records = first_records(stream.source.bootstrap_servers, stream.source.topic, lagging, timeout_s=timeout_s)
+    except (RetentionLossError, TimeoutError) as error:
+        return ends, {}, [f"retention deadlines unknown: {error} (the quality run's retention check reports lost offsets)"]
+    return ends, {p: None if r is None else r.timestamp_ms for p, r in records.items()}, []
+
+
+def _reachable(bootstrap_servers: str, timeout_s: float) -> None:
+    """Raise ConnectionError unless one bootstrap server accepts a connection: a client would
+    retry a refused broker for its whole timeout, and the page must answer at once."""
+    import socket
+
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=min(timeout_s, 0.5)).close()
+            return
+        except (OSError, ValueError):
+            continue
+    raise ConnectionError(f"no broker of {bootstrap_servers} accepts connections")
+
+
+def _with_notes(overview: StreamOverview, notes: list[str]) -> StreamOverview:
+    from dataclasses import replace
+
+    return replace(overview, notes=tuple(notes))
+

@@ -1,0 +1,114 @@
+"""The watermark page: a FastAPI app the Airflow plugin mounts at /tidemark (see
+plugins/tidemark_plugin.py), one page per stream of the configuration.
+
+Routes, relative to the mount point:
+- ``/``: the configured streams;
+- ``/streams/{stream}``: per partition read position, log end, lag, W_p, status, retention
+  deadline, late and quarantined counts; W_p and G over time; lag over time; report links;
+- ``/streams/{stream}/overview.json``: the same figures for machines;
+- ``/streams/{stream}/reports/{path}``: the stream's quality reports and Data Docs.
+
+Airflow mounts plugin apps without its auth, so every route requires a logged-in Airflow user
+(the UI's ``_token`` cookie, which the iframe sends, or a Bearer token): anonymous requests get
+401. The tables are read without Spark (connectors.lake_reader).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+
+from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams
+
+DEFAULT_CONF = Path(__file__).resolve().parents[2] / "conf" / "streams.yaml"
+
+
+def _auth_dependencies() -> list:
+    from airflow.api_fastapi.core_api.security import requires_authenticated
+
+    return [Depends(requires_authenticated())]
+
+
+def create_app(conf_path: str | None = None, reports_root: Path | None = None, require_login: bool = True) -> FastAPI:
+    """The page app. ``conf_path``: streams.yaml (default: $TIDEMARK_CONF, else the checkout's);
+    ``reports_root``: the quality reports (default: $TIDEMARK_HOME/reports). ``require_login``
+    False only for rendering tests that run the app outside Airflow."""
+    app = FastAPI(title="tidemark watermarks", dependencies=_auth_dependencies() if require_login else [])
+
+    def streams() -> dict[str, StreamConfig]:
+        # Read per request: a changed streams.yaml shows without restarting the api-server.
+        try:
+            return load_streams(conf_path or os.environ.get("TIDEMARK_CONF", str(DEFAULT_CONF)))
+        except StreamConfigError as error:
+            raise HTTPException(status_code=500, detail=str(error)) from None
+
+    def stream_named(name: str) -> StreamConfig:
+        known = streams()
+        if name not in known:
+            raise HTTPException(status_code=404, detail=f"no stream named {name!r}; known streams: {', '.join(sorted(known))}")
+        return known[name]
+
+    def reports() -> Path:
+        if reports_root is not None:
+            return reports_root
+        from tidemark_airflow.spark_job_operator import reports_root as default_root
+
+        return default_root()
+
+    @app.exception_handler(HTTPException)
+    async def _problem(request: Request, error: HTTPException):
+        from tidemark_airflow.watermark_page_html import problem_page
+
+        if request.url.path.endswith(".json"):
+            return JSONResponse({"detail": error.detail}, status_code=error.status_code)
+        return HTMLResponse(problem_page(f"{error.status_code}", str(error.detail)), status_code=error.status_code)
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request) -> str:
+        from tidemark_airflow.watermark_page_html import index_page
+
+        return index_page(sorted(streams()), request.scope.get("root_path", ""))
+
+    @app.get("/streams/{name}", response_class=HTMLResponse)
+    def stream_page(name: str, request: Request) -> HTMLResponse:
+        from tidemark_airflow.quality_reports import stream_reports
+        from tidemark_airflow.watermark_page_html import problem_page, stream_page as render
+
+        stream = stream_named(name)
+        overview = _overview(stream)
+        if overview is None:
+            message = f"stream {name!r} has no ledger at {stream.table_path('ledger')} yet: the persist job has not written to this lake (run tidemark_persist__{name})."
+            return HTMLResponse(problem_page(f"{name}: no ledger", message))
+        return HTMLResponse(render(overview, stream_reports(reports(), name), request.scope.get("root_path", "")))
+
+    @app.get("/streams/{name}/overview.json")
+    def stream_json(name: str) -> JSONResponse:
+        overview = _overview(stream_named(name))
+        if overview is None:
+            raise HTTPException(status_code=404, detail=f"stream {name!r} has no ledger yet")
+        return JSONResponse(asdict(overview))
+
+    @app.get("/streams/{name}/reports/{path:path}")
+    def report_file(name: str, path: str) -> FileResponse:
+        stream_named(name)
+        folder = (reports() / name).resolve()
+        target = (folder / path).resolve()
+        if not target.is_relative_to(folder) or not target.is_file():
+            raise HTTPException(status_code=404, detail=f"no report {path!r} for stream {name!r}")
+        return FileResponse(target)
+
+    return app
+
+
+def _overview(stream: StreamConfig):
+    """The stream's overview, or None when it has no ledger table."""
+    from connectors.lake_reader import LedgerMissingError, read_stream_overview
+
+    try:
+        return read_stream_overview(stream)
+    except LedgerMissingError:
+        return None

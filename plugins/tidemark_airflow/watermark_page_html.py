@@ -1,0 +1,122 @@
+"""The watermark page's HTML: one stream's partitions, its two charts and its report links.
+
+Plain HTML with inline CSS and server-drawn SVG, so the page works inside the Airflow UI's
+iframe with nothing to download. Every value from the lake or the config is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from urllib.parse import quote
+
+from tidemark.event_time_text import format_event_time
+from tidemark.stream_overview import ATTENTION, NO_LEDGER, StreamOverview
+from tidemark_airflow.quality_reports import StreamReports
+from tidemark_airflow.watermark_chart import line_chart
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:20px;margin:0 0 4px} .meta{color:#555;margin:2px 0}
+table{border-collapse:collapse;margin:12px 0} th,td{padding:4px 8px;border-bottom:1px solid #ddd;text-align:right}
+th{background:#f3f3f3} td.text,th.text{text-align:left}
+tr.attention td{background:#fde2e1} .status{font-weight:600;padding:1px 6px;border-radius:3px}
+.status-ACTIVE{background:#e3f2e1;color:#225c1c} .status-IDLE{background:#eee;color:#555}
+.status-STOP,.status-STALL{background:#d62728;color:#fff} .status-LAGGING{background:#ff7f0e;color:#fff}
+.status-WARN{background:#ffd34d;color:#333} .status-none{background:#eee;color:#777}
+.chart{margin:16px 0} figcaption{font-weight:600} .legend{display:flex;flex-wrap:wrap;gap:10px;font-size:12px}
+.key i{display:inline-block;width:14px;height:4px;margin-right:4px;vertical-align:middle}
+.key.attention{font-weight:700;color:#d62728} .note{background:#fff6d6;padding:6px 10px;border-left:4px solid #e0b000}
+.empty{color:#777} svg text{font-size:11px;fill:#555}
+"""
+
+
+def _time(ms: int | None) -> str:
+    return "–" if ms is None else format_event_time(ms)[:19].replace("T", " ") + "Z"
+
+
+def _number(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def page(title: str, body: str) -> str:
+    return f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>'
+
+
+def index_page(streams: list[str], prefix: str) -> str:
+    """``prefix``: where the page app is mounted (e.g. /tidemark), for absolute links."""
+    items = "".join(f'<li><a href="{escape(prefix)}/streams/{quote(name)}">{escape(name)}</a></li>' for name in streams)
+    return page("tidemark streams", f"<h1>tidemark: watermarks per stream</h1><ul>{items}</ul>")
+
+
+def problem_page(title: str, message: str) -> str:
+    return page(title, f'<h1>{escape(title)}</h1><p class="note">{escape(message)}</p>')
+
+
+def stream_page(overview: StreamOverview, reports: StreamReports, prefix: str, airflow_base: str = "/") -> str:
+    """The page of one stream. ``prefix``: where the page app is mounted (e.g. /tidemark);
+    ``airflow_base``: the Airflow UI's base URL, for links to DAG runs."""
+    attention = [p for p in overview.partitions if p.needs_attention]
+    header = (
+        f"<h1>{escape(overview.stream)}: partitions and watermarks</h1>"
+        f'<p class="meta">Global watermark G: <b id="global-watermark">{_time(overview.global_watermark_ms)}</b> · '
+        f'last sealed hour: <b id="last-sealed-hour">{_time(overview.last_sealed_hour_ms)}</b> · '
+        f"as of {_time(overview.now_ms)}</p>"
+    )
+    if attention:
+        names = ", ".join(f"{p.partition} ({p.status})" for p in attention)
+        header += f'<p class="note" id="attention">Needs attention: partition {escape(names)}.</p>'
+    for note in overview.notes:
+        header += f'<p class="note">{escape(note)}</p>'
+    if overview.ledger_rows == 0:
+        header += '<p class="note" id="ledger-empty">The ledger has no live rows yet: the persist job has not finished a batch for this stream.</p>'
+    attention_labels = {f"partition {p.partition}" for p in attention}
+    charts = line_chart("Partition watermarks W_p and the global watermark G", overview.watermark_lines, attention_labels, _time, _time, emphasised="G")
+    charts += line_chart("Lag per partition (offsets not yet read)", overview.lag_lines, attention_labels, _number, _time)
+    return page(f"tidemark · {overview.stream}", header + _partition_table(overview) + charts + _reports(overview.stream, reports, prefix, airflow_base))
+
+
+def _partition_table(overview: StreamOverview) -> str:
+    head = (
+        "<tr><th>partition</th><th class=text>status</th><th>read position</th><th>log end</th><th>lag</th>"
+        "<th class=text>partition watermark</th><th class=text>retention deadline</th><th>late</th><th>quarantined</th>"
+        "<th class=text>why</th></tr>"
+    )
+    rows = []
+    for p in overview.partitions:
+        status_class = "none" if p.status == NO_LEDGER else p.status
+        rows.append(
+            f'<tr data-partition="{p.partition}" data-status="{escape(p.status)}" class="{"attention" if p.status in ATTENTION else ""}">'
+            f"<td>{p.partition}</td><td class=text><span class='status status-{escape(status_class)}'>{escape(p.status)}</span></td>"
+            f"<td>{_number(p.position)}</td><td>{_number(p.log_end)}</td><td>{_number(p.lag)}</td>"
+            f"<td class=text>{_time(p.partition_watermark_ms)}</td><td class=text>{_deadline(p.retention_deadline_ms, p.lag)}</td>"
+            f"<td>{_number(p.totals.late)}</td><td>{_number(p.totals.quarantined)}</td><td class=text>{escape(p.reason)}</td></tr>"
+        )
+    return f'<table id="partitions">{head}{"".join(rows)}</table>'
+
+
+def _deadline(deadline_ms: int | None, lag: int | None) -> str:
+    if not lag:
+        return "nothing unread"
+    return "unknown" if deadline_ms is None else _time(deadline_ms)
+
+
+def _reports(stream: str, reports: StreamReports, prefix: str, airflow_base: str) -> str:
+    base = f"{escape(prefix)}/streams/{quote(stream)}/reports"
+    parts = ["<h2>Data quality</h2>"]
+    if reports.data_docs_index:
+        parts.append(f'<p><a id="data-docs" href="{base}/{quote(reports.data_docs_index)}">Great Expectations Data Docs</a></p>')
+    if not reports.runs:
+        parts.append('<p class="empty">No quality run has written a report yet.</p>')
+    else:
+        dag = f"tidemark_quality__{stream}"
+        items = "".join(
+            f'<li>{escape(run.finished)} {"passed" if run.success else "<b>failed</b>"}: '
+            f'<a href="{base}/{quote(run.summary_html)}">summary</a> · '
+            f'<a target="_top" href="{escape(airflow_base.rstrip("/"))}/dags/{quote(dag)}/runs/{quote(run.dag_run_id, safe="")}">DAG run {escape(run.dag_run_id)}</a></li>'
+            for run in reports.runs
+        )
+        parts.append(f'<h3>Latest quality runs</h3><ul id="quality-runs">{items}</ul>')
+    if reports.hours:
+        hours = "".join(f'<li><a href="{base}/{quote(h)}">{escape(h.split("/")[-1][:-5])}</a></li>' for h in reports.hours)
+        parts.append(f'<h3>Per-hour summaries</h3><ul id="hour-reports">{hours}</ul>')
+    return "".join(parts)
