@@ -103,6 +103,25 @@ def demo(hours: int) -> int:
     return run_demo(hours=hours)
 
 
+@cli.command(short_help="Show each partition of a stream: position, lag, watermark, status.")
+@stream_argument
+def status(stream: StreamConfig) -> int:
+    """Each partition of STREAM: read position, log end, lag, partition watermark, status (a
+    stall status STOP, STALL, LAGGING or WARN before ACTIVE or IDLE, in colour), when its oldest
+    unread record leaves the log, late and quarantined records; under G and the last sealed hour.
+
+    Read from the lake's Delta tables and the log, without Spark: the watermark page's figures.
+
+    \b
+    Example:
+      tidemark status telemetry
+    """
+    from tidemark_cli.stream_status import print_status, read_overview
+
+    print_status(_console, read_overview(stream))
+    return 0
+
+
 @cli.command(short_help="Backfill an event-time range through the backfill DAG.")
 @stream_argument
 @click.option("--start", help="Event time, inclusive, ISO-8601 with an offset: 2026-11-21T00:00:00Z.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 STATUS_STYLES = {
+    "NO LEDGER ROWS": "dim",  # tidemark.stream_overview.NO_LEDGER: the live job has not read it yet
     "ACTIVE": "green",
     "IDLE": "cyan",
     "OK": "bold green",

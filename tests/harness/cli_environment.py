@@ -2,8 +2,9 @@
 
 ``main()`` merges the embedded environment into ``os.environ`` as the console script does; the
 fixture puts the process environment back afterwards, so no other test sees the CLI's settings.
-Airflow's port is a free one nothing listens on: a command that got past its argument checks
-finds "the stack is not up" (exit 1), which tells a test that no check refused it first.
+Airflow's and Kafka's ports are free ones nothing listens on: a command that got past its
+argument checks finds "the stack is not up" (exit 1), which tells a test that no check refused
+it first, and `status` reads the lake with the log away.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def cli_home(tmp_path: Path):
         if name.startswith(("TIDEMARK_", "AIRFLOW")):
             del os.environ[name]
     home = tmp_path / "home"
-    os.environ.update(TIDEMARK_HOME=str(home), TIDEMARK_AIRFLOW_PORT=str(free_port()))
+    # Ports nothing listens on: the developer's own stack, if it runs, is never asked.
+    os.environ.update(TIDEMARK_HOME=str(home), TIDEMARK_AIRFLOW_PORT=str(free_port()), TIDEMARK_KAFKA_PORT=str(free_port(2)))
     try:
         yield home
     finally:

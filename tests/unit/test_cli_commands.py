@@ -16,7 +16,7 @@ DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
 
 
 def test_the_cli_has_the_commands_of_the_issue():
-    assert COMMANDS == ["backfill", "demo", "down", "recover", "report", "up"]
+    assert COMMANDS == ["backfill", "demo", "down", "recover", "report", "status", "up"]
 
 
 @pytest.mark.parametrize("command", [[], *([name] for name in COMMANDS)], ids=["tidemark", *COMMANDS])
