@@ -11,13 +11,12 @@ import os
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
-from stack.environment import embedded_environment, tidemark_home
+from stack.environment import REPO_ROOT, embedded_environment, tidemark_home
 from stack.errors import StackError
 from stack.services import SERVICES
 from tidemark.stream_config import StreamConfig, StreamConfigError
@@ -25,7 +24,6 @@ from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.stream_argument import configuration_path, stream_argument
 
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 _console = Console(highlight=False)
 _errors = Console(stderr=True, highlight=False)
@@ -279,7 +277,7 @@ def _persistence_report(stream: StreamConfig, conf: str) -> None:
     _console.print("\nPersistence per partition (a Spark job, about 30 s):")
     done = subprocess.run(
         [sys.executable, "-m", "spark_jobs.persist_report", "--stream", stream.name, "--conf", conf],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=REPO_ROOT,
     )
     if done.returncode != 0:
         raise CommandFailed(
