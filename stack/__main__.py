@@ -14,8 +14,7 @@ import sys
 
 from stack.environment import embedded_environment
 from stack.errors import StackError
-
-SERVICES = ("kafka", "airflow")
+from stack.services import SERVICES, service, start_services, stop_services
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,22 +53,21 @@ def _jars(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    for service in args.services or SERVICES:
-        print(_service(service).start())
+    for message in start_services(args.services):
+        print(message, flush=True)
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    # Reverse order: Airflow's tasks may still be talking to the broker.
-    for service in reversed(args.services or SERVICES):
-        print(_service(service).stop())
+    for message in stop_services(args.services):
+        print(message, flush=True)
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
     all_running = True
-    for service in args.services or SERVICES:
-        handle = _service(service)
+    for name in args.services or SERVICES:
+        handle = service(name)
         print(handle.status())
         all_running = all_running and handle.is_running()
     return 0 if all_running else 3
@@ -86,16 +84,6 @@ def _create_topic(args: argparse.Namespace) -> int:
 
     print(create_topic(os.environ["TIDEMARK_KAFKA_BOOTSTRAP"], args.name, args.partitions))
     return 0
-
-
-def _service(name: str):
-    if name == "kafka":
-        from stack.kafka_broker import KafkaBroker
-
-        return KafkaBroker.from_environment()
-    from stack.airflow_standalone import AirflowStandalone
-
-    return AirflowStandalone.from_environment()
 
 
 def _parser() -> argparse.ArgumentParser:

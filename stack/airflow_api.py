@@ -1,4 +1,5 @@
-"""A minimal client of Airflow 3's REST API (v2), for the demo: log in, unpause, trigger, wait.
+"""A minimal client of Airflow 3's REST API (v2), for the demo and the ``tidemark`` CLI: log in,
+unpause, trigger, follow a run (its state, its tasks' states, a task's log), wait.
 
 Only the standard library, so it runs wherever the stack scripts run.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from stack.errors import StackError
@@ -48,12 +50,18 @@ class AirflowApi:
                 time.sleep(2)
         raise StackError(f"DAG {dag_id} did not appear in Airflow within {timeout_s:.0f}s")
 
+    def is_paused(self, dag_id: str) -> bool:
+        """Whether ``dag_id`` is paused: a run triggered then waits in the queue until it is not."""
+        return bool(self._call("GET", f"/api/v2/dags/{dag_id}")["is_paused"])
+
     def unpause(self, dag_id: str) -> None:
         self._call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
 
-    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
-        run = self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, **({"conf": conf} if conf else {})})
-        return run["dag_run_id"]
+    def trigger(self, dag_id: str, conf: dict | None = None, run_id: str | None = None) -> str:
+        """Start a run of ``dag_id`` with params ``conf``; returns its run id (``run_id``, or one
+        Airflow makes up when None)."""
+        body = {"logical_date": None, **({"conf": conf} if conf else {}), **({"dag_run_id": run_id} if run_id else {})}
+        return self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"]
 
     def return_value(self, dag_id: str, run_id: str, task_id: str):
         """What task ``task_id`` of the run returned (its XCom ``return_value``), or None."""
@@ -64,11 +72,35 @@ class AirflowApi:
         value = entry.get("value")
         return json.loads(value) if isinstance(value, str) and value[:1] in "[{" else value
 
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        """The run's state: queued, running, success or failed."""
+        return self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{_segment(run_id)}")["state"]
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
+        """The run's task instances as the API gives them (``task_id``, ``map_index``, ``state``
+        (None before it is scheduled), ``try_number``, ...); a mapped task has one per index."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{_segment(run_id)}/taskInstances?limit=1000"
+        return self._call("GET", path).get("task_instances", [])
+
+    def task_log(
+        self, dag_id: str, run_id: str, task_id: str, try_number: int, token: str | None = None, map_index: int = -1
+    ) -> tuple[list[dict], str | None]:
+        """The records of a task try's log after ``token`` (None: from the start), and the token
+        to read on from (None: the log is complete). A record has at least ``event`` (the text);
+        Airflow's structured records add ``level``, ``timestamp`` and, on a failure,
+        ``error_detail`` ([{"exc_type", "exc_value", ...}]). ``map_index``: the index of a mapped task."""
+        arguments = {**({"token": token} if token else {}), **({"map_index": map_index} if map_index >= 0 else {})}
+        query = f"?{urllib.parse.urlencode(arguments)}" if arguments else ""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{_segment(run_id)}/taskInstances/{task_id}/logs/{try_number}{query}"
+        answer = self._call("GET", path)
+        records = [item if isinstance(item, dict) else {"event": str(item)} for item in answer.get("content") or []]
+        return records, answer.get("continuation_token")
+
     def wait_for_run(self, dag_id: str, run_id: str, timeout_s: float = 900.0) -> str:
         """Poll the run until it succeeds or fails; returns the final state."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            state = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"]
+            state = self.run_state(dag_id, run_id)
             if state in _FINISHED:
                 return state
             time.sleep(3)
@@ -89,7 +121,7 @@ class AirflowApi:
             self._base + path,
             method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {self._token}"} if authorized else {})},
+            headers={"Content-Type": "application/json", "Accept": "application/json", **({"Authorization": f"Bearer {self._token}"} if authorized else {})},
         )
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
@@ -99,6 +131,11 @@ class AirflowApi:
             raise (_ServerError if error.code >= 500 else StackError)(message) from None
         except urllib.error.URLError as error:
             raise StackError(f"Airflow API at {self._base} is not reachable: {error.reason}") from None
+
+
+def _segment(value: str) -> str:
+    """A run id as one path segment: run ids hold ':' and '+' ("manual__2026-11-22T10:00:00+00:00")."""
+    return urllib.parse.quote(value, safe="")
 
 
 class _ServerError(StackError):

@@ -38,6 +38,23 @@ class ProgressReport:
             "estimated_seconds_left": None if self.seconds_left is None else round(self.seconds_left),
         }
 
+    @classmethod
+    def from_json(cls, data: dict) -> "ProgressReport":
+        """The report back from ``to_json`` (the backfill job's ``backfill_progress`` log line),
+        with its rounding: the rate and the time left are whole numbers. KeyError or ValueError
+        when ``data`` is not such a report."""
+        done, _, partitions = str(data["partitions_done"]).partition("/")
+        rate, left = data.get("records_per_second"), data.get("estimated_seconds_left")
+        return cls(
+            int(data["offsets_done"]),
+            int(data["offsets_total"]),
+            int(data["records"]),
+            int(done),
+            int(partitions),
+            None if rate is None else float(rate),
+            None if left is None else float(left),
+        )
+
 
 class BackfillProgress:
     """Fed each batch's end positions; ``ranges`` is {partition: (start, end)} of the whole run."""

@@ -11,3 +11,5 @@ class ParamError(ValueError):
     def __init__(self, param: str, reason: str):
         super().__init__(f"param {param!r}: {reason}")
         self.param = param
+        # The reason alone, for callers that name the param their own way (a CLI option).
+        self.reason = reason

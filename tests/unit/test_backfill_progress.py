@@ -35,3 +35,15 @@ def test_a_resumed_run_starts_where_its_predecessor_stopped_and_rates_only_its_o
     clock.now += 4
     report = progress.batch_read({0: 900}, records=100)
     assert report.seconds_left == 4.0  # 100 left at 100 offsets per 4 s, not at 900 per 4 s
+
+
+def test_a_report_read_back_from_its_json_is_the_report_with_whole_number_rate_and_time_left():
+    from tidemark.backfill_progress import ProgressReport
+
+    clock = ManualClock()
+    progress = BackfillProgress({0: (0, 1000), 1: (0, 500)}, clock)
+    progress.batch_read({0: 200, 1: 100}, records=300)
+    clock.now += 10
+    report = progress.batch_read({0: 1000, 1: 300}, records=1000)
+
+    assert ProgressReport.from_json(report.to_json()) == ProgressReport(1300, 1500, 1300, 1, 2, 100.0, 2.0)

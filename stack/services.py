@@ -1,0 +1,42 @@
+"""The embedded services by name, and the order they start and stop in.
+
+``python -m stack`` and the ``tidemark`` CLI both start and stop them through here: Kafka first,
+Airflow second (its tasks talk to the broker), and the reverse on the way down. Each function
+yields a service's one-line message as soon as that service is done (starting Airflow takes a
+minute: the Kafka line should not wait for it); an expected failure raises ``StackError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+SERVICES = ("kafka", "airflow")
+
+
+def service(name: str):
+    """The embedded service ``name`` ("kafka" or "airflow"), configured from the environment."""
+    if name == "kafka":
+        from stack.kafka_broker import KafkaBroker
+
+        return KafkaBroker.from_environment()
+    if name == "airflow":
+        from stack.airflow_standalone import AirflowStandalone
+
+        return AirflowStandalone.from_environment()
+    raise ValueError(f"no embedded service named {name!r}; the services are {', '.join(SERVICES)}")
+
+
+def start_services(names: Sequence[str] = ()) -> Iterator[str]:
+    """Start ``names`` (none: all) in start order; idempotent."""
+    for name in _in_order(names):
+        yield service(name).start()
+
+
+def stop_services(names: Sequence[str] = ()) -> Iterator[str]:
+    """Stop ``names`` (none: all) in reverse start order; idempotent."""
+    for name in reversed(_in_order(names)):
+        yield service(name).stop()
+
+
+def _in_order(names: Sequence[str]) -> list[str]:
+    return [name for name in SERVICES if not names or name in names]

@@ -1,0 +1,141 @@
+"""The tidemark CLI's arguments: --help everywhere, an unknown stream, bad params refused before
+anything starts (exit 2, naming the option), and a stack that is not up (exit 1, `tidemark up`)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.cli_environment import cli_home, streams_file  # noqa: F401 (fixture)
+from tidemark.event_time_text import format_event_time
+from tidemark_cli.commands import cli, main
+
+COMMANDS = sorted(cli.commands)
+DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
+
+
+def test_the_cli_has_the_commands_of_the_issue():
+    assert COMMANDS == ["backfill", "demo", "down", "recover", "report", "status", "up"]
+
+
+@pytest.mark.parametrize("command", [[], *([name] for name in COMMANDS)], ids=["tidemark", *COMMANDS])
+def test_every_command_has_help_with_an_example(cli_home, capsys, command):
+    assert main([*command, "--help"]) == 0
+
+    out = capsys.readouterr().out
+    assert out.startswith(f"Usage: tidemark {' '.join(command)}".rstrip())
+    if command:
+        assert f"Example:\n    tidemark {command[0]}" in out
+
+
+def test_an_unknown_stream_is_a_usage_error_listing_the_known_streams(cli_home, capsys, tmp_path):
+    conf = streams_file(tmp_path, ["telemetry", "orders"])
+
+    code = main(["--conf", str(conf), "backfill", "payments", *DAY])
+
+    assert code == 2
+    assert (
+        f"Invalid value for 'STREAM': unknown stream 'payments'; the known streams are: orders, telemetry "
+        f"(configured in {conf})"
+    ) in " ".join(capsys.readouterr().err.split())
+
+
+def test_no_stream_named_while_several_are_configured_lists_them(cli_home, capsys, tmp_path):
+    conf = streams_file(tmp_path, ["telemetry", "orders"])
+
+    assert main(["--conf", str(conf), "report"]) == 2
+    assert "name one of the configured streams: orders, telemetry" in " ".join(capsys.readouterr().err.split())
+
+
+def test_the_only_configured_stream_is_the_default(cli_home, capsys):
+    # Past the stream argument, report looks for the stream's summary and names where.
+    assert main(["report"]) == 1
+    assert f"no quality summary of stream 'telemetry' in {cli_home / 'reports' / 'telemetry' / 'runs'}" in capsys.readouterr().err
+
+
+def test_a_configuration_that_does_not_validate_fails_naming_the_key(cli_home, capsys, tmp_path):
+    conf = streams_file(tmp_path, ["telemetry"])
+    conf.write_text(conf.read_text().replace("partitions: 4", "partitions: four"))
+
+    assert main(["--conf", str(conf), "report", "telemetry"]) == 1
+    assert "streams.telemetry.source.partitions" in capsys.readouterr().err
+
+
+def _tomorrow() -> str:
+    return format_event_time((int(time.time()) // 86400 + 2) * 86_400_000)
+
+
+@pytest.mark.parametrize(
+    "arguments, option, reason",
+    [
+        (["--start", "2026-11-21T00:00:00Z"], "--end", "required: an ISO-8601 time with a UTC offset"),
+        (["--start", "2026-11-21T00:00:00", "--end", "2026-11-22T00:00:00Z"], "--start", "offset"),
+        (["--start", "2026-11-22T00:00:00Z", "--end", "2026-11-21T00:00:00Z"], "--end", "is not after start"),
+        (["--start", "2026-11-21T00:00:00Z", "--end", None], "--end", "is in the future"),
+        ([*DAY, "--partitions", "0,4"], "--partitions", "partition 4 is outside [0, 4)"),
+        ([*DAY, "--partitions", "one"], "--partitions", "'one' is not a partition number"),
+        ([*DAY, "--shadow-name", "Bad Name"], "--shadow-name", "is not a table set name"),
+        ([*DAY, "--target", "ledger"], "--target", "'ledger' is not one of 'shadow', 'events'"),
+    ],
+    ids=["no-end", "no-offset", "end-before-start", "future", "partition-range", "partition-text", "shadow-name", "target"],
+)
+def test_a_bad_backfill_param_is_refused_before_anything_starts(cli_home, capsys, arguments, option, reason):
+    arguments = [_tomorrow() if value is None else value for value in arguments]
+
+    code = main(["backfill", "telemetry", *arguments])
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 2, error
+    assert f"Invalid value for '{option}'" in error and reason in error
+
+
+@pytest.mark.parametrize(
+    "arguments, option, reason",
+    [
+        (["--ranges", "100-200", "--reason", "gap"], "--partition", "required"),
+        (["--partition", "7", "--ranges", "100-200", "--reason", "gap"], "--partition", "partition 7 is outside [0, 4)"),
+        (["--partition", "1", "--reason", "gap"], "--ranges", "no ranges given"),
+        (["--partition", "1", "--ranges", "200-100", "--reason", "gap"], "--ranges", "start after end"),
+        (["--partition", "1", "--ranges", "100-200,150-250", "--reason", "gap"], "--ranges", "overlap"),
+        (["--partition", "1", "--ranges", "100-200"], "--reason", "say why this recovery runs"),
+    ],
+    ids=["no-partition", "partition-range", "no-ranges", "reversed", "overlapping", "no-reason"],
+)
+def test_a_bad_recovery_param_is_refused_before_anything_starts(cli_home, capsys, arguments, option, reason):
+    code = main(["recover", "telemetry", *arguments])
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 2, error
+    assert f"Invalid value for '{option}'" in error and reason in error
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["backfill", "telemetry", *DAY, "--partitions", "2,0"],
+        ["recover", "telemetry", "--partition", "1", "--ranges", "300-350,100-200", "--reason", "gap"],
+    ],
+    ids=["backfill", "recover"],
+)
+def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command):
+    import os
+
+    code = main(command)
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 1
+    assert error == (
+        f"error: Airflow does not answer at http://127.0.0.1:{os.environ['TIDEMARK_AIRFLOW_PORT']}: the stack is not "
+        "up. Start it with `tidemark up` (or `make up`), then run this command again."
+    )
+
+
+def test_down_stops_airflow_then_kafka_through_the_stacks_own_services(cli_home, capsys):
+    assert main(["down"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["Airflow is not running.", "Kafka is not running."]
+
+
+def test_an_unknown_service_is_a_usage_error(cli_home, capsys):
+    assert main(["up", "spark"]) == 2
+    assert "'spark' is not one of 'kafka', 'airflow'" in capsys.readouterr().err

@@ -1,0 +1,291 @@
+"""The ``tidemark`` commands: wiring only, each command's work lives in its own module.
+
+Exit codes: 0 done; 1 a failure, with "error: ..." on stderr saying what was wrong and what to
+do (a DAG run that failed adds its failed tasks, the exception each failed with and where its
+log is); 2 a usage error (an unknown stream, a bad param: nothing was started); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import datetime, timezone
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from stack.environment import REPO_ROOT, embedded_environment, tidemark_home
+from stack.errors import StackError
+from stack.services import SERVICES
+from tidemark.stream_config import StreamConfig, StreamConfigError
+from tidemark_cli.command_failed import CommandFailed
+from tidemark_cli.stream_argument import configuration_path, stream_argument
+
+EXIT_FAILED = 1
+
+_console = Console(highlight=False)
+_errors = Console(stderr=True, highlight=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--conf",
+    default=lambda: os.environ["TIDEMARK_CONF"],
+    show_default="$TIDEMARK_CONF or conf/streams.yaml",
+    type=click.Path(dir_okay=False),
+    help="The stream configuration to read.",
+)
+def cli(conf: str) -> None:
+    """tidemark: persist Kafka topic partitions into Delta tables with honest event time.
+
+    Runs against the embedded stack (Kafka and Airflow on 127.0.0.1, state in .tidemark/):
+    start it with `tidemark up`, or everything at once with `tidemark demo`.
+    """
+
+
+@cli.command(short_help="Start the embedded stack (make up).")
+@click.argument("services", nargs=-1, type=click.Choice(SERVICES))
+def up(services: tuple[str, ...]) -> int:
+    """Start the embedded stack: Kafka, then Airflow (or only SERVICES).
+
+    The same as `make up`. Fetches the pinned JVM jars first (Maven, once).
+
+    \b
+    Example:
+      tidemark up
+    """
+    from stack.jars import GROUPS, ensure_jars, jars_root
+    from stack.services import start_services
+
+    downloaded = ensure_jars(jars_root(), GROUPS)
+    if downloaded:
+        _console.print(f"Downloaded jar groups {', '.join(downloaded)} into {jars_root()}.")
+    for message in start_services(services):
+        _console.print(escape(message))
+    return 0
+
+
+@cli.command(short_help="Stop the embedded stack (make down).")
+@click.argument("services", nargs=-1, type=click.Choice(SERVICES))
+def down(services: tuple[str, ...]) -> int:
+    """Stop the embedded stack: Airflow, then Kafka (or only SERVICES). Keeps all state.
+
+    The same as `make down`.
+
+    \b
+    Example:
+      tidemark down
+    """
+    from stack.services import stop_services
+
+    for message in stop_services(services):
+        _console.print(escape(message))
+    return 0
+
+
+@cli.command(short_help="Run the demo end to end (make demo).")
+@click.option("--hours", type=click.IntRange(min=1), default=3, show_default=True, help="Simulated hours of backlog to produce.")
+def demo(hours: int) -> int:
+    """Start everything, produce a backlog, run the persist, quality and backfill DAGs, report.
+
+    The same as `make demo`. Run it again and it adds another backlog.
+
+    \b
+    Example:
+      tidemark demo --hours 2
+    """
+    from stack.demo import run_demo
+
+    return run_demo(hours=hours)
+
+
+@cli.command(short_help="Show each partition of a stream: position, lag, watermark, status.")
+@stream_argument
+def status(stream: StreamConfig) -> int:
+    """Each partition of STREAM: read position, log end, lag, partition watermark, status (a
+    stall status STOP, STALL, LAGGING or WARN before ACTIVE or IDLE, in colour), when its oldest
+    unread record leaves the log, late and quarantined records; under G and the last sealed hour.
+
+    Read from the lake's Delta tables and the log, without Spark: the watermark page's figures.
+
+    \b
+    Example:
+      tidemark status telemetry
+    """
+    from tidemark_cli.stream_status import print_status, read_overview
+
+    print_status(_console, read_overview(stream))
+    return 0
+
+
+@cli.command(short_help="Backfill an event-time range through the backfill DAG.")
+@stream_argument
+@click.option("--start", help="Event time, inclusive, ISO-8601 with an offset: 2026-11-21T00:00:00Z.")
+@click.option("--end", help="Event time, exclusive, ISO-8601 with an offset; not in the future.")
+@click.option("--partitions", help='The partitions to read, e.g. "0,2". Default: all.')
+@click.option(
+    "--target",
+    type=click.Choice(["shadow", "events"]),
+    default="shadow",
+    show_default=True,
+    help="shadow: a table set of its own, compared with live; events: the stream's tables, insert-only.",
+)
+@click.option("--shadow-name", help="Name of the shadow table set. Default: made from the run's id.")
+@click.option("--compare/--no-compare", default=True, show_default=True, help="Shadow only: compare with live, recover what live lacks.")
+@click.option(
+    "--unpause",
+    is_flag=True,
+    help="Unpause the backfill DAG if it is paused. It then also runs its daily reconciliation, the latest one at once.",
+)
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar.")
+def backfill(
+    stream: StreamConfig, start, end, partitions, target: str, shadow_name, compare: bool, unpause: bool, wait: bool
+) -> int:
+    """Backfill an event-time range of STREAM from the log, through its backfill DAG.
+
+    The params are checked as the DAG checks them, before anything starts. The run is followed
+    with the offsets read of its planned ranges; the exit code is 1 when it fails.
+
+    \b
+    Example:
+      tidemark backfill telemetry --start 2026-11-21T00:00:00Z --end 2026-11-22T00:00:00Z
+    """
+    from tidemark_cli.airflow_connection import connect_to_airflow, ready_dag
+    from tidemark_cli.backfill_run import backfill_dag_id, backfill_params, print_backfill_result
+
+    run_id = _new_run_id()
+    request, conf = backfill_params(
+        stream, start, end, partitions, target, shadow_name, compare, int(time.time() * 1000), run_id
+    )
+    dag_id = backfill_dag_id(stream)
+    connection = connect_to_airflow()
+    ready_dag(connection, dag_id, unpause)
+    connection.api.trigger(dag_id, conf, run_id=run_id)
+    partitions_text = ",".join(str(p) for p in request.partitions)
+    _console.print(
+        f"Triggered {dag_id}: [{conf['start']}, {conf['end']}) of partitions {partitions_text} into {request.target}\n"
+        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
+    )
+    return _follow(connection, dag_id, run_id, "backfill", "backfill", print_backfill_result) if wait else 0
+
+
+@cli.command(short_help="Replay offset ranges of a partition through the recover DAG.")
+@stream_argument
+@click.option("--partition", help="The partition to recover.")
+@click.option("--ranges", help='Offset ranges to replay, end exclusive: "100-200,300-350".')
+@click.option("--reason", help="Why (kept in the ledger's log and the report). Start it with STOP or STALL to restart the live job after.")
+@click.option("--unpause", is_flag=True, help="Unpause the recover DAG if it is paused.")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar.")
+def recover(stream: StreamConfig, partition, ranges, reason, unpause: bool, wait: bool) -> int:
+    """Replay offset ranges of one partition of STREAM, insert-only, through its recover DAG.
+
+    The params are checked as the DAG checks them, before anything starts. Offsets already gone
+    from the log are reported as LOST and fail the run (exit 1), after the rest is recovered.
+
+    \b
+    Example:
+      tidemark recover telemetry --partition 2 --ranges 1200-1800 --reason "gap found by hand"
+    """
+    from tidemark_cli.airflow_connection import connect_to_airflow, ready_dag
+    from tidemark_cli.recovery_run import print_recovery_result, recover_dag_id, recovery_params
+
+    conf = recovery_params(stream, partition, ranges, reason)
+    dag_id = recover_dag_id(stream)
+    connection = connect_to_airflow()
+    ready_dag(connection, dag_id, unpause)
+    run_id = connection.api.trigger(dag_id, conf, run_id=_new_run_id())
+    replayed = ", ".join(f"{r['start']}-{r['end']}" for r in conf["ranges"])
+    _console.print(
+        f"Triggered {dag_id}: partition {conf['partition']}, offsets {replayed}\n"
+        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
+    )
+    return _follow(connection, dag_id, run_id, None, "recover", print_recovery_result) if wait else 0
+
+
+@cli.command(short_help="Show the latest quality report, per partition.")
+@stream_argument
+@click.option("--run", "run_name", help="A quality run's name (its folder under reports/<stream>/runs/). Default: the newest.")
+@click.option("--persistence", is_flag=True, help="Also run the per-partition persistence report (log against lake; starts Spark, needs Kafka).")
+def report(stream: StreamConfig, run_name, persistence: bool) -> int:
+    """The latest quality report of STREAM: each partition's status, the checks, the recovery
+    requests, and the paths of the HTML summary and the Data Docs.
+
+    Read from the quality run's summary.json, without starting Spark. --persistence adds the
+    offsets in the log against the records in the lake, per partition (a Spark job, ~30 s).
+
+    \b
+    Example:
+      tidemark report telemetry
+    """
+    from tidemark_cli.quality_report import QualitySummary, latest_summary, print_summary
+
+    summary = QualitySummary.read(latest_summary(tidemark_home() / "reports", stream.name, run_name))
+    print_summary(_console, summary)
+    if persistence:
+        _persistence_report(stream, configuration_path(click.get_current_context()))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script. Returns the exit code (see the module's docstring)."""
+    try:
+        # Every command runs with the embedded environment, as `python -m stack` and Airflow do.
+        os.environ.update(embedded_environment())
+        code = cli.main(args=argv, prog_name="tidemark", standalone_mode=False)
+    except click.exceptions.Exit as done:  # --help
+        return done.exit_code
+    except click.ClickException as error:  # usage errors: exit 2, with the usage line
+        error.show()
+        return error.exit_code
+    except (CommandFailed, StackError, StreamConfigError) as error:
+        # One unwrapped line (or a few): paths and commands in it must stay copyable.
+        _errors.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
+        return EXIT_FAILED
+    except click.Abort:
+        _errors.print("interrupted")
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+def _follow(connection, dag_id: str, run_id: str, progress_task: str | None, result_task: str, print_result) -> int:
+    from tidemark_cli.run_display import follow_run, interrupted, print_failure
+    from tidemark_cli.run_follower import RunFollower
+
+    try:
+        snapshot = follow_run(_console, RunFollower(connection.api, dag_id, run_id, progress_task), connection)
+    except KeyboardInterrupt:
+        return interrupted(_console, connection, dag_id, run_id)
+    if snapshot.state == "success":
+        print_result(_console, connection.api.return_value(dag_id, run_id, result_task))
+        _console.print(f"[bold green]The run succeeded.[/] {connection.run_url(dag_id, run_id)}", soft_wrap=True)
+        return 0
+    result = connection.api.return_value(dag_id, run_id, result_task)
+    if result:
+        print_result(_console, result)
+    print_failure(_console, connection, dag_id, run_id, snapshot)
+    return EXIT_FAILED
+
+
+def _persistence_report(stream: StreamConfig, conf: str) -> None:
+    """spark_jobs/persist_report.py in its own process, as the demo runs it: Spark stays out of the CLI."""
+    import subprocess
+
+    _console.print("\nPersistence per partition (a Spark job, about 30 s):")
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.persist_report", "--stream", stream.name, "--conf", conf],
+        cwd=REPO_ROOT,
+    )
+    if done.returncode != 0:
+        raise CommandFailed(
+            f"the persistence report failed with exit code {done.returncode} (its output is above); it reads the "
+            f"topic {stream.source.topic} at {stream.source.bootstrap_servers}: is Kafka up? Start it with `tidemark up`."
+        )
+
+
+def _new_run_id() -> str:
+    """A run id like Airflow's own, named after the CLI so the UI shows where a run came from."""
+    return f"tidemark_cli__{datetime.now(timezone.utc).isoformat()}"
