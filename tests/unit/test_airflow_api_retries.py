@@ -4,12 +4,12 @@ writes), and never a trigger. A loopback HTTP server plays Airflow."""
 
 from __future__ import annotations
 
-import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from harness.json_http import send_json
 from stack.airflow_api import AirflowApi
 from stack.errors import StackError
 
@@ -29,12 +29,7 @@ class FlakyAirflow(BaseHTTPRequestHandler):
             status, body = 201, {"access_token": "t"}
         else:
             status, body = 200, {"dag_run_id": "manual__1", "is_paused": False}
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, status, body)
 
     do_GET = do_POST = do_PATCH = _answer
 

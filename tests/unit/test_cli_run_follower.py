@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pytest
 from rich.console import Console
 
+from harness.json_http import send_json
 from stack.airflow_api import AirflowApi
 from tidemark.backfill_progress import BackfillProgress, ProgressReport
 from tidemark_cli.airflow_connection import AirflowConnection
@@ -72,12 +73,7 @@ class PlayedAirflow(BaseHTTPRequestHandler):
         return cls.polls[min(max(cls.looks, 1), len(cls.polls)) - 1]
 
     def _send(self, status: int, body: dict) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, status, body)
 
     def log_message(self, *args) -> None:
         """Requests are recorded in ``requests``, not printed."""
