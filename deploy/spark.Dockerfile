@@ -35,9 +35,10 @@ RUN useradd --uid 185 --gid 0 --home-dir /opt/spark --create-home spark
 
 COPY --chown=spark:0 . /opt/tidemark
 COPY --from=jars --chown=spark:0 /out/jars /opt/tidemark/jars
-# Executors import tidemark's readers and need its Python dependencies (pandas, pyarrow,
+# Executors run tidemark's readers and need its Python dependencies (pandas, pyarrow,
 # confluent-kafka, delta-spark) at the versions the driver has; installing the project pins
-# them, and pyspark==4.2.0 with them.
+# them, and pyspark==4.2.0 with them. The code itself comes with each job: the operator ships
+# tidemark's packages (--py-files), which go ahead of this installed copy.
 RUN pip install --no-cache-dir /opt/tidemark
 RUN --mount=type=bind,from=jars,source=/out/s3a,target=/tmp/s3a \
     SPARK_HOME="$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \

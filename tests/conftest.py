@@ -5,7 +5,7 @@ temporary folder (never the developer's .tidemark/), and stops it at the end of 
 JVM jars are the exception: they come from the checkout's .tidemark/jars (or $TIDEMARK_JARS),
 so Maven downloads them once per machine, not once per session.
 
-Add further service fixtures (Spark, ...) below, one per service.
+Add further service fixtures below, one per service.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 from stack.jars import ensure_jars, shared_jars_root, spark_jars
 from stack.kafka_broker import KafkaBroker
 from stack.ports import free_port
+from stack.spark_standalone import SparkStandalone
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +42,46 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
         yield broker
     finally:
         broker.stop()
+
+
+# Stand-ins for tidemark's packages on the Spark worker's Python path: importing one fails.
+_NOT_ON_THE_WORKER = (
+    'raise ImportError("{package} was imported from the Spark worker\'s own Python path: a job\'s executors '
+    'must run the code the job ships (--py-files), as on a machine without the checkout")\n'
+)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
+    """A Spark standalone master and one worker (2 cores, 2 GiB) on 127.0.0.1, for the whole session.
+
+    Yields a ``SparkStandalone``: ``.master_url`` ("spark://127.0.0.1:PORT"), ``.state()`` (the
+    master's JSON: workers, active and completed applications), ``.worker_state()`` (the worker's
+    executors). The worker stands for another machine: it has the venv (Java, Python and the
+    project's dependencies) but not tidemark's code. The venv would find the checkout through its
+    editable install, so the worker's PYTHONPATH puts packages named like tidemark's in front that
+    fail on import: executors can only run the code a job ships, and a job that ships none fails.
+    """
+    state = tmp_path_factory.mktemp("spark-standalone")
+    stand_ins = state / "not-on-the-worker"
+    for package in ("tidemark", "connectors", "spark_jobs", "stack"):
+        (stand_ins / package).mkdir(parents=True)
+        (stand_ins / package / "__init__.py").write_text(_NOT_ON_THE_WORKER.format(package=package))
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    cluster = SparkStandalone(
+        state_dir=state / "spark",
+        master_port=free_port(),
+        webui_port=free_port(),
+        worker_webui_port=free_port(),
+        cores=2,
+        memory="2g",
+        environment={**environment, "PYTHONPATH": str(stand_ins)},
+    )
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,11 @@
 """What every tidemark task that runs a Spark job shares: spark-submit through the Spark
-provider's connection, with Delta on the classpath and tidemark's environment forwarded."""
+provider's connection, with what its master needs (Delta, and on a cluster tidemark's code, see
+``tidemark_airflow.spark_master``) and tidemark's environment forwarded."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,21 +64,51 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         return stream
 
     def submit(self, context: Any, arguments: list[str]) -> None:
-        """spark-submit the job with ``arguments``; returns once it succeeded, raises otherwise."""
-        self.application_args = arguments
-        # Delta must be on the driver's classpath when spark-submit starts the JVM; the job's
-        # session adds the rest of its settings itself.
-        self.conf = {
-            "spark.driver.extraClassPath": self._classpath,
-            "spark.executor.extraClassPath": self._classpath,
-            "spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", self._driver_memory),
-            **(self.conf or {}),
-        }
-        self.env_vars = {
-            **{name: os.environ[name] for name in _FORWARDED_ENVIRONMENT if name in os.environ},
-            **(self.env_vars or {}),
-        }
-        self.submit_job(context)
+        """spark-submit the job with ``arguments``; returns once it succeeded, raises otherwise.
+
+        What the submit adds follows from the connection's master (``tidemark_airflow.spark_master``):
+        on ``local[...]`` Delta on the classpath; on a cluster also the Delta jars and tidemark's
+        code shipped to the executors, and on a standalone master the driver's address, after the
+        master has been reached: one that cannot be fails the task within seconds, naming the
+        master and what to check (retried as the task's retries say). Settings in the operator's
+        ``conf`` win over the derived ones.
+        """
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+        from stack.jars import group_jars, jars_root
+        from tidemark_airflow.spark_master import SparkConnectionError, SparkMasterUnreachable, spark_master
+
+        connection = self._get_hook()._connection  # the master as the Spark provider resolves it
+        users = (self.conf, self.py_files, self.jars)
+        with tempfile.TemporaryDirectory(prefix="tidemark-submit-") as workspace:
+            try:
+                master = spark_master(connection["master"], connection["deploy_mode"], self._conn_id)
+                placement = master.submit_settings(
+                    self._classpath, group_jars(jars_root(), "delta"), PROJECT, Path(workspace)
+                )
+            except SparkMasterUnreachable as error:
+                raise AirflowException(str(error)) from None
+            except (SparkConnectionError, FileNotFoundError) as error:
+                raise AirflowFailException(str(error)) from None
+            self.log.info("Spark master %s: %s", connection["master"], type(master).__name__)
+            self.application_args = arguments
+            self.conf = {
+                **placement.conf,
+                "spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", self._driver_memory),
+                **(self.conf or {}),
+            }
+            self.py_files = ",".join(filter(None, [*placement.py_files, self.py_files]))
+            self.jars = ",".join(filter(None, [*placement.jars, self.jars]))
+            self.env_vars = {
+                **{name: os.environ[name] for name in _FORWARDED_ENVIRONMENT if name in os.environ},
+                **(self.env_vars or {}),
+            }
+            try:
+                self.submit_job(context)
+            finally:
+                # The shipped zip lives as long as this submit; a second submit derives afresh.
+                self.conf, self.py_files, self.jars = users
+                self._hook = None
 
     def submit_job(self, context: Any) -> None:
         """Run spark-submit with the prepared arguments (tests replace this with a fake job)."""

@@ -389,7 +389,8 @@ def test_spark_connection_resolves_to_the_spark_master(
     # out of this test session.
     probe = (
         "from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook\n"
-        "print(SparkSubmitHook(conn_id='spark_default')._connection['master'])\n"
+        "connection = SparkSubmitHook(conn_id='spark_default')._connection\n"
+        "print(connection['master'], connection['deploy_mode'])\n"
     )
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -401,7 +402,12 @@ def test_spark_connection_resolves_to_the_spark_master(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "spark://spark-master:7077"
+    master, deploy_mode = result.stdout.strip().splitlines()[-1].split()
+    assert (master, deploy_mode) == ("spark://spark-master:7077", "client")
+    # What the operator makes of it: the standalone strategy (client mode, code and jars shipped).
+    from tidemark_airflow.spark_master import StandaloneMaster, spark_master
+
+    assert spark_master(master, deploy_mode, "spark_default") == StandaloneMaster(master)
 
 
 def test_kafka_is_a_single_kraft_node_advertising_kafka_9092(services: dict[str, dict]) -> None:
