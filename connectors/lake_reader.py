@@ -74,6 +74,13 @@ def last_global_watermark_ms(stream: StreamConfig) -> int | None:
     return _newest_ms(watermarks)
 
 
+def table_properties(path: str) -> dict[str, str]:
+    """The table properties (metadata configuration) of the Delta table at ``path``."""
+    from deltalake import DeltaTable
+
+    return dict(DeltaTable(_local_or_s3(path)).metadata().configuration)
+
+
 def _table(stream: StreamConfig, name: str):
     """The Delta table, or None when there is none at its path."""
     from deltalake import DeltaTable

@@ -86,12 +86,19 @@ class LakeTables:
         return True
 
     def _add_missing_properties(self, table: str, properties: dict[str, str]) -> None:
-        """A table created by an older tidemark gains the table properties added since."""
-        from delta.tables import DeltaTable
+        """A table created by an older tidemark gains the table properties added since. Read
+        from the Delta log with deltalake: a Spark job (DESCRIBE DETAIL) on every run start cost
+        each run seconds in a fresh JVM."""
+        from connectors.lake_reader import table_properties
 
         if not properties:
             return
-        current = DeltaTable.forPath(self._spark, self.path(table)).detail().first().properties or {}
+        try:
+            current = table_properties(self.path(table))
+        except Exception:  # a store deltalake is not set up for (an S3 endpoint only Hadoop knows)
+            from delta.tables import DeltaTable
+
+            current = DeltaTable.forPath(self._spark, self.path(table)).detail().first().properties or {}
         missing = {k: v for k, v in properties.items() if current.get(k) != v}
         if missing:
             settings = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
