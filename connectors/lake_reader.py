@@ -12,10 +12,10 @@ does not answer, the overview says so and shows the ledger's newest figures.
 from __future__ import annotations
 
 import time
+from tidemark.offset_coverage import LIVE_MODE
 from tidemark.stream_config import StreamConfig
 from tidemark.stream_overview import LedgerPoint, PartitionTotals, StreamOverview, build_stream_overview
 
-LIVE_MODE = "live"
 DAY_MS = 86_400_000
 CHART_POINTS = 300  # per partition line: more than a chart's width shows
 
