@@ -52,19 +52,21 @@ class KafkaLog:
     """Metadata and bounds of one topic; one instance per driver-side reader, reused across batches.
 
     It is the planner's time index (tidemark.aligned_slices.BatchedLogTimeIndex): the planner asks
-    the same question of all partitions of a step, and each question here is a broker round trip
-    (offsetsForTimes) or a short-lived reader (next record), so it answers all partitions at once.
+    the same question of all partitions of a step, and each question here costs the same for one
+    partition or thousands: one ListOffsets or offsetsForTimes request (answered for every
+    partition of a broker at once), or one short-lived reader assigned all the partitions asked.
+    Its clients live as long as it does: a look-up never opens a client of its own.
     """
 
     def __init__(self, bootstrap_servers: str, topic: str, timeout_s: float = 30.0):
         from confluent_kafka import Consumer
+        from confluent_kafka.admin import AdminClient
 
         self._topic = topic
         self._timeout_s = timeout_s
         self._bootstrap = bootstrap_servers
         self._consumer = Consumer(_reader_settings(bootstrap_servers))
-        # The same question asked under read_uncommitted answers with the high watermark.
-        self._uncommitted = Consumer({**_reader_settings(bootstrap_servers), "isolation.level": "read_uncommitted"})
+        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
 
     def partition_ids(self) -> list[int]:
         """The topic's partitions; fails clearly when the topic does not exist."""
@@ -80,40 +82,60 @@ class KafkaLog:
         return sorted(topic.partitions)
 
     def bounds(self, partition: int) -> LogBounds:
-        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+        return self.partition_bounds([partition])[partition]
 
-        where = TopicPartition(self._topic, partition)
+    def partition_bounds(self, partitions: Iterable[int] | None = None) -> dict[int, LogBounds]:
+        """The bounds of ``partitions`` (default: all of the topic's), keyed by partition.
+
+        Three ListOffsets questions (earliest; latest under read_committed, the last stable
+        offset; latest under read_uncommitted, the high watermark), sent together: one round
+        trip to each partition's leader, whatever the number of partitions.
+        """
+        from confluent_kafka import IsolationLevel, KafkaError, KafkaException
+        from confluent_kafka.admin import OffsetSpec
+
+        partitions = self.partition_ids() if partitions is None else sorted(set(partitions))
+        if not partitions:
+            return {}
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:
-                earliest, stable_end = self._consumer.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
-                _, written_end = self._uncommitted.get_watermark_offsets(where, timeout=self._timeout_s, cached=False)
+                earliest, stable_end, written_end = (
+                    self._list_offsets(partitions, spec, isolation)
+                    for spec, isolation in (
+                        (OffsetSpec.earliest(), IsolationLevel.READ_COMMITTED),
+                        (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED),
+                        (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),
+                    )
+                )
+                answers = {name: _answers(futures, self._timeout_s) for name, futures in
+                           (("earliest", earliest), ("stable", stable_end), ("written", written_end))}  # fmt: skip
                 break
             except KafkaException as error:
-                # A partition added to the topic a moment ago: the clients' metadata does not know
-                # it yet. Refresh it and ask again, within the timeout.
-                if error.args[0].code() != KafkaError._UNKNOWN_PARTITION or time.monotonic() > deadline:
+                # A partition added to the topic a moment ago: the admin client's metadata does
+                # not know it yet. Refresh it and ask again, within the timeout.
+                code = error.args[0].code() if error.args and hasattr(error.args[0], "code") else None
+                if code not in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART) or time.monotonic() > deadline:
                     raise KafkaUnavailableError(
-                        f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}"
+                        f"Kafka at {self._bootstrap} did not answer ListOffsets for topic {self._topic!r}: {error}"
                     ) from None
-                for client in (self._consumer, self._uncommitted):
-                    client.list_topics(self._topic, timeout=self._timeout_s)
+                self._admin.list_topics(self._topic, timeout=self._timeout_s)
                 time.sleep(0.2)
-        # Asked one after the other: a commit in between can put the stable end past the
-        # written end seen a moment earlier.
-        return LogBounds(earliest, stable_end, max(written_end, stable_end))
+        # Asked at the same time, answered independently: a commit in between can put the
+        # stable end past the written end seen a moment earlier.
+        return {
+            p: LogBounds(answers["earliest"][p], answers["stable"][p], max(answers["written"][p], answers["stable"][p]))
+            for p in partitions
+        }
 
-    def _earliest(self, partition: int) -> int:
-        """The earliest retained offset alone: one question, not the two of ``bounds``."""
-        from confluent_kafka import KafkaException, TopicPartition
+    def _list_offsets(self, partitions: list[int], spec, isolation) -> dict:
+        from confluent_kafka import TopicPartition
 
-        try:
-            earliest, _ = self._consumer.get_watermark_offsets(
-                TopicPartition(self._topic, partition), timeout=self._timeout_s, cached=False
-            )
-        except KafkaException as error:
-            raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer for partition {partition}: {error}") from None
-        return earliest
+        return self._admin.list_offsets(
+            {TopicPartition(self._topic, p): spec for p in partitions},
+            isolation_level=isolation,
+            request_timeout=self._timeout_s,
+        )
 
     def offset_for_time(self, partition: int, timestamp_ms: int) -> int | None:
         """Kafka's time index (offsetsForTimes): the first offset whose timestamp >= timestamp_ms;
@@ -150,28 +172,40 @@ class KafkaLog:
         return first_records(self._bootstrap, self._topic, offsets, timeout_s=self._timeout_s)
 
     def last_record_time(self, partition: int, end: int) -> int | None:
-        """The log timestamp of the last data record before offset ``end``; None if none is retained.
+        """The log timestamp of the last data record before offset ``end``; None if none is retained."""
+        return self.last_record_times({partition: end})[partition]
 
-        Kafka cannot read backwards: look at windows before ``end`` that grow sixteenfold until
+    def last_record_times(self, ends: Mapping[int, int]) -> dict[int, int | None]:
+        """``last_record_time`` of several partitions ({partition: end}), read by one reader a round.
+
+        Kafka cannot read backwards: look at windows before each end that grow sixteenfold until
         one holds a data record. Usually the first answers (the record before a commit marker);
         a trailing aborted transaction costs reading it about once.
         """
-        earliest = self._earliest(partition)
+        earliest = {p: b.earliest for p, b in self.partition_bounds(ends).items()}
+        answers: dict[int, int | None] = {p: None for p, end in ends.items() if end <= earliest[p]}
+        pending = {p: end for p, end in ends.items() if p not in answers}
         window = 16
-        while True:
-            start = max(earliest, end - window)
-            last = None
-            for records in read_range(self._bootstrap, self._topic, partition, start, end, timeout_s=self._timeout_s):
-                last = records[-1]
-            if last is not None:
-                return last.timestamp_ms
-            if start <= earliest:
-                return None
+        while pending:
+            starts = {p: max(earliest[p], end - window) for p, end in pending.items()}
+            last: dict[int, int] = {}
+            ranges = {p: (starts[p], end) for p, end in pending.items()}
+            for partition, records in read_ranges(self._bootstrap, self._topic, ranges, timeout_s=self._timeout_s):
+                last[partition] = records[-1].timestamp_ms
+            for p in list(pending):
+                if p in last or starts[p] <= earliest[p]:
+                    answers[p] = last.get(p)
+                    del pending[p]
             window *= 16
+        return answers
 
     def close(self) -> None:
         self._consumer.close()
-        self._uncommitted.close()
+
+
+def _answers(futures: Mapping, timeout_s: float) -> dict[int, int]:
+    """{partition: offset} of a ListOffsets call's futures; raises the first partition's error."""
+    return {where.partition: future.result(timeout=timeout_s).offset for where, future in futures.items()}
 
 
 def read_range(
@@ -185,60 +219,92 @@ def read_range(
 ) -> Iterator[list[RawRecord]]:
     """Yield the data records of offsets [start, end) of one partition, in offset order, in chunks.
 
-    Deterministic: the same range yields the same records on every call (replays never re-read
+    ``read_ranges`` of one partition: see there for what is read and what is raised.
+    """
+    for _, records in read_ranges(bootstrap_servers, topic, {partition: (start, end)}, chunk, timeout_s):
+        yield records
+
+
+def read_ranges(
+    bootstrap_servers: str,
+    topic: str,
+    ranges: Mapping[int, tuple[int, int | None]],
+    chunk: int = 10_000,
+    timeout_s: float = 60.0,
+) -> Iterator[tuple[int, list[RawRecord]]]:
+    """Yield (partition, records) for the data records of each {partition: (start, end)} range,
+    in offset order within a partition, in chunks; partitions interleave. One reader for all.
+
+    Deterministic: the same ranges yield the same records on every call (replays never re-read
     "live"). Offsets with no data record (transaction markers, aborted transactions, compacted
     records) are skipped; a range may yield nothing at all. ``end`` None reads to the readable
-    end (the last stable offset). The range must lie below the readable end when it is read:
+    end (the last stable offset). A range must lie below the readable end when it is read:
     beyond it, records of an open transaction would make the read wait.
-    Raises RetentionLossError when ``start`` is no longer retained, TimeoutError when the broker
-    delivers nothing for ``timeout_s`` while the range is unfinished.
+    Raises RetentionLossError when a range's start is no longer retained, TimeoutError when the
+    broker delivers nothing for ``timeout_s`` while a range is unfinished.
     """
-    if end is not None and start >= end:
+    todo = {p: (start, end) for p, (start, end) in ranges.items() if end is None or start < end}
+    if not todo:
         return
 
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+    next_offsets = {p: start for p, (start, _) in todo.items()}
     consumer = Consumer(_reader_settings(bootstrap_servers))
     try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        next_offset = start
+        consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in todo.items()])
         waited_since = time.monotonic()
-        while end is None or next_offset < end:
-            wanted = chunk if end is None else min(chunk, end - next_offset)
-            messages = consumer.consume(num_messages=wanted, timeout=1.0)
+        while todo:
+            # consume() returns when it has this many messages or at the timeout: never ask for more
+            # than the ranges can still deliver, and wait briefly, since offsets without data
+            # (markers, aborted records) mean fewer messages than offsets.
+            remaining = sum(end - next_offsets[p] if end is not None else chunk for p, (_, end) in todo.items())
+            messages = consumer.consume(num_messages=max(1, min(chunk, remaining)), timeout=0.1)
             if not messages:
                 if time.monotonic() - waited_since > timeout_s:
-                    raise TimeoutError(
-                        f"partition {partition} of {topic!r}: nothing received for {timeout_s:.0f}s "
-                        f"at offset {next_offset} (range [{start}, {'the readable end' if end is None else end}))"
+                    unfinished = ", ".join(
+                        f"partition {p} at offset {next_offsets[p]} (range [{todo[p][0]}, "
+                        f"{'the readable end' if todo[p][1] is None else todo[p][1]}))" for p in sorted(todo)
                     )
+                    raise TimeoutError(f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished}")
                 continue
             waited_since = time.monotonic()
-            records = []
-            finished = False
+            received: dict[int, list[RawRecord]] = {}
+            finished = []
             for message in messages:
+                partition = message.partition()
+                if partition not in todo or partition in finished:
+                    continue  # its range is done: fetched before it was unassigned
+                start, end = todo[partition]
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         # The readable end: what is left of the range holds no data record.
-                        finished = True
-                        break
+                        finished.append(partition)
+                        continue
                     if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                         raise RetentionLossError(
-                            f"partition {partition} of {topic!r}: offsets from {next_offset} are no longer "
+                            f"partition {partition} of {topic!r}: offsets from {next_offsets[partition]} are no longer "
                             f"retained, range [{start}, {end}) cannot be read"
                         )
                     raise KafkaException(error)
                 offset = message.offset()
                 if end is not None and offset >= end:
-                    finished = True
-                    break
-                records.append(RawRecord(offset, message.timestamp()[1], message.key(), message.value()))
-                next_offset = offset + 1
-            if records:
-                yield records
+                    finished.append(partition)
+                    continue
+                received.setdefault(partition, []).append(
+                    RawRecord(offset, message.timestamp()[1], message.key(), message.value())
+                )
+                next_offsets[partition] = offset + 1
+                if end is not None and offset + 1 >= end:
+                    finished.append(partition)
+            yield from received.items()
             if finished:
-                return
+                for partition in finished:
+                    del todo[partition]
+                if todo:
+                    # Stop fetching what is done, so the others' records are not queued behind it.
+                    consumer.incremental_unassign([TopicPartition(topic, p) for p in finished])
     finally:
         consumer.close()
 
@@ -270,9 +336,11 @@ def first_records(
         consumer.assign([TopicPartition(topic, partition, offset) for partition, offset in offsets.items()])
         waited_since = time.monotonic()
         while len(answers) < len(offsets):
-            # One message at a time: asking for more would wait for them, and a partition at its
-            # readable end sends one end-of-partition event, then nothing.
-            messages = consumer.consume(num_messages=1, timeout=1.0)
+            # As many messages as answers are missing, waiting briefly: consume() returns when it
+            # has them all or at the timeout, and a partition at its readable end sends one
+            # end-of-partition event, then nothing. Thousands of partitions are answered in a
+            # few calls, not one call per message.
+            messages = consumer.consume(num_messages=len(offsets) - len(answers), timeout=0.05)
             if not messages:
                 if time.monotonic() - waited_since > timeout_s:
                     missing = sorted(set(offsets) - set(answers))
@@ -282,6 +350,7 @@ def first_records(
                     )
                 continue
             waited_since = time.monotonic()
+            answered = []
             for message in messages:
                 partition = message.partition()
                 if partition in answers:
@@ -300,8 +369,10 @@ def first_records(
                     continue  # before the offset asked: not delivered by a fetch from it, never an answer
                 else:
                     answers[partition] = LoggedRecord(message.offset(), message.timestamp()[1])
-                # Answered: stop fetching it, so the others' answers are not queued behind its records.
-                consumer.incremental_unassign([TopicPartition(topic, partition)])
+                answered.append(partition)
+            if answered:
+                # Stop fetching the answered ones, so the others' answers are not queued behind their records.
+                consumer.incremental_unassign([TopicPartition(topic, partition) for partition in answered])
     finally:
         consumer.close()
     return answers
@@ -332,4 +403,8 @@ def _reader_settings(bootstrap_servers: str) -> dict:
         "isolation.level": "read_committed",
         "fetch.max.bytes": 52_428_800,
         "queued.max.messages.kbytes": 65_536,
+        # Ranges end at or below the readable end, where the broker holds an empty fetch this long
+        # before the end-of-partition event can come (500 ms by default): a range that ends in
+        # markers or aborted records would wait it out. Fetches with data return at once anyway.
+        "fetch.wait.max.ms": 50,
     }

@@ -181,7 +181,7 @@ def _ask_log(stream: StreamConfig, points: list[LedgerPoint], timeout_s: float) 
     _reachable(stream.source.bootstrap_servers, timeout_s)
     log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic, timeout_s=timeout_s)
     try:
-        ends = {partition: log.bounds(partition).end for partition in log.partition_ids()}
+        ends = {partition: bounds.end for partition, bounds in log.partition_bounds().items()}
     finally:
         log.close()
     positions: dict[int, int] = {}

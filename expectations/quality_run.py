@@ -288,7 +288,7 @@ def read_log_bounds(stream: StreamConfig) -> dict:
 
     kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
     try:
-        return {partition: kafka.bounds(partition) for partition in kafka.partition_ids()}
+        return kafka.partition_bounds()
     finally:
         kafka.close()
 

@@ -54,8 +54,7 @@ def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
     log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
     try:
         reports = []
-        for partition in log.partition_ids():
-            bounds = log.bounds(partition)
+        for partition, bounds in log.partition_bounds().items():
             reports.append(
                 PartitionReport(
                     partition,

@@ -62,6 +62,9 @@ class BatchedLogTimeIndex(LogTimeIndex, Protocol):
     def next_records(self, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
         """``next_record(p, offset)`` for each {partition: offset} of ``offsets``, keyed by partition."""
 
+    def last_record_times(self, ends: Mapping[int, int]) -> dict[int, int | None]:
+        """``last_record_time(p, end)`` for each {partition: end} of ``ends``, keyed by partition."""
+
 
 def find_offsets_for_time(index: LogTimeIndex, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int | None]:
     """Each partition's first offset whose log timestamp >= ``timestamp_ms`` (None: there is
@@ -86,6 +89,18 @@ def find_next_records(index: LogTimeIndex, offsets: Mapping[int, int]) -> dict[i
     if batched is not None:
         return batched(dict(offsets))
     return {p: index.next_record(p, offset) for p, offset in offsets.items()}
+
+
+def find_last_record_times(index: LogTimeIndex, ends: Mapping[int, int]) -> dict[int, int | None]:
+    """The log timestamp of the last data record before each {partition: end} (None: there is
+    none), in one question when the index can answer several partitions at once. Asks nothing
+    when ``ends`` is empty."""
+    if not ends:
+        return {}
+    batched = getattr(index, "last_record_times", None)
+    if batched is not None:
+        return batched(dict(ends))
+    return {p: index.last_record_time(p, end) for p, end in ends.items()}
 
 
 @dataclass(frozen=True)

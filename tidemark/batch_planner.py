@@ -30,7 +30,13 @@ import dataclasses
 import time
 from typing import Callable, Mapping
 
-from tidemark.aligned_slices import LoggedRecord, LogTimeIndex, find_next_records, plan_aligned_slices
+from tidemark.aligned_slices import (
+    LoggedRecord,
+    LogTimeIndex,
+    find_last_record_times,
+    find_next_records,
+    plan_aligned_slices,
+)
 from tidemark.global_watermark import GlobalWatermark
 from tidemark.open_transaction import track_open_transaction
 from tidemark.partition_status import PartitionStatus, partition_status
@@ -63,6 +69,7 @@ class BatchPlanner:
 
     def initial(self, positions: Mapping[int, int], log_ends: Mapping[int, int], index: LogTimeIndex) -> SourceState:
         now = self._now_ms()
+        last_produced = self._last_produced(index, {p: log_ends[p] for p in positions}, now)
         return SourceState(
             plan_seq=-1,
             read_time_ms=now,
@@ -70,26 +77,23 @@ class BatchPlanner:
             global_watermark_ms=None,
             target_ms=None,
             partitions={
-                p: PartitionState(
-                    positions[p], log_ends[p], None, PartitionStatus.ACTIVE, self._last_produced(index, p, log_ends[p], now)
-                )
+                p: PartitionState(positions[p], log_ends[p], None, PartitionStatus.ACTIVE, last_produced[p])
                 for p in positions
             },
         )
 
     @staticmethod
-    def _last_produced(index: LogTimeIndex, partition: int, log_end: int, now: int) -> int:
-        """When the partition last produced: its last data record's timestamp (never after now).
+    def _last_produced(index: LogTimeIndex, log_ends: Mapping[int, int], now: int) -> dict[int, int]:
+        """When each partition ({partition: log end}) last produced: its last data record's
+        timestamp (never after now), asked for all partitions at once.
 
         From the log, not from when this planner happened to look: a partition whose backlog
         ends hours ago has been quiet for hours, even if the job started a second ago. The last
         offset of a transactional partition is a commit marker, not a record: the index looks
         back to the last data record. A partition with no data record has never produced (0).
         """
-        if log_end <= 0:
-            return 0
-        last = index.last_record_time(partition, log_end)
-        return 0 if last is None else min(last, now)
+        asked = find_last_record_times(index, {p: end for p, end in log_ends.items() if end > 0})
+        return {p: min(asked[p], now) if asked.get(p) is not None else 0 for p in log_ends}
 
     def plan_batch(
         self,
@@ -158,7 +162,6 @@ class BatchPlanner:
         positions = previous.positions()
         watermarks: dict[int, PartitionWatermark] = {}
         statuses: dict[int, PartitionStatus] = {}
-        last_produced: dict[int, int] = {}
         ends_now = {p: max(log_ends.get(p, state.log_end), state.position) for p, state in previous.partitions.items()}
         for p, state in previous.partitions.items():
             watermark = PartitionWatermark(self._bound_ms, state.watermark_ms)
@@ -176,12 +179,13 @@ class BatchPlanner:
             following = find_next_records(index, unknown)
             for p in unknown:
                 self._raise_to_record(watermarks[p], following[p], ends_now[p], now)
+        # Only a partition whose log grew can have produced since (its last records, asked at once).
+        grown = {p: ends_now[p] for p, state in previous.partitions.items() if ends_now[p] > state.log_end}
+        last_produced = {
+            p: state.last_produced_ms for p, state in previous.partitions.items() if p not in grown
+        } | self._last_produced(index, grown, now)
         for p, state in previous.partitions.items():
-            log_end = ends_now[p]
-            last_produced[p] = (
-                self._last_produced(index, p, log_end, now) if log_end > state.log_end else state.last_produced_ms
-            )
-            statuses[p] = partition_status(state.position, log_end, last_produced[p], now, self._idle_timeout_ms)
+            statuses[p] = partition_status(state.position, ends_now[p], last_produced[p], now, self._idle_timeout_ms)
 
         global_watermark = GlobalWatermark(previous.global_watermark_ms)
         g = global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses)

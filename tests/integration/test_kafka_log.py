@@ -8,7 +8,8 @@ import time
 import pytest
 
 from harness.log_layouts import TransactionalProducer
-from connectors.kafka_log import KafkaLog, LogBounds, read_range
+from harness.persist_job import produce
+from connectors.kafka_log import KafkaLog, LogBounds, read_range, read_ranges
 from tidemark.aligned_slices import LoggedRecord
 
 pytestmark = pytest.mark.integration
@@ -62,3 +63,28 @@ def test_a_range_of_markers_and_aborted_records_reads_nothing_and_ends(layout):
     _, stable_end, bootstrap, topic = layout
     assert [r.offset for chunk in read_range(bootstrap, topic, 0, 0, 47) for r in chunk] == [0, 1, 2, 45, 46]
     assert list(read_range(bootstrap, topic, 0, 47, stable_end, timeout_s=10)) == []
+
+
+def test_several_partitions_are_answered_at_once_as_each_alone(kafka_broker, layout):
+    """partition_bounds, last_record_times and read_ranges of several partitions (one request, one
+    reader) answer exactly as bounds, last_record_time and read_range do partition by partition."""
+    topic = "kafka_log_several"
+    kafka_broker.create_topic(topic, 3)
+    produce(kafka_broker.bootstrap, topic, [(0, b"a", BASE + i) for i in range(50)] + [(2, b"c", BASE + 100 + i) for i in range(30)])
+    log = KafkaLog(kafka_broker.bootstrap, topic, timeout_s=20)
+    try:
+        bounds = log.partition_bounds()
+        assert bounds == {0: LogBounds(0, 50, 50), 1: LogBounds(0, 0, 0), 2: LogBounds(0, 30, 30)}
+        assert bounds == {p: log.bounds(p) for p in range(3)}
+        assert log.last_record_times({0: 50, 1: 0, 2: 10}) == {0: BASE + 49, 1: None, 2: BASE + 109}
+        ranges = {0: (5, 45), 1: (0, 0), 2: (0, 30)}
+        together: dict[int, list[int]] = {}
+        for partition, records in read_ranges(kafka_broker.bootstrap, topic, ranges, chunk=7):
+            together.setdefault(partition, []).extend(r.offset for r in records)
+        alone = {p: [r.offset for chunk in read_range(kafka_broker.bootstrap, topic, p, *ranges[p]) for r in chunk] for p in (0, 2)}
+        assert together == alone == {0: list(range(5, 45)), 2: list(range(30))}
+    finally:
+        log.close()
+    transactional, stable_end, _, _ = layout
+    assert transactional.partition_bounds([0]) == {0: transactional.bounds(0)}
+    assert transactional.last_record_times({0: stable_end}) == {0: BASE + 20_001}

@@ -14,7 +14,13 @@ from harness.fake_log import FakeLog, ManualClock
 from test_batch_planner import HOUR, START, _initial, planner, skewed_backlog
 from test_packed_steps import catch_up_packed
 from test_planner_offsets_without_data import transactional_backlog
-from tidemark.aligned_slices import LoggedRecord, find_next_records, find_offsets_for_time, plan_aligned_slices
+from tidemark.aligned_slices import (
+    LoggedRecord,
+    find_last_record_times,
+    find_next_records,
+    find_offsets_for_time,
+    plan_aligned_slices,
+)
 
 
 class RecordingLog(FakeLog):
@@ -35,6 +41,11 @@ class RecordingLog(FakeLog):
         self.questions[("next_record", partition, offset)] += 1
         return super().next_record(partition, offset)
 
+    def last_record_time(self, partition, end):
+        self.calls["last_record_time"] += 1
+        self.questions[("last_record_time", partition, end)] += 1
+        return super().last_record_time(partition, end)
+
 
 class CountingLog(RecordingLog):
     """The same log, also answering several partitions in one question."""
@@ -51,6 +62,12 @@ class CountingLog(RecordingLog):
         for p, offset in offsets.items():
             self.questions[("next_record", p, offset)] += 1
         return {p: FakeLog.next_record(self, p, offset) for p, offset in offsets.items()}
+
+    def last_record_times(self, ends):
+        self.calls["last_record_times"] += 1
+        for p, end in ends.items():
+            self.questions[("last_record_time", p, end)] += 1
+        return {p: FakeLog.last_record_time(self, p, end) for p, end in ends.items()}
 
 
 def _three_partitions() -> FakeLog:
@@ -76,10 +93,34 @@ def test_with_batched_methods_each_kind_of_question_is_asked_once():
     assert log.calls == Counter(offsets_for_time=1, next_records=1)
 
 
+def test_last_record_times_are_asked_once_for_all_partitions_and_step_back_over_markers():
+    plain, batched = RecordingLog(_three_partitions()), CountingLog(_three_partitions())
+    ends = {0: 3, 1: 2, 2: 1}
+    expected = {0: START + 2 * HOUR, 1: START + 90 * 60_000, 2: None}  # partition 2: only a marker before 1
+    assert find_last_record_times(plain, ends) == find_last_record_times(batched, ends) == expected
+    assert plain.calls == Counter(last_record_time=3)
+    assert batched.calls == Counter(last_record_times=1)
+
+
+def test_a_planner_asks_when_partitions_last_produced_once_per_step_not_once_per_partition():
+    clock = ManualClock(START + 3 * HOUR)
+    plan = planner(clock)
+    log = CountingLog(_three_partitions())
+    state = plan.initial({0: 0, 1: 0, 2: 0}, log.log_ends(), log)
+    assert log.calls["last_record_times"] == 1 and log.calls["last_record_time"] == 0
+    log.append(0, START + 2 * HOUR + 1)
+    log.append(1, START + 2 * HOUR + 2)
+    plan.plan_batch(state, log.log_ends(), {}, log, None)
+    assert log.calls["last_record_times"] == 2
+    assert log.questions[("last_record_time", 2, 2)] == 1, "asked at start; its log did not grow, so not again"
+    assert log.questions[("last_record_time", 0, 4)] == log.questions[("last_record_time", 1, 3)] == 1
+
+
 def test_nothing_to_ask_asks_nothing():
     for log in (RecordingLog(_three_partitions()), CountingLog(_three_partitions())):
         assert find_offsets_for_time(log, [], START) == {}
         assert find_next_records(log, {}) == {}
+        assert find_last_record_times(log, {}) == {}
         assert log.calls == Counter()
 
 
@@ -124,6 +165,6 @@ def test_a_packed_catch_up_plans_the_same_batches_whether_the_index_answers_in_b
         batched_result, batched = _catch_up(source, CountingLog, max_records=500)
         assert batched_result == plain_result
         assert batched.questions == plain.questions, "the same questions, only grouped"
-        assert batched.calls["offset_for_time"] == batched.calls["next_record"] == 0
+        assert batched.calls["offset_for_time"] == batched.calls["next_record"] == batched.calls["last_record_time"] == 0
         assert batched.calls["offsets_for_time"] < plain.calls["offset_for_time"]
         assert batched.calls["next_records"] < plain.calls["next_record"]
