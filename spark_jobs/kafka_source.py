@@ -43,6 +43,7 @@ from pyspark.sql.streaming.datasource import (
 
 from tidemark.batch_planner import BatchPlanner
 from tidemark.event_time_text import format_event_time
+from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, check_partition_limit
 from tidemark.partition_status import PartitionStatus
 from tidemark.planned_range import RANGE_ROW, RAW_RECORD_SCHEMA, RECORD_ROW, PlannedRange
 from tidemark.source_state import PartitionState, SourceState
@@ -63,6 +64,10 @@ class KafkaSourceOptions:
     ``resume_from`` is the offset to start from when there is no checkpoint (see
     tidemark.resume_point). ``frozen_partitions`` is the chaos switch: those partitions are
     planned as usual but never read, as a stalled consumer would leave them.
+
+    ``read_tasks`` is the most Spark tasks a batch reads with (tidemark.read_tasks packs the
+    partitions' ranges into them); ``max_partitions`` the most partitions the topic may have
+    (source.max_partitions): a topic past it fails planning, naming the key.
     """
 
     bootstrap_servers: str
@@ -83,6 +88,8 @@ class KafkaSourceOptions:
     # spark_jobs.decode_stage.DecodeSpec as JSON: read() decodes what it reads (the persist job);
     # None: read() yields raw rows (RAW_RECORD_SCHEMA).
     decode: str | None = None
+    read_tasks: int = 1
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
 
     def to_options(self) -> dict[str, str]:
         import json
@@ -97,6 +104,8 @@ class KafkaSourceOptions:
             "idle_timeout_ms": str(self.idle_timeout_ms),
             "max_future_skew_ms": str(self.max_future_skew_ms),
             "open_transaction_timeout_ms": str(self.open_transaction_timeout_ms),
+            "read_tasks": str(self.read_tasks),
+            "max_partitions": str(self.max_partitions),
         }
         if self.max_records_per_batch is not None:
             options["max_records_per_batch"] = str(self.max_records_per_batch)
@@ -142,6 +151,8 @@ class KafkaSourceOptions:
             _json_object(options, "resume_from"),
             _partition_list(options.get("frozen_partitions")),
             _decode_spec(options.get("decode")),
+            _whole_number(options, "read_tasks", 1, minimum=1),
+            _whole_number(options, "max_partitions", DEFAULT_MAX_PARTITIONS, minimum=1),
         )
 
 
@@ -207,11 +218,9 @@ def _partition_list(text: str | None) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class PartitionRange(InputPartition):
-    """One Spark task: offsets [start, end) of one Kafka partition (start == end: nothing to read)."""
+class PartitionRange:
+    """Offsets [start, end) of one Kafka partition in a batch (start == end: nothing to read)."""
 
-    bootstrap_servers: str
-    topic: str
     partition: int
     start: int
     end: int
@@ -220,6 +229,15 @@ class PartitionRange(InputPartition):
     # The planned range as text (tidemark.planned_range.PlannedRange): carried in the range row
     # so the persist job routes and seals with exactly the planned state.
     range_state: str
+
+
+@dataclass(frozen=True)
+class ReadTask(InputPartition):
+    """One Spark task: the ranges of several partitions (tidemark.read_tasks), read by one reader."""
+
+    bootstrap_servers: str
+    topic: str
+    ranges: tuple[PartitionRange, ...]
 
 
 class KafkaLogSource(DataSource):
@@ -280,8 +298,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             resumed = SourceState.from_offset(self._options.resume_from)
             return dataclasses.replace(resumed, read_time_ms=self._now_ms()).to_offset(self._options.topic)
         positions, log_ends = {}, {}
-        for partition in self._partition_ids(log):
-            bounds = log.bounds(partition)
+        for partition, bounds in log.partition_bounds(self._partition_ids(log)).items():
             if self._options.offset_bounds is not None:
                 start, end = self._options.offset_bounds[partition]
                 if start < bounds.earliest:
@@ -299,10 +316,13 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return initial.to_offset(self._options.topic)
 
     def _partition_ids(self, log) -> list[int]:
-        """The partitions this query reads: the bounded ones, or all of the topic's."""
+        """The partitions this query reads: the bounded ones, or all of the topic's (never more
+        than max_partitions)."""
+        topic_partitions = log.partition_ids()
+        check_partition_limit(self._options.topic, len(topic_partitions), self._options.max_partitions)
         if self._options.offset_bounds is None:
-            return log.partition_ids()
-        missing = sorted(set(self._options.offset_bounds) - set(log.partition_ids()))
+            return topic_partitions
+        missing = sorted(set(self._options.offset_bounds) - set(topic_partitions))
         if missing:
             raise ValueError(f"topic {self._options.topic!r} has no partition {missing[0]}")
         return sorted(self._options.offset_bounds)
@@ -314,7 +334,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         log = self._kafka()
-        self._available_now_target = {p: log.bounds(p).end for p in self._partition_ids(log)}
+        self._available_now_target = {p: b.end for p, b in log.partition_bounds(self._partition_ids(log)).items()}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """Plan the next batch. ReadMaxRows caps its records; ReadAllAvailable lifts the cap, but
@@ -326,14 +346,15 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         previous = SourceState.from_offset(start)
         log = self._kafka()
-        log_ends, unstable_ends = self._log_ends(log)
+        bounds = log.partition_bounds(self._partition_ids(log))
+        log_ends, unstable_ends = self._log_ends(bounds)
         discovered = sorted(set(log_ends) - set(previous.partitions))
         if discovered:
             # A partition added to the topic: register it at its earliest offset in a batch of its
             # own, so its first range has a known start like every other range.
             partitions = dict(previous.partitions)
             for partition in discovered:
-                earliest = log.bounds(partition).earliest
+                earliest = bounds[partition].earliest
                 partitions[partition] = PartitionState(earliest, log_ends[partition], None, PartitionStatus.ACTIVE, self._now_ms())
             grown = SourceState(previous.plan_seq + 1, self._now_ms(), previous.slicing,
                                 previous.global_watermark_ms, previous.target_ms, partitions)  # fmt: skip
@@ -426,11 +447,10 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         return read_feedback(self._options.feedback_dir, plan_seq) or {}
 
-    def _log_ends(self, log) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
-        """The readable end of every partition (capped at the available_now target), and the
-        partitions where an open transaction holds the readable end below the written end, as
-        {partition: (last stable offset, written end)}, never capped."""
-        bounds = {p: log.bounds(p) for p in self._partition_ids(log)}
+    def _log_ends(self, bounds: dict) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+        """The readable end of every partition of ``bounds`` ({partition: LogBounds}), capped at
+        the available_now target, and the partitions where an open transaction holds the readable
+        end below the written end, as {partition: (last stable offset, written end)}, never capped."""
         ends = {p: b.end for p, b in bounds.items()}
         if self._options.offset_bounds is not None:
             ends = {p: min(end, self._options.offset_bounds[p][1]) for p, end in ends.items()}
@@ -445,15 +465,17 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rather than asking the broker again (two questions per partition) a moment later."""
         if self._seen_ends is None:
             log = self._kafka()
-            self._seen_ends = {p: log.bounds(p).end for p in self._partition_ids(log)}
+            self._seen_ends = {p: b.end for p, b in log.partition_bounds(self._partition_ids(log)).items()}
         return {"topic": self._options.topic, "log_ends": {str(p): end for p, end in sorted(self._seen_ends.items())}}
 
-    def partitions(self, start: dict, end: dict) -> list[PartitionRange]:
+    def partitions(self, start: dict, end: dict) -> list[ReadTask]:
+        """The batch's read tasks: every partition's planned range, packed into at most
+        ``read_tasks`` tasks (tidemark.read_tasks.assign_read_tasks)."""
+        from tidemark.read_tasks import assign_read_tasks
+
         before, after = SourceState.from_offset(start), SourceState.from_offset(end)
-        return [
-            PartitionRange(
-                self._options.bootstrap_servers,
-                self._options.topic,
+        ranges = {
+            planned.partition: PartitionRange(
                 planned.partition,
                 planned.start_offset,
                 planned.end_offset,
@@ -462,6 +484,11 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 planned.to_text(),
             )
             for planned in PlannedRange.of_batch(before, after)
+        }
+        tasks = assign_read_tasks({p: r.end - r.start for p, r in ranges.items()}, self._options.read_tasks)
+        return [
+            ReadTask(self._options.bootstrap_servers, self._options.topic, tuple(ranges[p] for p in task))
+            for task in tasks
         ]
 
     def commit(self, end: dict) -> None:
@@ -476,25 +503,27 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return int(self._clock() * 1000)
 
     # -- reading (tasks) -----------------------------------------------------------------------
-    def read(self, partition: PartitionRange) -> Iterator:
+    def read(self, task: ReadTask) -> Iterator:
+        """Every range row of the task, then the records of all its ranges (one reader for all),
+        then, when decoding, what each partition's records held per aligned step."""
         import pyarrow as pa
 
-        from connectors.kafka_log import read_range
+        from connectors.kafka_log import read_ranges
 
-        planned = PlannedRange.from_text(partition.range_state)
-        if self._options.decode is None:
-            yield _range_batch(pa, partition)
-            for records in read_range(partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end):
-                yield _record_batch(pa, partition, planned, records)
-            return
-        from spark_jobs.decode_stage import DecodeSpec
+        decoder = None
+        if self._options.decode is not None:
+            from spark_jobs.decode_stage import DecodeSpec
 
-        decoder = DecodeSpec.from_json(self._options.decode).decoder()
-        yield decoder.decode(_range_batch(pa, partition))
-        for records in read_range(partition.bootstrap_servers, partition.topic, partition.partition, partition.start, partition.end):
-            yield decoder.decode(_record_batch(pa, partition, planned, records))
-        # After the records: what they held per aligned step (tidemark.step_counts).
-        counts = decoder.step_counts()
+            decoder = DecodeSpec.from_json(self._options.decode).decoder()
+        decode = decoder.decode if decoder is not None else (lambda batch: batch)
+        ranges = {r.partition: r for r in task.ranges}
+        planned = {r.partition: PlannedRange.from_text(r.range_state) for r in task.ranges if r.end > r.start}
+        yield decode(_range_batch(pa, task.ranges))
+        to_read = {p: (ranges[p].start, ranges[p].end) for p in planned}
+        for partition, records in read_ranges(task.bootstrap_servers, task.topic, to_read):
+            yield decode(_record_batch(pa, ranges[partition], planned[partition], records))
+        # After the records: what they held per (partition, aligned step) (tidemark.step_counts).
+        counts = decoder.step_counts() if decoder is not None else []
         if counts:
             yield decoder.decode(_summary_batch(pa, counts))
 
@@ -540,23 +569,25 @@ def _summary_batch(pa, counts: list):
     )
 
 
-def _range_batch(pa, partition: PartitionRange):
+def _range_batch(pa, ranges: tuple[PartitionRange, ...]):
+    """One range row per planned range: the rows that become the partitions' ledger rows."""
     return pa.RecordBatch.from_pylist(
         [
             {
                 "row_kind": RANGE_ROW,
-                "source_partition": partition.partition,
-                "source_offset": partition.start,
+                "source_partition": planned.partition,
+                "source_offset": planned.start,
                 "log_timestamp_ms": None,
                 "record_key": None,
                 "value": None,
-                "range_end": partition.end,
-                "log_end_offset": partition.log_end,
-                "read_time_ms": partition.read_time_ms,
-                "range_state": partition.range_state,
+                "range_end": planned.end,
+                "log_end_offset": planned.log_end,
+                "read_time_ms": planned.read_time_ms,
+                "range_state": planned.range_state,
                 "batch_seq": None,
                 "global_watermark_ms": None,
             }
+            for planned in ranges
         ],
         schema=_arrow_schema(pa),
     )
@@ -591,3 +622,4 @@ def _record_batch(pa, partition: PartitionRange, planned: PlannedRange, records)
         ],
         schema=_arrow_schema(pa),
     )
+

@@ -71,8 +71,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"persist: {error}", file=sys.stderr)
         return 2
     mode = args.mode or stream.persist.mode
-    summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
-                          session_conf=session_conf)  # fmt: skip
+    from tidemark.partition_limit import PartitionLimitError
+
+    try:
+        summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
+                              session_conf=session_conf)  # fmt: skip
+    except PartitionLimitError as error:
+        print(f"persist: {error}", file=sys.stderr)
+        return 2
     if args.run_summary:
         args.run_summary.parent.mkdir(parents=True, exist_ok=True)
         args.run_summary.write_text(json.dumps(summary, indent=2) + "\n")

@@ -74,10 +74,18 @@ def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ)
     return tuple(sorted(frozen))
 
 
-def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, resume_from: dict | None = None, routing=None):
+def source_options(
+    stream: StreamConfig,
+    run: PersistRun,
+    feedback_dir: str,
+    resume_from: dict | None = None,
+    routing=None,
+    read_tasks: int = 1,
+):
     """The source's options for ``run`` of ``stream``: built here once, from the typed config.
     The source decodes what it reads (spark_jobs.decode_stage), routing the offsets live covered
-    under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given."""
+    under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given. ``read_tasks``
+    is used when the stream does not set source.read_tasks (the cluster's parallelism)."""
     from spark_jobs.decode_stage import DecodeSpec
     from spark_jobs.kafka_source import KafkaSourceOptions
 
@@ -101,6 +109,8 @@ def source_options(stream: StreamConfig, run: PersistRun, feedback_dir: str, res
         decode=DecodeSpec(
             stream.payload, tolerances.max_future_skew_ms, tolerances.allowed_lateness_ms, routing.ranges() if routing else ()
         ).to_json(),
+        read_tasks=stream.source.read_tasks or read_tasks,
+        max_partitions=stream.source.max_partitions,
     )
 
 
@@ -118,6 +128,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
 
     started = time.monotonic()
+    check_topic_partitions(stream)
     spark.dataSource.register(KafkaLogSource)
     tables = LakeTables(spark, stream, shadow=run.shadow)
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
@@ -145,8 +156,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         )
     feedback_dir = _feedback_dir(stream, run)
     options = source_options(
-        stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None, routing
-    )
+        stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None, routing,
+        read_tasks=spark.sparkContext.defaultParallelism,
+    )  # fmt: skip
     raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
     guard = None
@@ -198,6 +210,21 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     }
     log.info({"event": "query_finished", **summary, "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress)})
     return summary
+
+
+def check_topic_partitions(stream: StreamConfig) -> int:
+    """The topic's partition count, checked against source.max_partitions before any work
+    (tidemark.partition_limit.PartitionLimitError names the key and a value that would hold)."""
+    from connectors.kafka_log import KafkaLog
+    from tidemark.partition_limit import check_partition_limit
+
+    log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
+    try:
+        count = len(log.partition_ids())
+    finally:
+        log.close()
+    check_partition_limit(stream.source.topic, count, stream.source.max_partitions)
+    return count
 
 
 def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:

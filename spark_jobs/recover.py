@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
+from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
     OffsetRange,
     RecoveryRequest,
@@ -73,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
-    result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch)
+    try:
+        result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch)
+    except PartitionLimitError as error:
+        print(f"recover: {error}", file=sys.stderr)
+        return 2
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_text(json.dumps(result, indent=2) + "\n")

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import yaml
 
 from tidemark.duration import format_duration_ms, parse_duration_ms
+from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, suggested_partition_limit
 from tidemark.stall_rules import StallRules
 
 FIELD_TYPES = ("string", "double", "long", "int", "boolean")
@@ -90,6 +91,12 @@ class KafkaSource:
     # transaction) before the job reports the partition as held by it (ms). Kafka aborts a
     # transaction after the producer's transaction.timeout.ms, at most 15 minutes by default.
     open_transaction_timeout_ms: int = 15 * 60_000
+    # The most partitions the topic may have (tidemark.partition_limit): past it a job fails
+    # at start-up instead of planning and ledgering every partition of a topic grown by mistake.
+    max_partitions: int = DEFAULT_MAX_PARTITIONS
+    # The most Spark tasks a batch reads the log with (tidemark.read_tasks); None: the cluster's
+    # parallelism (Spark's defaultParallelism), like the input splits of Spark's own sources.
+    read_tasks: int | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +232,26 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
         starting_offsets=source_section.choice("starting_offsets", STARTING_OFFSETS, default="earliest"),
         log_timestamp_is_event_time=source_section.boolean("log_timestamp_is_event_time", default=True),
         open_transaction_timeout_ms=source_section.duration("open_transaction_timeout", default="15m", minimum_ms=1),
+        max_partitions=source_section.positive_int("max_partitions", default=DEFAULT_MAX_PARTITIONS),
+        read_tasks=source_section.whole_number("read_tasks") if source_section.has("read_tasks") else None,
     )
+    if source.partitions > source.max_partitions:
+        source_section.fail(
+            "max_partitions",
+            f"{source.max_partitions} is below the topic's {source.partitions} partitions (source.partitions); "
+            f"suggested: {suggested_partition_limit(source.partitions)}",
+        )
+    if source.read_tasks == 0:
+        source_section.fail(
+            "read_tasks", "0 read tasks cannot read anything; suggested: leave it unset (the cluster's parallelism) or 1 and up"
+        )
+    if source.read_tasks is not None and source.read_tasks > source.max_partitions:
+        source_section.fail(
+            "read_tasks",
+            f"{source.read_tasks} read tasks cannot all be used with at most {source.max_partitions} partitions "
+            f"(a task reads one partition at least); suggested: leave it unset (the cluster's parallelism) "
+            f"or at most {source.max_partitions}",
+        )
     del kind  # only Kafka today; Kinesis will be a second choice here
     source_section.reject_unknown()
 

@@ -59,6 +59,11 @@ def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
         ("source", "open_transaction_timeout", "0s", r"source\.open_transaction_timeout: must be greater than zero"),
         ("source", "open_transaction_timeout", "soon", r"source\.open_transaction_timeout: "),
         ("persist", "mode", "streaming", r"persist\.mode: expected one of available_now, continuous"),
+        ("source", "max_partitions", 0, r"source\.max_partitions: expected a whole number >= 1"),
+        ("source", "max_partitions", 2, r"source\.max_partitions: 2 is below the topic's 4 partitions .*suggested: 1024"),
+        ("source", "read_tasks", 0, r"source\.read_tasks: 0 read tasks cannot read anything; suggested: leave it unset"),
+        ("source", "read_tasks", -3, r"source\.read_tasks: expected a whole number >= 0"),
+        ("source", "read_tasks", 5000, r"source\.read_tasks: 5000 read tasks cannot all be used .*at most 2048"),
     ],
 )
 def test_bad_value_fails_naming_the_key(tmp_path, section, key, value, message):
@@ -98,3 +103,13 @@ def test_missing_file_and_invalid_yaml(tmp_path):
     broken.write_text("streams: [unclosed")
     with pytest.raises(StreamConfigError, match="not valid YAML"):
         load_streams(broken, ENV)
+
+
+def test_partition_limit_and_read_tasks_default_and_can_be_set(tmp_path):
+    stream = load_stream(REPO / "conf" / "streams.yaml", "telemetry", ENV)
+    assert stream.source.max_partitions == 2048
+    assert stream.source.read_tasks is None, "unset: the cluster's parallelism"
+    document = _shipped()
+    document["streams"]["telemetry"]["source"].update(max_partitions=4096, read_tasks=8)
+    stream = _load(tmp_path, document)["telemetry"]
+    assert (stream.source.max_partitions, stream.source.read_tasks) == (4096, 8)
