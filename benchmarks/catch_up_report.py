@@ -16,6 +16,10 @@ RUN_LABELS = {
     "a 4x": "(a) 4× backlog (uniform's)",
     "b 4x": "(b) 4× backlog (uniform's)",
     "a continuous": "(a) tidemark, continuous",
+    "a 4p": "(a) tidemark, 4 partitions",
+    "a 64p": "(a) tidemark, 64 partitions",
+    "a 256p": "(a) tidemark, 256 partitions",
+    "b 256p": "(b) Spark Kafka source → Delta, 256 partitions",
 }
 
 _RUNS_HEADER = "| run | records | batches | seconds | records/s | peak RSS MB | notes |\n|---|---|---|---|---|---|---|"
@@ -43,6 +47,8 @@ def render_markdown(report: dict) -> str:
             lines += [f"**FAILED**: {_one_line(scenario['failed'])}", ""]
         if "runs" in scenario:
             lines += _runs_table(name, scenario)
+        if "planning" in scenario:
+            lines += ["", *_planning_lines(scenario["planning"])]
         figures = {**scenario.get("ratios", {}), **scenario.get("targets", {})}
         if figures:
             lines += ["", "| figure | value | target | result |", "|---|---|---|---|"]
@@ -127,6 +133,23 @@ def _run_row(name: str, run: dict | None, scenario_name: str) -> str:
         f"| {label} | {run['records']:,} | {batches} | {seconds} | {per_second:,} | {run['peak_rss_megabytes']:,} "
         f"| {'; '.join(notes)} |"
     )
+
+
+def _planning_lines(planning: dict) -> list[str]:
+    """The planner alone (benchmarks/partition_scaling.py): its start and its first batches."""
+    if "failed" in planning:
+        return [f"Planning: **FAILED**: {_one_line(planning['failed'])}"]
+    lines = [
+        f"Planning alone, {planning['partitions']:,} partitions, {planning['records']:,} records over 1 h "
+        f"(topic created in {planning['create_topic_seconds']} s): start {planning['initial_seconds']} s; "
+        f"first batch's read tasks hold {planning['first_batch_partitions_per_read_task']} partitions.",
+        "",
+        "| batch | plan seconds | aligned steps | read tasks | tasks seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for number, batch in enumerate(planning["batches"], 1):
+        lines.append(f"| {number} | {batch['seconds']} | {batch['steps']} | {batch['read_tasks']} | {batch['tasks_seconds']} |")
+    return lines
 
 
 def _per_partition(counts: dict | None) -> str:

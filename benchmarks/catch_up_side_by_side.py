@@ -1,8 +1,8 @@
 """Catch-up side by side: tidemark's persist job against Spark's own Kafka source and two ceilings.
 
-    .venv/bin/python benchmarks/catch_up_side_by_side.py [--scenarios uniform,skewed,sparse,memory,continuous]
+    .venv/bin/python benchmarks/catch_up_side_by_side.py [--scenarios uniform,skewed,sparse,memory,continuous,partitions]
         [--records 2000000] [--max-records-per-batch 200000] [--latency-minutes 10] [--results DIR]
-        [--scratch DIR]
+        [--scratch DIR] [--partition-records 5120] [--planning-partitions 1800]
 
 Starts its own broker (temporary state, free loopback port). Every scenario produces its own
 topic with the data generator, then runs jobs on it one after the other, never two Spark jobs at
@@ -39,8 +39,13 @@ Scenarios (records/s = records / seconds; ratios only between runs that all succ
                 at the demo's rates (profiles steady,slow,heavy,bursty) for --latency-minutes;
                 latency from log timestamp to visible in the events table (continuous_latency.py).
                 Target: p99 <= persist.trigger_interval + 10 s.
+    partitions  the same --partition-records over the same hour on 4, 64 and 256 partitions: (a) on
+                each, (b) on 256; and the source's planner alone at --planning-partitions
+                (benchmarks/partition_scaling.py). Targets: wall time a 256p / a 4p <= 1.3,
+                a 256p / b 256p <= 1.0, the first batch planned in <= 2 s.
 
-Writes DIR/catch_up_side_by_side.json and .md (default DIR: benchmarks/results), and prints the
+Writes DIR/catch_up_side_by_side.json and .md (default DIR: benchmarks/results; a run of some
+scenarios only writes DIR/catch_up_side_by_side-<scenarios>.json and .md), and prints the
 tables. A run that fails is recorded as {"failed": reason and the last lines of its log}, the
 ratios that need it say "no ratio: <run> failed", and the other runs go on; the exit code is 1
 when any run failed, 2 for bad arguments.
@@ -75,6 +80,7 @@ from benchmarks.catch_up_figures import (  # noqa: E402
     watermarks_from_maxima,
 )
 from benchmarks.catch_up_report import render_markdown  # noqa: E402
+from benchmarks.partition_scaling import partitions_scenario  # noqa: E402
 from benchmarks.process_memory import PeakMemory, wait_sampling_peak_memory  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
@@ -87,7 +93,7 @@ SKEWED_HOURS = 6
 SPARSE_RECORDS = 40_000
 SPARSE_HOURS = 7 * 24
 DEMO_PROFILES = ("steady", "slow", "heavy", "bursty")  # stack/demo.py
-SCENARIOS = ("uniform", "skewed", "sparse", "memory", "continuous")
+SCENARIOS = ("uniform", "skewed", "sparse", "memory", "continuous", "partitions")
 RUN_TIMEOUT_S = 3600  # a run that hangs fails instead of stalling the whole benchmark
 RESULTS_DIR = REPO / "benchmarks" / "results"
 RESULTS_NAME = "catch_up_side_by_side"
@@ -136,6 +142,8 @@ def main() -> int:
             "records": args.records,
             "max_records_per_batch": args.max_records_per_batch,
             "latency_minutes": args.latency_minutes,
+            "partition_records": args.partition_records,
+            "planning_partitions": args.planning_partitions,
             "scenarios": args.scenarios,
             "driver_memory": os.environ.get("TIDEMARK_DRIVER_MEMORY") or _sized_driver_memory(args.max_records_per_batch),
         },
@@ -143,12 +151,22 @@ def main() -> int:
         "failed": failures(scenarios),
     }
     args.results.mkdir(parents=True, exist_ok=True)
-    (args.results / f"{RESULTS_NAME}.json").write_text(json.dumps(report, indent=2) + "\n")
+    name = results_name(args.scenarios)
+    (args.results / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
-    (args.results / f"{RESULTS_NAME}.md").write_text(markdown)
+    (args.results / f"{name}.md").write_text(markdown)
     print(markdown)
-    print(f"written to {args.results / RESULTS_NAME}.json and .md")
+    print(f"written to {args.results / name}.json and .md")
     return 1 if report["failed"] else 0
+
+
+def results_name(scenarios: list[str]) -> str:
+    """The results file's name: a run of some scenarios only is written beside the full run's file
+    (``catch_up_side_by_side-partitions.json``), never over it, so that each file's figures come
+    from one run on one machine."""
+    if set(scenarios) == set(SCENARIOS):
+        return RESULTS_NAME
+    return "-".join([RESULTS_NAME, *scenarios])
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -164,6 +182,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--latency-minutes", type=_positive_float, default=10.0, help="how long the continuous producer writes (default 10)"
     )
+    parser.add_argument(
+        "--partition-records", type=_positive_int, default=5_120, help="records of the partitions scenario (default 5120)"
+    )
+    parser.add_argument(
+        "--planning-partitions", type=_positive_int, default=1_800,
+        help="partitions of the topic the planner is timed on (default 1800, the seeds' shard count)",
+    )  # fmt: skip
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help=f"folder for the JSON and markdown (default {RESULTS_DIR})")
     parser.add_argument("--scratch", type=Path, help="keep broker state, job logs and lakes in this new folder")
     args = parser.parse_args(argv)
@@ -245,6 +270,8 @@ class Bench:
         self.env = env
         self.args = args
         self._uniform: dict | None = None
+        # Topics of other than PARTITIONS partitions, and their counts (source.partitions).
+        self.topic_partitions: dict[str, int] = {}
         self._uniform_runs: dict[str, dict] = {}
 
     # backlogs
@@ -292,7 +319,7 @@ class Bench:
 
         document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
         stream = document["streams"][STREAM]
-        stream["source"].update(topic=topic, bootstrap_servers=self.bootstrap)
+        stream["source"].update(topic=topic, bootstrap_servers=self.bootstrap, partitions=self.topic_partitions.get(topic, PARTITIONS))
         stream["lake"].update(root=str(run_dir / "lake"), checkpoint_root=str(run_dir / "checkpoints"))
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / "streams.yaml"
@@ -681,6 +708,7 @@ SCENARIO_RUNNERS = {
     "sparse": sparse_scenario,
     "memory": memory_scenario,
     "continuous": continuous_scenario,
+    "partitions": partitions_scenario,
 }
 
 
