@@ -83,24 +83,25 @@ def find_next_records(index: LogTimeIndex, offsets: Mapping[int, int]) -> dict[i
     """The first data record at or after each {partition: offset} (None: there is none yet), in
     one question when the index can answer several partitions at once. Asks nothing when
     ``offsets`` is empty."""
-    if not offsets:
-        return {}
-    batched = getattr(index, "next_records", None)
-    if batched is not None:
-        return batched(dict(offsets))
-    return {p: index.next_record(p, offset) for p, offset in offsets.items()}
+    return _each_partition_at_once(index, "next_records", offsets, index.next_record)
 
 
 def find_last_record_times(index: LogTimeIndex, ends: Mapping[int, int]) -> dict[int, int | None]:
     """The log timestamp of the last data record before each {partition: end} (None: there is
     none), in one question when the index can answer several partitions at once. Asks nothing
     when ``ends`` is empty."""
-    if not ends:
+    return _each_partition_at_once(index, "last_record_times", ends, index.last_record_time)
+
+
+def _each_partition_at_once(index: LogTimeIndex, batched_name: str, by_partition: Mapping[int, int], ask_one):
+    """``index.<batched_name>({partition: offset})`` when the index has it, else ``ask_one`` per
+    partition: the same answers, one round trip or one per partition."""
+    if not by_partition:
         return {}
-    batched = getattr(index, "last_record_times", None)
+    batched = getattr(index, batched_name, None)
     if batched is not None:
-        return batched(dict(ends))
-    return {p: index.last_record_time(p, end) for p, end in ends.items()}
+        return batched(dict(by_partition))
+    return {p: ask_one(p, offset) for p, offset in by_partition.items()}
 
 
 @dataclass(frozen=True)
