@@ -181,6 +181,8 @@ class PersistBatch:
                 # The ledger counts aligned steps, Spark micro-batches: say which ledger batch ids this was.
                 "ledger_batch_ids": _ledger_batch_ids(ranges),
                 **totals,
+                # A wide topic's batch reads few of its partitions: say how many, of how many.
+                "partitions_read": f"{sum(1 for planned in ranges.values() if planned.offsets)} of {len(ranges)}",
                 "global_watermark": format_optional_event_time(g),
                 "sealed_hours": [format_optional_event_time(h) for h in sealed],
                 "slicing": batch.slicing,

@@ -60,6 +60,13 @@ def test_a_wide_topic_is_read_with_few_tasks_and_every_partition_is_ledgered(kaf
         assert (reads[-1].end_offset if reads else 0) == produced.get(partition, 0)
         assert sum(row.records for row in rows) == produced.get(partition, 0)
 
+    # The job's log says how many of the topic's partitions each batch read: never the idle ones.
+    batches = _batches_persisted(tmp_path / "persist.log")
+    assert batches, "the job logged no batch"
+    for batch in batches:
+        read, of = batch["partitions_read"].split(" of ")
+        assert int(of) == PARTITIONS and int(read) <= busy, batch
+
     # Each events commit adds one file per read task and event hour, never one per partition.
     for adds in _files_added_per_commit(lake / "events"):
         hours = {(add["partitionValues"]["event_date"], add["partitionValues"]["event_hour"]) for add in adds}
@@ -97,3 +104,9 @@ def _files_added_per_commit(table) -> list[list[dict]]:
             commits.append(adds)
     assert commits, f"no commit added files to {table}"
     return commits
+
+
+def _batches_persisted(log):
+    """The job's batch_persisted log lines, as dicts."""
+    lines = [line[line.index("{"):] for line in log.read_text().splitlines() if '"batch_persisted"' in line]
+    return [json.loads(line) for line in lines]
