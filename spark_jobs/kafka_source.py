@@ -622,4 +622,3 @@ def _record_batch(pa, partition: PartitionRange, planned: PlannedRange, records)
         ],
         schema=_arrow_schema(pa),
     )
-

@@ -28,6 +28,7 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
 log = logging.getLogger("tidemark.persist")
@@ -71,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"persist: {error}", file=sys.stderr)
         return 2
     mode = args.mode or stream.persist.mode
-    from tidemark.partition_limit import PartitionLimitError
-
     try:
         summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
                               session_conf=session_conf)  # fmt: skip

@@ -212,8 +212,8 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     return summary
 
 
-def check_topic_partitions(stream: StreamConfig) -> int:
-    """The topic's partition count, checked against source.max_partitions before any work
+def check_topic_partitions(stream: StreamConfig) -> None:
+    """Check the topic's partition count against source.max_partitions before any work
     (tidemark.partition_limit.PartitionLimitError names the key and a value that would hold)."""
     from connectors.kafka_log import KafkaLog
     from tidemark.partition_limit import check_partition_limit
@@ -224,7 +224,6 @@ def check_topic_partitions(stream: StreamConfig) -> int:
     finally:
         log.close()
     check_partition_limit(stream.source.topic, count, stream.source.max_partitions)
-    return count
 
 
 def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:
