@@ -194,9 +194,13 @@ def _as_string(raw: Any) -> Any:
 
 
 def _as_double(raw: Any) -> Any:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         return _WRONG
-    return float(raw)
+    try:
+        value = float(raw)  # an integer past the double range (10**400) overflows: the wrong type, not a crash
+    except OverflowError:
+        return _WRONG
+    return value if math.isfinite(value) else _WRONG
 
 
 def _integer_check(low: int, high: int):
