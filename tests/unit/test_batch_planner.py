@@ -120,10 +120,19 @@ def test_read_all_available_still_slices_by_target_and_a_row_budget_is_never_exc
     clock = ManualClock(START + 4 * HOUR)
     plan = planner(clock)
     unlimited = catch_up(plan, log, _initial(plan, log), clock, max_records=None)
-    assert len(unlimited.batches) > 3, "alignment cuts the backlog even with no row budget"
+    # Every heavy partition is cut at T = G + DRIFT, which proves W_p = T - BOUND - 1: G rises
+    # by DRIFT - BOUND - 1 a batch. The k-th T is START + k x 869,999 ms less at most BOUND, the
+    # heavy records run to START + 3 h - 1 s less at most BOUND: the 12th T (about START + 2 h
+    # 54 min) leaves records, the 13th (past START + 3 h 7 min) reads them all. A 14th batch reads
+    # nothing: it marks the caught-up partitions idle, which holds G.
+    rises = [later - earlier for earlier, later in zip(unlimited.global_watermarks, unlimited.global_watermarks[1:])]
+    assert rises == [DRIFT - BOUND - 1] * 12 + [0], "alignment cuts the backlog even with no row budget"
+    assert len(unlimited.batches) == 14 and unlimited.batches[-1] == {p: [] for p in range(4)}
     assert unlimited.largest_spread() <= DRIFT + BOUND
     budget = catch_up(plan, log, _initial(plan, log), clock, max_records=700)
-    assert max(sum(len(ts) for ts in b.values()) for b in budget.batches) <= 700
+    # The first T alone holds some 2,600 heavy records: the budget is filled, never passed.
+    assert max(sum(len(ts) for ts in b.values()) for b in budget.batches) == 700
+    assert budget.state.positions() == log.log_ends()
 
 
 def test_every_partition_idle_holds_g_and_plans_nothing():

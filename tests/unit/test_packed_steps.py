@@ -16,6 +16,13 @@ from tidemark.planned_range import PlannedRange
 from tidemark.source_state import SourceState
 
 
+# skewed_backlog(hours=2) planned at START + 3 h with a budget of 3,000 rows: the first step
+# reads the heavy partitions below T = G + DRIFT, about 3 x 870 records; the second step's T is
+# DRIFT - BOUND - 1 later and holds as many again, more than the ~400 rows left, so the budget
+# ends the batch inside it. Partition 0 (a record at START + 30 min) reads in neither.
+STEPS_IN_A_3_000_ROW_BATCH = 2
+
+
 def catch_up_packed(plan, log, state, clock, max_records, max_batches=5_000):
     """Returns (batches, steps, late, final state): per batch the offsets it read; per step the
     admitted log timestamps per partition and its G, in order."""
@@ -100,7 +107,7 @@ def test_the_same_offsets_plan_the_same_steps_and_they_survive_the_checkpoint():
         plan = planner(clock)
         plans.append(plan.plan_batch(_initial(plan, log), log.log_ends(), {}, log, 3_000))
     assert plans[0] == plans[1]
-    assert len(plans[0].steps) > 1
+    assert len(plans[0].steps) == STEPS_IN_A_3_000_ROW_BATCH
     assert SourceState.from_offset(json.loads(json.dumps(plans[0].to_offset("telemetry")))) == plans[0]
 
 
@@ -138,7 +145,12 @@ def test_a_batch_of_steps_seals_the_hours_one_batch_per_step_would():
         one_by_one += sealer.newly_sealed(previous, g)
         previous = g
     assert sealer.newly_sealed_by_steps(None, step_watermarks) == one_by_one
-    assert len(one_by_one) >= 2, "the stream's first batch seals every hour its steps passed"
+    # G runs from 03:00 to 05:45 and an hour seals at G >= its end + 10 min. The stream's first
+    # G lists 01:00, the hour before the first one still open (02:00, sealed at 03:10); 02:00,
+    # 03:00 and 04:00 seal as G passes 03:15, 04:15 and 05:15; 05:00 waits for 06:10.
+    assert one_by_one == [START - 2 * HOUR, START - HOUR, START, START + HOUR], (
+        "the stream's first batch seals every hour its steps passed"
+    )
     assert sealer.newly_sealed_by_steps(START, [None, START + 3 * HOUR]) == sealer.newly_sealed(START, START + 3 * HOUR)
 
 
@@ -151,5 +163,5 @@ def test_the_persist_log_names_the_ledger_batch_ids_of_a_micro_batch():
     batch = plan.plan_batch(initial, log.log_ends(), {}, log, 3_000)
     ranges = {planned.partition: planned for planned in PlannedRange.of_batch(initial, batch)}
 
-    assert len(batch.steps) > 1
-    assert _ledger_batch_ids(ranges) == [initial.plan_seq + 1, batch.plan_seq]
+    assert len(batch.steps) == STEPS_IN_A_3_000_ROW_BATCH
+    assert _ledger_batch_ids(ranges) == [initial.plan_seq + 1, batch.plan_seq] == [0, 1]
