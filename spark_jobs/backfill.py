@@ -177,10 +177,11 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
 def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan, run_name: str, compare: bool, max_records_per_batch: int) -> dict:
     """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and the comparison."""
     from connectors.spark_session import batch_job_conf, lake_spark_session
-    from spark_jobs.persist_pipeline import PersistRun, run_pipeline
+    from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
     from spark_jobs.shadow_comparison import compare_with_live
     from tidemark.backfill_progress import BackfillProgress
 
+    check_topic_partitions(stream)
     bounds = plan.offset_bounds()
     spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream, max_records_per_batch))
     started = time.monotonic()

@@ -99,8 +99,9 @@ def run_persist(
     a checkpoint over tables that already hold the stream, the run resumes from the ledger.
     """
     from connectors.spark_session import lake_spark_session
-    from spark_jobs.persist_pipeline import PersistRun, run_pipeline
+    from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
 
+    check_topic_partitions(stream)
     run = PersistRun(
         mode="live",
         trigger=mode,

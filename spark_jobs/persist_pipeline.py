@@ -117,7 +117,8 @@ def source_options(
 def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) -> dict:
     """Run ``run`` to its end (available_now) or until stopped (continuous); returns its summary:
     batches, G, the hours it sealed, the event hours it wrote, how it started. ``progress`` is
-    called after every batch (see PersistBatch)."""
+    called after every batch (see PersistBatch). The caller has checked the topic against
+    source.max_partitions (``check_topic_partitions``) before it started Spark."""
     import time
 
     from spark_jobs.kafka_source import KafkaLogSource
@@ -128,7 +129,6 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
 
     started = time.monotonic()
-    check_topic_partitions(stream)
     spark.dataSource.register(KafkaLogSource)
     tables = LakeTables(spark, stream, shadow=run.shadow)
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
@@ -213,7 +213,8 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
 
 
 def check_topic_partitions(stream: StreamConfig) -> None:
-    """Check the topic's partition count against source.max_partitions before any work
+    """Check the topic's partition count against source.max_partitions before any work, Spark's
+    start included: a refused job costs a metadata request, not a JVM
     (tidemark.partition_limit.PartitionLimitError names the key and a value that would hold)."""
     from connectors.kafka_log import KafkaLog
     from tidemark.partition_limit import check_partition_limit

@@ -102,8 +102,9 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
     from connectors.kafka_log import KafkaLog
     from connectors.spark_session import lake_spark_session
     from spark_jobs.lake_tables import LakeTables
-    from spark_jobs.persist_pipeline import PersistRun, run_pipeline
+    from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
 
+    check_topic_partitions(stream)
     partition = request.partition
     kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
     try:
