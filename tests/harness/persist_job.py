@@ -1,10 +1,20 @@
 """Shared pieces of the persist integration tests: a stream config per test, records to produce,
-and the persist job run as a real separate process (the way spark-submit runs it)."""
+and the jobs run two ways.
+
+- In this process (``run_persist``, ``run_recover``, ``run_backfill``): the job's own ``main()``
+  with its arguments, on the test session's Spark (``lake_spark_session`` gets the session the
+  ``spark`` fixture made), its log lines written to the given file as the job writes them, its exit
+  code returned. The same code spark-submit runs, without a JVM start and a Delta warm-up per run.
+- As a separate process (``start_persist``, ``start_backfill``, ``continuous_persist``): only where
+  the test kills the job (SIGKILL takes the JVM down with it) or stops a continuous one; a process
+  of its own is the only way to crash a driver. spark-submit itself is run by the DAG tests.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -17,7 +27,6 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 PERSIST_JOB = REPO / "spark_jobs" / "persist.py"
-RECOVER_JOB = REPO / "spark_jobs" / "recover.py"
 
 
 def write_stream_config(tmp_path: Path, bootstrap: str, topic: str, partitions: int, **persist) -> Path:
@@ -86,33 +95,79 @@ def continuous_persist(conf: Path, log: Path) -> Iterator[subprocess.Popen]:
 
 
 def kill_after_batches(job: subprocess.Popen, ledger_path: Path, batches: int, timeout_s: float = 300) -> None:
-    """SIGKILL the job (JVM included) once its ledger holds ``batches`` committed batches."""
+    """SIGKILL the job (JVM included) once its ledger holds ``batches`` committed batches, and check
+    the kill landed while it was still running (a job that had already finished was not killed)."""
     deadline = time.monotonic() + timeout_s
     while committed_versions(ledger_path) < batches + 1:  # version 0 creates the table
         assert job.poll() is None, "the job ended before it could be killed; make the backlog larger"
         assert time.monotonic() < deadline, f"the job committed nothing within {timeout_s:.0f} s"
         time.sleep(0.2)
     os.killpg(job.pid, signal.SIGKILL)
-    job.wait(30)
+    assert job.wait(30) == -signal.SIGKILL, f"the job exited {job.returncode} on its own before the kill: make the backlog larger"
 
 
-def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, timeout_s: float = 600) -> int:
-    """Run the recovery job for ``ranges`` ("start-end,...") of ``partition``; returns its exit code
-    (the result JSON is at ``result``)."""
-    command = [sys.executable, str(RECOVER_JOB), "--stream", "telemetry", "--conf", str(conf), "--partition", str(partition),
-               "--ranges", ranges, "--reason", "test", "--result", str(result)]  # fmt: skip
-    with log.open("ab") as out:
-        return subprocess.run(command, env=job_environment(), stdout=out, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path) -> int:
+    """Run the recovery job for ``ranges`` ("start-end,...") of ``partition`` in this process;
+    returns its exit code (the result JSON is at ``result``)."""
+    from spark_jobs.recover import main
+
+    argv = ["--stream", "telemetry", "--conf", str(conf), "--partition", str(partition), "--ranges", ranges,
+            "--reason", "test", "--result", str(result)]  # fmt: skip
+    return run_in_process(main, argv, log)
 
 
-def run_persist(conf: Path, *args: str, log: Path, timeout_s: float = 600, environment: dict[str, str] | None = None) -> None:
-    process = start_persist(conf, *args, log=log, environment=environment)
-    try:
-        code = process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        raise
+def run_persist(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> None:
+    """Run the persist job to its end in this process; fails the test, with the log's tail, unless
+    it exits 0. ``environment`` is set for the run only (the chaos switch, for one)."""
+    from spark_jobs.persist import main
+
+    code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *args], log, environment)
     assert code == 0, f"persist job exited {code}; log tail:\n{_tail(log)}"
+
+
+def run_in_process(main, argv: list[str], log: Path, environment: dict[str, str] | None = None) -> int:
+    """``main(argv)`` of a job, in this process, as spark-submit would run it: its stdout, stderr and
+    log lines (the job configures its own JSON logging) appended to ``log``, ``environment`` set
+    for the call only. Returns the exit code. An exception escapes as it is (the test shows the
+    traceback); the logging set-up of the test process is restored whatever happens."""
+    from spark_jobs.json_log import configure_json_logging
+
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    with log.open("a") as out, _environment(environment):
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                configure_json_logging()  # as the job's __main__ does; a job that sets it up itself does the same
+                code = main(argv)
+        except SystemExit as exit_:  # argparse refusing an argument
+            code = exit_.code if isinstance(exit_.code, int) else 2
+        finally:
+            for handler in root.handlers:
+                if handler not in saved_handlers:
+                    handler.flush()
+            root.handlers[:] = saved_handlers
+            root.setLevel(saved_level)
+    return code
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str] | None) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values or {}}
+    os.environ.update(values or {})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def batches_persisted(log: Path) -> list[dict]:
+    """The job's ``batch_persisted`` log lines, as dicts, in the order it wrote them."""
+    lines = [line[line.index("{"):] for line in log.read_text().splitlines() if '"batch_persisted"' in line]
+    return [json.loads(line) for line in lines]
 
 
 def committed_versions(table_path: Path) -> int:
@@ -139,11 +194,8 @@ def start_backfill(conf: Path, *args: str, log: Path) -> subprocess.Popen:
     )
 
 
-def run_backfill(conf: Path, *args: str, log: Path, timeout_s: float = 600) -> int:
-    """Run the backfill job to its end; returns its exit code."""
-    process = start_backfill(conf, *args, log=log)
-    try:
-        return process.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
-        raise
+def run_backfill(conf: Path, *args: str, log: Path) -> int:
+    """Run the backfill job to its end in this process; returns its exit code."""
+    from spark_jobs.backfill import main
+
+    return run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *args], log)

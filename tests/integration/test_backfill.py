@@ -162,7 +162,7 @@ def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exac
     import signal
 
     os.killpg(job.pid, signal.SIGKILL)
-    job.wait(30)
+    assert job.wait(30) == -signal.SIGKILL, "the backfill had finished before the kill"
     assert run_backfill(live_lake.conf, *args, log=tmp_path / "resumed.log") == 0, (tmp_path / "resumed.log").read_text()[-3000:]
     progress = [line for line in (tmp_path / "resumed.log").read_text().splitlines() if '"backfill_progress"' in line]
     assert progress and '"percent": 100.0' in progress[-1] and '"estimated_seconds_left"' in progress[-1]
@@ -171,8 +171,13 @@ def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exac
     assert {k: n for k, n in Counter(keys).items() if n > 1} == {}
     assert live_lake.table(spark, "events").where(F.col("source_partition") == 1).where(F.col("source_offset").isin(hole_offsets)).count() == 10
     assert compare_with_live(spark, stream, "equal", ranges).differing == []
-    modes = Counter(r.mode for r in live_lake.table(spark, "ledger").select("mode").collect())
-    assert modes["backfill"] >= 2
+    # Partition 1 holds one record a minute from base (offset n at base + n min): the hole's hour
+    # [base + 1 h, base + 2 h) is offsets [60, 120), which the backfill's ledger rows cover
+    # contiguously across the kill and the resume.
+    ledger_rows = live_lake.table(spark, "ledger").where("mode = 'backfill' AND source_partition = 1 AND end_offset > start_offset").collect()
+    backfilled = sorted((r.start_offset, r.end_offset) for r in ledger_rows)
+    assert hole_hour == live_lake.base_ms + HOUR_MS
+    assert backfilled[0][0] == 60 and backfilled[-1][1] == 120 and all(a[1] == b[0] for a, b in zip(backfilled, backfilled[1:])), backfilled
 
 
 def test_ranges_past_retention_are_refused_or_reported_lost(kafka_broker, spark, tmp_path):

@@ -1,6 +1,7 @@
 """Exactly-once across jobs, not only within one: the live job, recovery runs and a live job that
 lost its checkpoint may all touch the same offsets, and the lake must hold each (partition,
-offset) once. Real broker, the jobs as separate processes, Delta read back by the test.
+offset) once. Real broker, the jobs run as spark-submit runs them (killed ones in a process of their
+own, the others in the test's), Delta read back by the test.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pyspark.sql import functions as F
 
 from harness.log_layouts import lake_offsets
 from harness.persist_job import (
+    batches_persisted,
     kill_after_batches,
     produce,
     run_persist,
@@ -62,11 +64,11 @@ def _backlog(kafka_broker, tmp_path, topic: str, partitions: int, per_partition:
 def test_deleting_the_checkpoint_mid_stream_resumes_from_the_ledger_and_duplicates_nothing(kafka_broker, spark, tmp_path):
     topic = "lost_checkpoint"
     now_ms = int(time.time() * 1000)
-    counts, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=3, per_partition=400, budget=90, now_ms=now_ms)
+    counts, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=3, per_partition=200, budget=90, now_ms=now_ms)
 
     # The hard reset of a stuck job: killed mid-stream, checkpoint deleted, started again.
     job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
-    kill_after_batches(job, lake / "ledger", batches=3)
+    kill_after_batches(job, lake / "ledger", batches=2)
     persisted_before = len(lake_offsets(spark, lake))
     assert 0 < persisted_before < sum(counts.values())
     shutil.rmtree(tmp_path / "checkpoints" / "telemetry" / "persist")
@@ -122,7 +124,17 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     # Then the live job reads everything, partition 1's recovered offsets included: insert-only there.
     run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=tmp_path / "live.log")
     _assert_exactly(spark, lake, _expected(counts))
-    assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] >= 1
+    # Exactly the batches whose partition-1 range meets recovery's [100, 250) were insert-only;
+    # every other batch was a plain append.
+    live_ranges = spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'live' AND source_partition = 1").collect()
+    insert_only, expected_insert_only = [], []
+    for batch in batches_persisted(tmp_path / "live.log"):
+        first, last = batch["ledger_batch_ids"]
+        ranges = [(r.start_offset, r.end_offset) for r in live_ranges if first <= r.batch_id <= last and r.end_offset > r.start_offset]
+        insert_only.append(batch.get("insert_only", False))
+        expected_insert_only.append(any(start < 250 and 100 < end for start, end in ranges))
+    assert insert_only == expected_insert_only and True in insert_only and False in insert_only, (insert_only, expected_insert_only)
+    assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] == insert_only.count(True)
 
     # Live first, then recovery: of partition 0's 300 offsets, only the 20 deleted from events
     # (a hole) are inserted again; the other 280 are skipped.

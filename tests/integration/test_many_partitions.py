@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.log_layouts import lake_offsets
-from harness.persist_job import PERSIST_JOB, job_environment, produce, run_persist, telemetry_value, write_stream_config
+from harness.persist_job import PERSIST_JOB, batches_persisted, job_environment, produce, run_persist, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,7 @@ def test_a_wide_topic_is_read_with_few_tasks_and_every_partition_is_ledgered(kaf
         assert sum(row.records for row in rows) == produced.get(partition, 0)
 
     # The job's log says how many of the topic's partitions each batch read: never the idle ones.
-    batches = _batches_persisted(tmp_path / "persist.log")
+    batches = batches_persisted(tmp_path / "persist.log")
     assert batches, "the job logged no batch"
     for batch in batches:
         read, of = batch["partitions_read"].split(" of ")
@@ -104,9 +104,3 @@ def _files_added_per_commit(table) -> list[list[dict]]:
             commits.append(adds)
     assert commits, f"no commit added files to {table}"
     return commits
-
-
-def _batches_persisted(log):
-    """The job's batch_persisted log lines, as dicts."""
-    lines = [line[line.index("{"):] for line in log.read_text().splitlines() if '"batch_persisted"' in line]
-    return [json.loads(line) for line in lines]
