@@ -10,7 +10,7 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from harness.airflow_process import dag_run_ids, dags_test
+from harness.airflow_process import dag_runs, dags_test
 from harness.persist_job import produce, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
@@ -45,27 +45,16 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
     params = {"start": _iso(base), "end": _iso(base + 2 * HOUR_MS), "target": "shadow", "shadow_name": "reconcile"}
-    recover_runs_before = dag_run_ids(environment, "tidemark_recover__telemetry")
+    recover_runs_before = dag_runs(environment, "tidemark_recover__telemetry")
     result = dags_test(environment, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
-    output = result.stdout + result.stderr
+    output = result.output
     assert result.returncode != 0, "a backfill that differs from live must fail the run"
     second_hour = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime((base + HOUR_MS) / 1000))
     assert (
         f"differs from live in 1 partition-hours: partition 1, hour {second_hour}: live 53, backfill 60 (7 missing in live)"
         in output
     ), output[-6000:]
-    assert len(dag_run_ids(environment, "tidemark_recover__telemetry") - recover_runs_before) == 1, "one recovery triggered"
+    triggered = [conf for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items() if run_id not in recover_runs_before]
+    assert [(conf["partition"], conf["ranges"]) for conf in triggered] == [(1, [{"start": 70, "end": 77}])], "one recovery, of exactly the missing offsets"
     shadow = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "shadow" / "reconcile" / "events"))
     assert shadow.count() == 240
-
-
-def test_malformed_backfill_params_fail_before_any_work_naming_the_param(airflow_environment, tmp_path):
-    # Every param's rule is unit-tested (tests/unit/test_backfill_request.py); this shows the DAG
-    # applies them before submitting anything.
-    params, param = {"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z", "partitions": "0,7"}, "end"
-    conf = write_stream_config(tmp_path, "127.0.0.1:9", "unused", 4)
-    result = dags_test({**airflow_environment, "TIDEMARK_CONF": str(conf)}, "tidemark_backfill__telemetry", "--conf", json.dumps(params))
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert f"param '{param}'" in output, output[-3000:]
-    assert "spark-submit" not in output, "nothing may be submitted before the params are valid"

@@ -1,23 +1,19 @@
-"""`airflow dags test` on the offline-devices DAG and its operator: bad params fail before anything
-is submitted, naming the param; a backfill request becomes the job's arguments; a job that writes
-no summary fails the task. The job itself runs against the real broker and lake in
+"""`airflow dags test` on the offline-devices operator: a backfill request becomes the job's
+arguments; a job that writes no summary fails the task. Bad params: tests/dags/test_dag_params.py.
+The job itself runs against the real broker and lake in
 tests/integration/test_offline_devices_determinism.py; spark-submit through the provider's
 connection is run end to end by the persist, quality, recover and backfill DAG tests, which share
 the operator base class."""
 
 from __future__ import annotations
 
-import json
-
 from pathlib import Path
 
 import pytest
 
-from harness.airflow_process import dags_test
-from harness.persist_job import write_stream_config
+from harness.airflow_process import DagTestRun, dags_test_many
 
 REPO = Path(__file__).resolve().parents[2]
-DAG_ID = "tidemark_offline_devices__telemetry"
 
 # The operator with spark-submit replaced: the fake job writes the summary the real one writes (or
 # none), at the path the operator passed it.
@@ -64,35 +60,23 @@ no_summary = fake_dag("fake_offline_devices__no_summary", None, False)
 
 
 @pytest.fixture(scope="module")
-def fake_dags_environment(airflow_environment, tmp_path_factory) -> dict[str, str]:
+def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun]:
+    """The two fake DAGs, each run once by ``airflow dags test``, in one Airflow process."""
     dags = tmp_path_factory.mktemp("fake-offline-devices-dags")
     (dags / "fake_offline_devices.py").write_text(FAKE_JOB_DAGS.format(conf_path=str(REPO / "conf" / "streams.yaml")))
-    return {**airflow_environment, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    environment = {**airflow_environment, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    dag_ids = ("fake_offline_devices__backfill", "fake_offline_devices__no_summary")
+    return dict(zip(dag_ids, dags_test_many(environment, [[dag_id] for dag_id in dag_ids])))
 
 
-def test_bad_params_fail_before_any_work_naming_the_param(airflow_environment, tmp_path):
-    conf = write_stream_config(tmp_path, "127.0.0.1:9", "unused", 4)
-    environment = {**airflow_environment, "TIDEMARK_CONF": str(conf)}
-    # Every param's rule is unit-tested (tests/unit/test_offline_devices_request.py).
-    cases = {"start": {"start": "21 Nov 14:00", "end": "2026-11-21T20:00:00Z"}}
-    for param, params in cases.items():
-        result = dags_test(environment, DAG_ID, "--conf", json.dumps(params))
-        output = result.stdout + result.stderr
-        assert result.returncode != 0
-        assert f"param '{param}'" in output, output[-3000:]
-        assert "spark-submit" not in output, "nothing may be submitted before the params are valid"
+def test_a_backfill_request_becomes_the_jobs_arguments(fake_dag_runs):
+    run = fake_dag_runs["fake_offline_devices__backfill"]
+    assert run.returncode == 0, run.output[-5000:]
+    assert "--start 2026-11-21T14:00:00.000Z --end 2026-11-21T20:00:00.000Z --output /lake/x" in run.output
+    assert "2 slices, 1200 records read up to 2026-11-21T20:00:00.000Z" in run.output
 
 
-def test_a_backfill_request_becomes_the_jobs_arguments(fake_dags_environment):
-    result = dags_test(fake_dags_environment, "fake_offline_devices__backfill")
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
-    assert "--start 2026-11-21T14:00:00.000Z --end 2026-11-21T20:00:00.000Z --output /lake/x" in output
-    assert "2 slices, 1200 records read up to 2026-11-21T20:00:00.000Z" in output
-
-
-def test_a_job_that_writes_no_summary_fails_the_task(fake_dags_environment):
-    result = dags_test(fake_dags_environment, "fake_offline_devices__no_summary")
-    output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert "new_state=failed" in output and "the offline-device job succeeded but wrote no summary" in output, output[-5000:]
+def test_a_job_that_writes_no_summary_fails_the_task(fake_dag_runs):
+    run = fake_dag_runs["fake_offline_devices__no_summary"]
+    assert run.returncode != 0
+    assert "new_state=failed" in run.output and "the offline-device job succeeded but wrote no summary" in run.output, run.output[-5000:]

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from harness.log_layouts import lake_offsets
-from harness.airflow_process import dag_run_ids, dags_test
-from harness.persist_job import produce, telemetry_value, write_stream_config
+from harness.airflow_process import dag_runs, dags_test
+from harness.persist_job import produce, run_in_process, run_persist, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
 
@@ -52,48 +52,52 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
         "TIDEMARK_CONF": str(conf),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
-    frozen = {**environment, "TIDEMARK_CHAOS_FREEZE": "telemetry:2"}
+    freeze = {"TIDEMARK_CHAOS_FREEZE": "telemetry:2"}
 
-    # Partition 2 stalls: two persist runs read nothing from it while it keeps producing.
+    # Partition 2 stalls: two persist runs read nothing from it while it keeps producing. The
+    # first goes through Airflow (the chaos switch reaches the job through the operator's
+    # spark-submit); the second, the same job, runs in this process.
     stalled_at = time.monotonic()
-    first = dags_test(frozen, "tidemark_persist__telemetry")
-    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
-    assert "chaos_freeze" in first.stdout + first.stderr
+    first = dags_test({**environment, **freeze}, "tidemark_persist__telemetry")
+    assert first.returncode == 0, first.output[-8000:]
+    assert "chaos_freeze" in first.output
     time.sleep(6)  # longer than stall_timeout
     produced.update(produce(kafka_broker.bootstrap, topic, _records(now_ms - HOUR_MS + 1_000, 3, 30, 60_000)))
-    second = dags_test(frozen, "tidemark_persist__telemetry")
-    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "second_frozen_run.log", environment=freeze)
+    assert "chaos_freeze" in (tmp_path / "second_frozen_run.log").read_text()
 
-    # The quality run notices: partition 2 STOP, the others OK; recovery is triggered; the run fails.
-    recover_runs_before = dag_run_ids(environment, "tidemark_recover__telemetry")
+    # The quality run notices: partition 2 STOP, the others OK; recovery is triggered with exactly
+    # partition 2's missing offsets; the run fails.
+    recover_runs_before = dag_runs(environment, "tidemark_recover__telemetry")
     quality = dags_test(environment, "tidemark_quality__telemetry")
     detected_s = time.monotonic() - stalled_at
-    output = quality.stdout + quality.stderr
     assert quality.returncode != 0, "a stalled partition must fail the quality run"
-    assert "partition 2: STOP" in output
+    assert "partition 2: STOP" in quality.output
     summary = _latest_summary(home)
     statuses = {p["partition"]: p["status"] for p in summary["partitions"]}
     assert statuses == {0: "OK", 1: "OK", 2: "STOP"}
     (request,) = summary["recovery_requests"]
     assert (request["partition"], request["ranges"]) == (2, [[0, produced[2]]])
-    assert (home / "reports" / "telemetry" / "runs").exists() and summary["paths"]["summary_html"].endswith("summary.html")
+    assert Path(summary["paths"]["summary_html"]) == home / "reports" / "telemetry" / "runs" / summary["run_name"] / "summary.html"
     assert Path(summary["paths"]["summary_html"]).exists()
-    assert len(dag_run_ids(environment, "tidemark_recover__telemetry") - recover_runs_before) == 1, "the quality run triggered one recovery"
+    triggered = {run_id: conf for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items() if run_id not in recover_runs_before}
+    assert list(triggered.values()) == [request], "the quality run triggered one recovery, with the request it reported"
 
     # Recovery (as triggered): replays partition 2, re-checks the hours it touched, restarts the live job.
+    persist_runs_before = dag_runs(environment, "tidemark_persist__telemetry")
     recovered = dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(request))
     recovered_s = time.monotonic() - stalled_at
-    output = recovered.stdout + recovered.stderr
-    assert recovered.returncode == 0, output[-6000:]
-    assert f"{produced[2]} records inserted" in output
-    assert "restart_live" in output
+    assert recovered.returncode == 0, recovered.output[-8000:]
+    assert f"{produced[2]} records inserted" in recovered.output
+    restarted = set(dag_runs(environment, "tidemark_persist__telemetry")) - set(persist_runs_before)
+    assert len(restarted) == 1, "restart_live triggered one persist run (the live job was the cause: STOP)"
 
     # The live job, no longer frozen, reads partition 2 too (insert-only where recovery wrote),
-    # and the next quality run finds every partition OK.
-    assert dags_test(environment, "tidemark_persist__telemetry").returncode == 0
-    final = dags_test(environment, "tidemark_quality__telemetry")
-    assert final.returncode == 0, (final.stdout + final.stderr)[-6000:]
-    assert {p["partition"]: p["status"] for p in _latest_summary(home)["partitions"]} == {0: "OK", 1: "OK", 2: "OK"}
+    # and the next quality run finds every partition OK. Both are the jobs the DAGs submit, run
+    # in this process: their Airflow wiring is what the runs above proved.
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "live_resumed.log")
+    final = _quality_run(conf, home, tmp_path)
+    assert final == {0: "OK", 1: "OK", 2: "OK"}
     lake = Path(yaml.safe_load(conf.read_text())["streams"]["telemetry"]["lake"]["root"]) / "telemetry"
     found = lake_offsets(spark, lake)
     assert Counter(found).most_common(1)[0][1] == 1, "a (partition, offset) persisted twice"
@@ -101,17 +105,15 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     print(f"\nstall detected after {detected_s:.0f} s wall time, recovered after {recovered_s:.0f} s")
 
 
-def test_malformed_recovery_params_fail_before_any_work_naming_the_param(airflow_environment, tmp_path):
-    conf = write_stream_config(tmp_path, "127.0.0.1:9", "unused", 4)
-    environment = {**airflow_environment, "TIDEMARK_CONF": str(conf)}
-    cases = {
-        "partition": {"partition": 9, "ranges": "0-10", "reason": "x"},
-        "ranges": {"partition": 1, "ranges": "20-10", "reason": "x"},
-        "reason": {"partition": 1, "ranges": "0-10", "reason": ""},
-    }
-    for param, conf_json in cases.items():
-        result = dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(conf_json))
-        output = result.stdout + result.stderr
-        assert result.returncode != 0
-        assert f"param '{param}'" in output, output[-3000:]
-        assert "spark-submit" not in output, "nothing may be submitted before the params are valid"
+def _quality_run(conf: Path, home: Path, tmp_path: Path) -> dict[int, str]:
+    """The quality DAG's check job (expectations/quality_run.py) in this process, with the
+    arguments its operator gives it; returns each partition's status from its result."""
+    from expectations.quality_run import main
+
+    reports = home / "reports"
+    result = tmp_path / "quality_result.json"
+    argv = ["--stream", "telemetry", "--conf", str(conf), "--report-dir", str(reports), "--gx-dir", str(reports / "telemetry" / "gx"),
+            "--run-name", "final_check", "--result", str(result), "--reconcile"]  # fmt: skip
+    code = run_in_process(main, argv, tmp_path / "quality.log")
+    assert code == 0, (tmp_path / "quality.log").read_text()[-5000:]
+    return {p["partition"]: p["status"] for p in json.loads(result.read_text())["partitions"]}

@@ -4,14 +4,13 @@ and a run that seals nothing records none."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from harness.airflow_process import run_python
+from harness.airflow_process import DagTestRun, dags_test_many
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,50 +60,38 @@ seals_none = fake_persist_dag("fake_persist__seals_none", {{**SUMMARY, "sealed_h
 writes_no_summary = fake_persist_dag("fake_persist__writes_no_summary", None)
 '''
 
-# Run in a child process, followed by a call: the extras of one DAG's asset events, oldest first.
-_ASSET_EVENTS_OF = """
-import json
-from sqlalchemy import select
-from airflow.models.asset import AssetEvent, AssetModel
-from airflow.utils.session import create_session
+FAKE_DAG_IDS = ("fake_persist__seals_two", "fake_persist__seals_none", "fake_persist__writes_no_summary")
 
-def asset_events_of(dag_id):
-    with create_session() as session:
-        rows = session.execute(
-            select(AssetModel.name, AssetModel.uri, AssetEvent.extra)
-            .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
-            .where(AssetEvent.source_dag_id == dag_id)
-            .order_by(AssetEvent.id)
-        ).all()
-    return [{"name": name, "uri": uri, "extra": extra} for name, uri, extra in rows]
-"""
 
 @pytest.fixture(scope="module")
-def fake_dags_environment(airflow_environment, tmp_path_factory) -> dict[str, str]:
+def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun]:
+    """The three fake DAGs, each run once by ``airflow dags test``, all in one Airflow process."""
     dags = tmp_path_factory.mktemp("fake-persist-dags")
     (dags / "fake_persist.py").write_text(FAKE_JOB_DAGS.format(conf_path=str(REPO / "conf" / "streams.yaml")))
-    return {**airflow_environment, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    environment = {**airflow_environment, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    return dict(zip(FAKE_DAG_IDS, dags_test_many(environment, [[dag_id] for dag_id in FAKE_DAG_IDS])))
 
 
-def dags_test(environment: dict[str, str], dag_id: str) -> tuple[int, str]:
-    """Run ``airflow dags test dag_id``; returns its exit code and its output."""
-    result = subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", dag_id], env=environment, capture_output=True, text=True, timeout=300
-    )
-    return result.returncode, result.stdout + result.stderr
+def asset_events_of(airflow_environment: dict[str, str], dag_id: str) -> list[dict]:
+    """The asset events a DAG's runs emitted, oldest first: the asset's name and URI, the event's extra
+    (read from the Airflow database, as the scheduler reads them)."""
+    import sqlite3
+
+    database = Path(airflow_environment["AIRFLOW_HOME"]) / "airflow.db"
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as connection:
+        rows = connection.execute(
+            "SELECT asset.name, asset.uri, asset_event.extra FROM asset_event JOIN asset ON asset_event.asset_id = asset.id"
+            " WHERE asset_event.source_dag_id = ? ORDER BY asset_event.id",
+            (dag_id,),
+        ).fetchall()
+    return [{"name": name, "uri": uri, "extra": json.loads(extra)} for name, uri, extra in rows]
 
 
-def asset_events_of(environment: dict[str, str], dag_id: str) -> list[dict]:
-    result = run_python(environment, _ASSET_EVENTS_OF + f"print(json.dumps(asset_events_of({dag_id!r})))")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def test_each_newly_sealed_hour_is_one_asset_event(fake_dag_runs, airflow_environment):
+    run = fake_dag_runs["fake_persist__seals_two"]
+    assert run.returncode == 0, run.output[-5000:]
 
-
-def test_each_newly_sealed_hour_is_one_asset_event(fake_dags_environment):
-    returncode, output = dags_test(fake_dags_environment, "fake_persist__seals_two")
-    assert returncode == 0, output[-5000:]
-
-    events = asset_events_of(fake_dags_environment, "fake_persist__seals_two")
+    events = asset_events_of(airflow_environment, "fake_persist__seals_two")
     assert events == [
         {
             "name": "tidemark_sealed_hours__telemetry",
@@ -115,17 +102,17 @@ def test_each_newly_sealed_hour_is_one_asset_event(fake_dags_environment):
     ]
 
 
-def test_a_run_that_seals_nothing_emits_no_asset_event(fake_dags_environment):
-    returncode, output = dags_test(fake_dags_environment, "fake_persist__seals_none")
-    assert returncode == 0, output[-5000:]
-    assert "Stream telemetry: 0 newly sealed hours []" in output, "the summary was read"
+def test_a_run_that_seals_nothing_emits_no_asset_event(fake_dag_runs, airflow_environment):
+    run = fake_dag_runs["fake_persist__seals_none"]
+    assert run.returncode == 0, run.output[-5000:]
+    assert "Stream telemetry: 0 newly sealed hours []" in run.output, "the summary was read"
 
-    assert asset_events_of(fake_dags_environment, "fake_persist__seals_none") == []
+    assert asset_events_of(airflow_environment, "fake_persist__seals_none") == []
 
 
-def test_a_job_that_writes_no_summary_fails_the_task_and_emits_nothing(fake_dags_environment):
-    returncode, output = dags_test(fake_dags_environment, "fake_persist__writes_no_summary")
+def test_a_job_that_writes_no_summary_fails_the_task_and_emits_nothing(fake_dag_runs, airflow_environment):
+    run = fake_dag_runs["fake_persist__writes_no_summary"]
 
-    assert returncode != 0, output[-5000:]
-    assert "new_state=failed" in output and "the persist job succeeded but wrote no run summary" in output, output[-5000:]
-    assert asset_events_of(fake_dags_environment, "fake_persist__writes_no_summary") == []
+    assert run.returncode != 0, run.output[-5000:]
+    assert "new_state=failed" in run.output and "the persist job succeeded but wrote no run summary" in run.output, run.output[-5000:]
+    assert asset_events_of(airflow_environment, "fake_persist__writes_no_summary") == []

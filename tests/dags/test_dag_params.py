@@ -1,0 +1,41 @@
+"""A bad DAG param fails the run before any work, naming the param: `airflow dags test` on the
+recover, backfill and offline-devices DAGs with malformed params. Every param's rule is
+unit-tested (tests/unit/test_recovery_request.py, test_backfill_request.py,
+test_offline_devices_request.py); this shows each DAG applies them before submitting anything.
+
+The runs need no broker and no Spark (the stream's broker is a closed port): they share one
+Airflow process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.airflow_process import DagTestRun, dags_test_many
+from harness.persist_job import write_stream_config
+
+# (DAG, the param that is wrong, the run's params)
+CASES = [
+    ("tidemark_recover__telemetry", "partition", {"partition": 9, "ranges": "0-10", "reason": "x"}),
+    ("tidemark_recover__telemetry", "ranges", {"partition": 1, "ranges": "20-10", "reason": "x"}),
+    ("tidemark_recover__telemetry", "reason", {"partition": 1, "ranges": "0-10", "reason": ""}),
+    ("tidemark_backfill__telemetry", "end", {"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z", "partitions": "0,7"}),
+    ("tidemark_offline_devices__telemetry", "start", {"start": "21 Nov 14:00", "end": "2026-11-21T20:00:00Z"}),
+]
+
+
+@pytest.fixture(scope="module")
+def malformed_runs(airflow_environment, tmp_path_factory) -> list[DagTestRun]:
+    conf = write_stream_config(tmp_path_factory.mktemp("dag-params"), "127.0.0.1:9", "unused", 4)
+    environment = {**airflow_environment, "TIDEMARK_CONF": str(conf)}
+    return dags_test_many(environment, [[dag_id, "--conf", json.dumps(params)] for dag_id, _, params in CASES])
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{dag_id.split('__')[0]}-{param}" for dag_id, param, _ in CASES])
+def test_malformed_params_fail_before_any_work_naming_the_param(malformed_runs, case):
+    _, param, _ = CASES[case]
+    run = malformed_runs[case]
+    assert run.returncode == 1, run.output[-3000:]
+    assert f"param '{param}'" in run.output, run.output[-3000:]
+    assert "spark-submit" not in run.output, "nothing may be submitted before the params are valid"
