@@ -1,6 +1,6 @@
 # tidemark — the two commands of the README:
 #   make demo   start the embedded stack (Kafka, Airflow), generate data, run the persist DAG, report
-#   make test   install everything and run the whole test suite (unit, DAGs, integration)
+#   make test   install everything and run the whole test suite (unit first, then DAGs, integration, browser)
 # Everything stateful lives under .tidemark/ (git-ignored); the venv is .venv/.
 
 PYTHON ?= python3.11
@@ -33,8 +33,9 @@ status:
 demo: install
 	$(PY) -m stack demo
 
+# Unit tests first (tests/conftest.py), then the services'; each test's time kept in a file.
 test: install
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests --junitxml=.tidemark/test-results/junit.xml
 
 unit: install
 	$(PY) -m pytest tests/unit

@@ -6,6 +6,10 @@ JVM jars are the exception: they come from the checkout's .tidemark/jars (or $TI
 so Maven downloads them once per machine, not once per session.
 
 Add further service fixtures below, one per service.
+
+Unit tests run first, before any service starts (services start with the first test that asks
+for one): a broken unit test fails the run in a minute or two, and the run stops there rather
+than spend twenty minutes on services first.
 """
 
 from __future__ import annotations
@@ -22,6 +26,27 @@ from stack.jars import ensure_jars, shared_jars_root, spark_jars
 from stack.kafka_broker import KafkaBroker
 from stack.ports import free_port
 from stack.spark_standalone import SparkStandalone
+
+UNIT = "tests/unit/"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/unit first, everything else after it, each in its collected order."""
+    items.sort(key=lambda item: not item.nodeid.startswith(UNIT))
+
+
+_failed_unit_tests: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed and report.nodeid.startswith(UNIT):
+        _failed_unit_tests.append(report.nodeid)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Stop before the first test that needs services when a unit test failed."""
+    if _failed_unit_tests and not item.nodeid.startswith(UNIT):
+        pytest.exit(f"{len(_failed_unit_tests)} unit test(s) failed: fix them first; the service tests did not run", returncode=1)
 
 
 @pytest.fixture(scope="session")
