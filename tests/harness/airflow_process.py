@@ -38,7 +38,7 @@ _RUN_ENDS = "===tidemark-dags-test-run-ends==="
 
 _RUNNER = f"""
 import json, sys, traceback
-from airflow import configuration
+from airflow import configuration  # first, as airflow's own __main__ does (import cycles otherwise)
 from airflow.cli import cli_parser
 from airflow.configuration import write_default_airflow_configuration_if_needed
 
@@ -53,7 +53,7 @@ for arguments in json.loads(sys.argv[1]):
     except SystemExit as exit_:  # "DagRun failed", or a refused argument
         if exit_.code not in (None, 0):
             print(exit_.code, file=sys.stderr)
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
     except BaseException:
         traceback.print_exc()
         code = 1

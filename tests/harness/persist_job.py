@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Iterator
+from unittest import mock
 
 import yaml
 
@@ -134,13 +135,13 @@ def run_in_process(main, argv: list[str], log: Path, environment: dict[str, str]
 
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
-    with log.open("a") as out, _environment(environment):
+    with log.open("a") as out, mock.patch.dict(os.environ, environment or {}):
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 configure_json_logging()  # as the job's __main__ does; a job that sets it up itself does the same
                 code = main(argv)
-        except SystemExit as exit_:  # argparse refusing an argument
-            code = exit_.code if isinstance(exit_.code, int) else 2
+        except SystemExit as exit_:  # argparse refusing an argument (2), as the process would exit
+            code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
         finally:
             for handler in root.handlers:
                 if handler not in saved_handlers:
@@ -148,20 +149,6 @@ def run_in_process(main, argv: list[str], log: Path, environment: dict[str, str]
             root.handlers[:] = saved_handlers
             root.setLevel(saved_level)
     return code
-
-
-@contextlib.contextmanager
-def _environment(values: dict[str, str] | None) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in values or {}}
-    os.environ.update(values or {})
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def batches_persisted(log: Path) -> list[dict]:
