@@ -4,13 +4,12 @@ and a run that seals nothing records none."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
 import pytest
 
-from harness.airflow_process import DagTestRun, dags_test_many
+from harness.airflow_process import DagTestRun, airflow_rows, dags_test_many
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,17 +72,13 @@ def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun
 
 
 def asset_events_of(airflow_environment: dict[str, str], dag_id: str) -> list[dict]:
-    """The asset events a DAG's runs emitted, oldest first: the asset's name and URI, the event's extra
-    (read from the Airflow database, as the scheduler reads them)."""
-    import sqlite3
-
-    database = Path(airflow_environment["AIRFLOW_HOME"]) / "airflow.db"
-    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as connection:
-        rows = connection.execute(
-            "SELECT asset.name, asset.uri, asset_event.extra FROM asset_event JOIN asset ON asset_event.asset_id = asset.id"
-            " WHERE asset_event.source_dag_id = ? ORDER BY asset_event.id",
-            (dag_id,),
-        ).fetchall()
+    """The asset events a DAG's runs emitted, oldest first: the asset's name and URI, the event's extra."""
+    rows = airflow_rows(
+        airflow_environment,
+        "SELECT asset.name, asset.uri, asset_event.extra FROM asset_event JOIN asset ON asset_event.asset_id = asset.id"
+        " WHERE asset_event.source_dag_id = ? ORDER BY asset_event.id",
+        dag_id,
+    )
     return [{"name": name, "uri": uri, "extra": json.loads(extra)} for name, uri, extra in rows]
 
 

@@ -89,13 +89,17 @@ def dags_test(environment: dict[str, str], dag_id: str, *args: str, timeout_s: f
     return run
 
 
-def dag_runs(environment: dict[str, str], dag_id: str) -> dict[str, dict]:
-    """Every run Airflow's database knows of ``dag_id``: run id → the conf it was triggered with.
-
-    Read from the embedded stack's SQLite database directly (read-only), not through the
-    ``airflow`` CLI: a look costs milliseconds, not an Airflow start. The database is shared by
-    the session's DAG tests: compare before and after, never count from zero."""
+def airflow_rows(environment: dict[str, str], query: str, *parameters) -> list[tuple]:
+    """The rows of ``query`` on the embedded stack's Airflow database (SQLite, opened read-only):
+    what the scheduler would read, at the cost of milliseconds rather than an Airflow start."""
     database = Path(environment["AIRFLOW_HOME"]) / "airflow.db"
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as connection:
-        rows = connection.execute("SELECT run_id, conf FROM dag_run WHERE dag_id = ?", (dag_id,)).fetchall()
+        return connection.execute(query, parameters).fetchall()
+
+
+def dag_runs(environment: dict[str, str], dag_id: str) -> dict[str, dict]:
+    """Every run Airflow's database knows of ``dag_id``: run id → the conf it was triggered with.
+    The database is shared by the session's DAG tests: compare before and after, never count
+    from zero."""
+    rows = airflow_rows(environment, "SELECT run_id, conf FROM dag_run WHERE dag_id = ?", dag_id)
     return {run_id: json.loads(conf) if conf else {} for run_id, conf in rows}
