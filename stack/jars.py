@@ -5,15 +5,18 @@ default ``$TIDEMARK_HOME/jars``; tests point it at the checkout's copy so the ja
 downloaded once per machine, not once per test session):
 
     kafka/        the broker's classpath: java -cp "$TIDEMARK_JARS/kafka/*" kafka.Kafka ...
-    delta/        for a Spark session's spark.jars (Delta Lake)
+    delta/        for a Spark session's spark.jars: Delta Lake, S3A (hadoop-aws and the AWS SDK
+                  modules it calls) and tidemark's S3 LogStore, built here from
+                  connectors/jvm/s3-log-store (Maven compiles it and runs its unit tests)
     spark-kafka/  for a Spark session's spark.jars (Spark's own Kafka source, benchmark only)
+    s3proxy/      the loopback S3's classpath: java -jar "$TIDEMARK_JARS/s3proxy/<jar>" ...
 
 Groups that go on a Spark classpath never get a jar whose artifact pyspark already ships in
 pyspark/jars: a second, different version of Jackson, Hadoop or Scala next to Spark's own
 fails at run time with NoSuchMethodError, far from the cause.
 
-A group folder holds a stamp with a hash of the pom and of that exclusion list; while it
-matches, Maven is not run. Maven's local repository (~/.m2) is the download cache.
+A group folder holds a stamp with a hash of the pom, of that exclusion list and of the sources
+the group builds; while it matches, Maven is not run. Maven's local repository (~/.m2) is the download cache.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from stack.environment import REPO_ROOT, tidemark_home
 from stack.errors import StackError
 
 POM = Path(__file__).resolve().parent / "pom.xml"
-GROUPS = ("kafka", "delta", "spark-kafka")
+GROUPS = ("kafka", "delta", "spark-kafka", "s3proxy")
 SPARK_GROUPS = frozenset({"delta", "spark-kafka"})
+# Java sources a group builds with its own pom and adds to its folder, by group.
+BUILT = {"delta": REPO_ROOT / "connectors" / "jvm" / "s3-log-store"}
 STAMP = ".stamp"
 INSTALL_HINT = "install them with `apt-get install maven openjdk-17-jre-headless`"
 
@@ -108,6 +113,8 @@ def ensure_jars(root: Path, groups: Iterable[str] = GROUPS) -> list[str]:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         _run_maven(group, root, excluded)
+        if group in BUILT:
+            _build(BUILT[group], root / "build" / BUILT[group].name, folder)
         (folder / STAMP).write_text(stamp)
         downloaded.append(group)
     return downloaded
@@ -130,6 +137,25 @@ def _run_maven(group: str, root: Path, excluded: list[str]) -> None:
         )
 
 
+def _build(project: Path, build_dir: Path, folder: Path) -> None:
+    """Compile and unit-test the Maven project ``project`` and put its jar into ``folder``.
+
+    It compiles against the Hadoop jars this venv's pyspark ships (``-Dpyspark.jars``): the
+    ones that will run it. The build directory is outside the checkout.
+    """
+    command = [
+        "mvn", "-q", "-B", "-f", str(project / "pom.xml"), "package",
+        f"-Dpyspark.jars={_pyspark_jars_dir()}", f"-Dtidemark.build={build_dir}",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip().splitlines()
+        detail = "\n".join(line for line in output if "ERROR" in line or "FAIL" in line) or "\n".join(output[-20:])
+        raise StackError(f"Building {project.relative_to(REPO_ROOT)} failed (mvn package):\n{detail}")
+    for jar in build_dir.glob("*.jar"):
+        shutil.copy2(jar, folder / jar.name)
+
+
 def _require_tools() -> None:
     missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
     if missing:
@@ -140,16 +166,24 @@ def _stamp(group: str, excluded: list[str]) -> str:
     digest = hashlib.sha256(POM.read_bytes())
     digest.update(group.encode())
     digest.update(",".join(excluded).encode())
+    if group in BUILT:
+        sources = BUILT[group]
+        for path in sorted([sources / "pom.xml", *(sources / "src").rglob("*.java")]):
+            digest.update(str(path.relative_to(sources)).encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest() + "\n"
 
 
 def _pyspark_artifacts() -> list[str]:
     """Artifact ids of the jars pyspark ships, for Maven's excludeArtifactIds."""
+    return sorted(artifact_candidates(jar.name for jar in _pyspark_jars_dir().glob("*.jar")))
+
+
+def _pyspark_jars_dir() -> Path:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or spec.origin is None:
         raise StackError("pyspark is not installed in this Python; run from the project's venv.")
-    shipped = Path(spec.origin).parent / "jars"
-    return sorted(artifact_candidates(jar.name for jar in shipped.glob("*.jar")))
+    return Path(spec.origin).parent / "jars"
 
 
 def artifact_candidates(jar_names: Iterable[str]) -> set[str]:
