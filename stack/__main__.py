@@ -89,7 +89,7 @@ def _create_topic(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m stack",
-        description="The embedded tidemark stack: Kafka (KRaft) and Airflow standalone on "
+        description="The embedded tidemark stack: Kafka (KRaft), a loopback S3 (s3proxy) and Airflow standalone on "
         "127.0.0.1, state under $TIDEMARK_HOME (.tidemark/).",
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -101,13 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     jars.set_defaults(command=_jars)
 
     for name, handler, text in (
-        ("start", _start, "start services (default: kafka, then airflow)"),
-        ("stop", _stop, "stop services (default: airflow, then kafka)"),
+        ("start", _start, "start services (default: kafka, s3, then airflow)"),
+        ("stop", _stop, "stop services (default: airflow, s3, then kafka)"),
         ("status", _status, "show whether services run and answer (exit 3 if one does not run)"),
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("services", nargs="*", choices=[[], *SERVICES], metavar="SERVICE",
-                             help="kafka or airflow; none means both")  # fmt: skip
+                             help="kafka, s3 or airflow; none means all")  # fmt: skip
         command.set_defaults(command=handler)
 
     topic = commands.add_parser("create-topic", help="create a Kafka topic (idempotent)")

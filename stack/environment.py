@@ -13,6 +13,11 @@ Everything stateful lives under ``TIDEMARK_HOME`` (default ``<repo>/.tidemark``,
     $TIDEMARK_HOME/airflow      AIRFLOW_HOME: SQLite database, logs, generated password
     $TIDEMARK_HOME/lake         Delta tables
     $TIDEMARK_HOME/checkpoints  Spark streaming checkpoints
+    $TIDEMARK_HOME/s3           the loopback S3 (s3proxy): its buckets, config and log
+
+``TIDEMARK_LAKE_STORE=s3`` puts the lake and the checkpoints on the loopback S3 instead
+(``s3a://tidemark/lake``, ``s3a://tidemark/checkpoints``) and points the storage settings at it
+(connectors/lake_storage.py): one setting, nothing else changes.
 
 This module does no I/O and starts nothing, so DAG files and unit tests may import it freely.
 """
@@ -31,7 +36,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_KAFKA_PORT = 19092
 DEFAULT_AIRFLOW_PORT = 18080
+DEFAULT_S3_PORT = 19400
 LOOPBACK = "127.0.0.1"
+# The loopback S3's bucket and the identity it accepts: its own, bound to 127.0.0.1, no secret.
+LOOPBACK_S3_BUCKET = "tidemark"
+LOOPBACK_S3_IDENTITY = ("tidemark", "tidemark-loopback-s3")
+LAKE_STORES = ("local", "s3")
 
 # A URI such as spark://local[2] makes the Spark provider treat the host as a cluster master
 # and fall back to YARN; the JSON form keeps "local[*]" as the master verbatim.
@@ -60,6 +70,11 @@ def airflow_port(environ: Mapping[str, str] | None = None) -> int:
     )
 
 
+def s3_port(environ: Mapping[str, str] | None = None) -> int:
+    """The loopback S3's port (``TIDEMARK_S3_PORT``)."""
+    return _port(os.environ if environ is None else environ, "TIDEMARK_S3_PORT", DEFAULT_S3_PORT)
+
+
 def embedded_environment(
     repo_root: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -78,14 +93,17 @@ def embedded_environment(
     home = tidemark_home(repo, environ)
     kafka = kafka_port(environ)
     api = airflow_port(environ)
+    store = environ.get("TIDEMARK_LAKE_STORE") or "local"
+    if store not in LAKE_STORES:
+        raise StackError(f"TIDEMARK_LAKE_STORE={store!r} is not one of {', '.join(LAKE_STORES)}.")
 
     defaults: dict[str, str] = {
         "TIDEMARK_HOME": str(home),
         "TIDEMARK_CONF": str(repo / "conf" / "streams.yaml"),
         "TIDEMARK_KAFKA_PORT": str(kafka),
         "TIDEMARK_KAFKA_BOOTSTRAP": f"{LOOPBACK}:{kafka}",
-        "TIDEMARK_LAKE_ROOT": str(home / "lake"),
-        "TIDEMARK_CHECKPOINT_ROOT": str(home / "checkpoints"),
+        "TIDEMARK_S3_PORT": str(s3_port(environ)),
+        **_lake_location(store, home, s3_port(environ)),
         "TIDEMARK_JARS": str(home / "jars"),
         "TIDEMARK_AIRFLOW_PORT": str(api),
         # Spark: driver and executors run this venv's Python, and never bind a public address.
@@ -116,6 +134,20 @@ def embedded_environment(
     result = {name: value for name, value in defaults.items() if not environ.get(name)}
     result["PATH"] = _path_with_venv_first(environ.get("PATH", ""))
     return result
+
+
+def _lake_location(store: str, home: Path, port: int) -> dict[str, str]:
+    if store == "local":
+        return {"TIDEMARK_LAKE_ROOT": str(home / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(home / "checkpoints")}
+    key, secret = LOOPBACK_S3_IDENTITY
+    return {
+        "TIDEMARK_LAKE_ROOT": f"s3a://{LOOPBACK_S3_BUCKET}/lake",
+        "TIDEMARK_CHECKPOINT_ROOT": f"s3a://{LOOPBACK_S3_BUCKET}/checkpoints",
+        "TIDEMARK_S3_ENDPOINT": f"http://{LOOPBACK}:{port}",
+        "AWS_ACCESS_KEY_ID": key,
+        "AWS_SECRET_ACCESS_KEY": secret,
+        "AWS_REGION": "us-east-1",
+    }
 
 
 def _path_with_venv_first(path: str) -> str:

@@ -1,7 +1,7 @@
 """The embedded services by name, and the order they start and stop in.
 
 ``python -m stack`` and the ``tidemark`` CLI both start and stop them through here: Kafka first,
-Airflow second (its tasks talk to the broker), and the reverse on the way down. Each function
+the loopback S3 second, Airflow last (its tasks talk to both), and the reverse on the way down. Each function
 yields a service's one-line message as soon as that service is done (starting Airflow takes a
 minute: the Kafka line should not wait for it); an expected failure raises ``StackError``.
 """
@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-SERVICES = ("kafka", "airflow")
+SERVICES = ("kafka", "s3", "airflow")
 
 
 def service(name: str):
-    """The embedded service ``name`` ("kafka" or "airflow"), configured from the environment."""
+    """The embedded service ``name`` ("kafka", "s3" or "airflow"), configured from the environment."""
     if name == "kafka":
         from stack.kafka_broker import KafkaBroker
 
         return KafkaBroker.from_environment()
+    if name == "s3":
+        from stack.loopback_s3 import LoopbackS3
+
+        return LoopbackS3.from_environment()
     if name == "airflow":
         from stack.airflow_standalone import AirflowStandalone
 

@@ -24,6 +24,7 @@ import pytest
 
 from stack.jars import ensure_jars, shared_jars_root, spark_jars
 from stack.kafka_broker import KafkaBroker
+from stack.loopback_s3 import LoopbackS3
 from stack.ports import free_port
 from stack.spark_standalone import SparkStandalone
 
@@ -67,6 +68,24 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def loopback_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3]:
+    """The loopback S3 (s3proxy 4.1.0, filesystem backend, signatures checked) on 127.0.0.1, for the whole session.
+
+    Yields a ``LoopbackS3``: ``.endpoint``, ``.environment`` (TIDEMARK_S3_ENDPOINT and the AWS_*
+    variables that reach it), ``.lake_environment(prefix)`` (that plus TIDEMARK_LAKE_ROOT and
+    TIDEMARK_CHECKPOINT_ROOT under s3a://tidemark/<prefix>/: merge it into a job's environment to
+    put a stream's lake and checkpoints there; give each test its own prefix), ``.filesystem()``
+    (pyarrow) and ``.create_bucket(name)``.
+    """
+    store = LoopbackS3(state_dir=tmp_path_factory.mktemp("s3-home") / "s3", jars_dir=shared_jars_root(), port=free_port())
+    store.start()
+    try:
+        yield store
+    finally:
+        store.stop()
 
 
 # Stand-ins for tidemark's packages on the Spark worker's Python path: importing one fails.
