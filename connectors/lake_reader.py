@@ -76,25 +76,22 @@ def last_global_watermark_ms(stream: StreamConfig) -> int | None:
 
 def table_properties(path: str) -> dict[str, str]:
     """The table properties (metadata configuration) of the Delta table at ``path``."""
-    from deltalake import DeltaTable
+    from connectors.lake_storage import open_delta_table
 
-    return dict(DeltaTable(_local_or_s3(path)).metadata().configuration)
+    return dict(open_delta_table(path).metadata().configuration)
 
 
 def _table(stream: StreamConfig, name: str):
-    """The Delta table, or None when there is none at its path."""
-    from deltalake import DeltaTable
+    """The Delta table, or None when there is none at its path (local, or S3 with the storage
+    settings of connectors.lake_storage)."""
     from deltalake.exceptions import TableNotFoundError
 
+    from connectors.lake_storage import open_delta_table
+
     try:
-        return DeltaTable(_local_or_s3(stream.table_path(name)))
+        return open_delta_table(stream.table_path(name))
     except TableNotFoundError:
         return None
-
-
-def _local_or_s3(path: str) -> str:
-    # Hadoop's s3a:// is S3 for delta-rs; credentials and endpoint come from the AWS_* environment.
-    return "s3://" + path[len("s3a://") :] if path.startswith("s3a://") else path
 
 
 def _charted_points(live, since_ms: int, stall_since_ms: int, window_rows: int, most: int = CHART_POINTS) -> list[LedgerPoint]:

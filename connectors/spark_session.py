@@ -1,4 +1,6 @@
-"""The Spark session every tidemark job uses: Delta enabled, UTC, sized for the machine it runs on."""
+"""The Spark session every tidemark job uses: Delta enabled, UTC, sized for the machine it runs on,
+with the lake's storage settings (connectors.lake_storage: S3A and the S3 LogStore every writer
+must share)."""
 
 from __future__ import annotations
 
@@ -57,6 +59,8 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
             .config("spark.ui.enabled", os.environ.get("TIDEMARK_SPARK_UI", "false"))
             .config("spark.driver.memory", os.environ.get("TIDEMARK_DRIVER_MEMORY", "2g"))
         )
-    for key, value in (extra_conf or {}).items():
+    from connectors.lake_storage import spark_conf
+
+    for key, value in {**spark_conf(), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

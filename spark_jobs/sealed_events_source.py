@@ -269,7 +269,8 @@ def read_hour_records(partition: HourRead):
     sorted by device and time, so the same read gives the same rows in the same order."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
+
+    from connectors.lake_storage import open_delta_table
 
     hour_text = _utc_date(partition.hour_ms)
     hour = (partition.hour_ms % 86_400_000) // HOUR_MS
@@ -280,7 +281,7 @@ def read_hour_records(partition: HourRead):
         f" AND event_time < to_timestamp_millis({partition.until_ms})"
         f" AND {device} IS NOT NULL"
     )
-    table = DeltaTable(partition.events_path, version=partition.events_version)
+    table = open_delta_table(partition.events_path, version=partition.events_version)
     read = pa.table(table.scan(columns=[partition.device_field, "event_time"], predicate=predicate))
     devices = read.column(partition.device_field).cast(pa.string())
     times = read.column("event_time").cast(pa.timestamp("us", tz="UTC"))
@@ -310,34 +311,35 @@ class DeltaLakeState:
     def last_sealed_hour_ms(self) -> int | None:
         import pyarrow as pa
         import pyarrow.compute as pc
-        from deltalake import DeltaTable
 
-        if not DeltaTable.is_deltatable(self._seals_path):
+        from connectors.lake_storage import is_delta_table, open_delta_table
+
+        if not is_delta_table(self._seals_path):
             return None
-        hours = pa.table(DeltaTable(self._seals_path).scan(columns=["hour"])).column("hour")
+        hours = pa.table(open_delta_table(self._seals_path).scan(columns=["hour"])).column("hour")
         last = pc.max(hours.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())).as_py()
         return None if last is None else last // 1000
 
     def first_event_hour_ms(self) -> int | None:
         from datetime import date
 
-        from deltalake import DeltaTable
+        from connectors.lake_storage import is_delta_table, open_delta_table
 
-        if not DeltaTable.is_deltatable(self._events_path):
+        if not is_delta_table(self._events_path):
             return None
         hours = [
             (date.fromisoformat(p["event_date"]).toordinal() - _EPOCH_ORDINAL) * 86_400_000 + int(p["event_hour"]) * HOUR_MS
-            for p in DeltaTable(self._events_path).partitions()
+            for p in open_delta_table(self._events_path).partitions()
             if p.get("event_date") and p.get("event_hour") is not None
         ]
         return min(hours, default=None)
 
     def events_version(self) -> int | None:
-        from deltalake import DeltaTable
+        from connectors.lake_storage import is_delta_table, open_delta_table
 
-        if not DeltaTable.is_deltatable(self._events_path):
+        if not is_delta_table(self._events_path):
             return None
-        return DeltaTable(self._events_path).version()
+        return open_delta_table(self._events_path).version()
 
 
 _EPOCH_ORDINAL = 719163  # date(1970, 1, 1).toordinal()
