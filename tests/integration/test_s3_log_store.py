@@ -1,0 +1,133 @@
+"""Several Spark drivers committing to one Delta table on S3 (the loopback s3proxy) at the same moment.
+
+The proof of tidemark's S3 LogStore (connectors/jvm/s3-log-store): three driver processes append
+one acknowledged row each per round, meeting at a barrier before every round so that their
+commits race for the same version. With the put-if-absent store the log must be contiguous and
+hold every acknowledged row exactly once, and some commits must have lost a race and been
+retried (or the test proved nothing). The same harness on delta-spark's default
+S3SingleDriverLogStore must lose acknowledged rows: the test can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from harness.s3_requests import put_object
+from stack.jars import shared_jars_root
+
+pytestmark = pytest.mark.integration
+
+DRIVERS = 3
+ROUNDS = 12
+DEFAULT_STORE_ROUNDS = 8
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_loopback_s3_lets_exactly_one_of_concurrent_conditional_puts_win(loopback_s3):
+    rounds = []
+    for round_ in range(20):
+        with ThreadPoolExecutor(16) as pool:
+            statuses = list(pool.map(
+                lambda writer: put_object(
+                    loopback_s3.endpoint, "tidemark", f"put-if-absent/{round_}.json", str(writer).encode() * 4096,
+                    loopback_s3.access_key_id, loopback_s3.secret_access_key, if_none_match=True,
+                ),
+                range(16),
+            ))  # fmt: skip
+        rounds.append(Counter(statuses))
+
+    assert rounds == [Counter({200: 1, 412: 15})] * 20
+
+
+def test_three_drivers_committing_at_once_lose_nothing_with_the_put_if_absent_log_store(loopback_s3, tmp_path):
+    table = "s3a://tidemark/log-store-proof/put-if-absent/events"
+    started = time.monotonic()
+
+    acked = _race(loopback_s3, tmp_path, table, ROUNDS)
+
+    commits = _commits(loopback_s3, table)
+    rows = _row_ids(loopback_s3, table)
+    expected = {f"d{driver}-r{round_}" for driver in range(DRIVERS) for round_ in range(ROUNDS)}
+    assert sorted(acked) == sorted(expected)  # every append returned
+    assert sorted(commits) == list(range(DRIVERS * ROUNDS + 1))  # version 0 creates, one per append, no gap
+    assert Counter(rows) == Counter(expected)  # each acknowledged row once, nothing else
+    retried = [version for version, read in commits.items() if read is not None and version - read > 1]
+    print(f"put-if-absent: {len(commits)} versions, {len(retried)} commits retried after losing a race, "
+          f"{time.monotonic() - started:.1f} s")  # fmt: skip
+    assert len(retried) > 0
+
+
+def test_the_same_race_on_delta_sparks_default_s3_log_store_loses_acknowledged_rows(loopback_s3, tmp_path):
+    table = "s3a://tidemark/log-store-proof/single-driver/events"
+
+    acked = _race(loopback_s3, tmp_path, table, DEFAULT_STORE_ROUNDS, log_store="io.delta.storage.S3SingleDriverLogStore")
+
+    rows = _row_ids(loopback_s3, table)
+    lost = set(acked) - set(rows)
+    print(f"S3SingleDriverLogStore: {len(acked)} rows acknowledged, {len(lost)} lost")
+    assert len(acked) == DRIVERS * DEFAULT_STORE_ROUNDS
+    assert len(lost) > 0
+
+
+def _race(loopback_s3, tmp_path: Path, table: str, rounds: int, log_store: str | None = None) -> list[str]:
+    """Run the drivers to the end; the ids they acknowledged."""
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    env = {
+        **os.environ, **loopback_s3.environment,
+        "TIDEMARK_SPARK_MASTER": "local[1]", "TIDEMARK_DRIVER_MEMORY": "512m", "TIDEMARK_JARS": str(shared_jars_root()),
+        "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
+    }  # fmt: skip
+    drivers = []
+    for driver in range(DRIVERS):
+        command = [
+            sys.executable, "-m", "harness.delta_append_driver", "--table", table, "--driver", str(driver),
+            "--drivers", str(DRIVERS), "--rounds", str(rounds), "--sync", str(sync), "--acks", str(tmp_path / f"acks-{driver}"),
+        ]  # fmt: skip
+        if driver == 0:
+            command.append("--create")
+        if log_store:
+            command += ["--log-store", log_store]
+        log = open(tmp_path / f"driver-{driver}.log", "wb")
+        drivers.append((subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT), log))
+    for process, log in drivers:
+        try:
+            process.wait(timeout=600)
+        finally:
+            log.close()
+    failed = [d for d, (process, _) in enumerate(drivers) if process.returncode != 0]
+    assert not failed, "\n".join((tmp_path / f"driver-{d}.log").read_text()[-3000:] for d in failed)
+    return [line for d in range(DRIVERS) for line in (tmp_path / f"acks-{d}").read_text().split()]
+
+
+def _commits(loopback_s3, table: str) -> dict[int, int | None]:
+    """Every commit file of the table's log: version → the version its transaction had read."""
+    from pyarrow import fs
+
+    s3 = loopback_s3.filesystem()
+    log = table.removeprefix("s3a://") + "/_delta_log"
+    commits = {}
+    for info in s3.get_file_info(fs.FileSelector(log)):
+        name = info.base_name
+        if name.endswith(".json") and name[:-5].isdigit():
+            with s3.open_input_stream(info.path) as stream:
+                actions = [json.loads(line) for line in stream.read().decode().splitlines() if line]
+            commit_info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            commits[int(name[:-5])] = commit_info.get("readVersion")
+    return commits
+
+
+def _row_ids(loopback_s3, table: str) -> list[str]:
+    from connectors.lake_storage import open_delta_table
+
+    return open_delta_table(table, environ=loopback_s3.environment).to_pyarrow_table(columns=["id"])["id"].to_pylist()
