@@ -28,6 +28,7 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
                               session_conf=session_conf)  # fmt: skip
-    except PartitionLimitError as error:
+    except (PartitionLimitError, LakeStorageError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2
     if args.run_summary:
@@ -98,10 +99,14 @@ def run_persist(
     not, the source slices by record count, and the ledger's ``slicing`` column says so. Without
     a checkpoint over tables that already hold the stream, the run resumes from the ledger.
     """
+    from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import lake_spark_session
     from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
 
     check_topic_partitions(stream)
+    # A bucket that is missing, refuses the credentials or sits behind a dead endpoint fails the
+    # run here, in a second and before Spark, instead of minutes later inside a Hadoop stack.
+    check_lake_storage(stream)
     run = PersistRun(
         mode="live",
         trigger=mode,
