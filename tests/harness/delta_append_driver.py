@@ -1,14 +1,17 @@
-"""One Spark driver of the multi-writer proof: appends one acknowledged row per round to a Delta table.
+"""One Spark driver of the multi-writer proof: appends one acknowledged row per round to Delta tables.
 
-    python -m harness.delta_append_driver --table s3a://... --driver 1 --drivers 3 --rounds 12
-        --sync DIR --acks FILE [--create] [--log-store CLASS]
+    python -m harness.delta_append_driver --table s3a://... [--table s3://...] --driver 1 --drivers 3
+        --rounds 8 --sync DIR --acks DIR [--create]
 
-Drivers meet at a barrier (files in DIR) before every round, so their commits race for the same
-version. A row is acknowledged (its id appended to FILE, flushed to disk) only after ``save()``
-returned: what a caller of the writer would take as persisted. ``--create`` makes this driver
-create the table (version 0) before the first barrier; ``--log-store`` replaces the LogStore for
-s3a (the proof that the harness can fail runs delta-spark's default one). Storage settings come
-from the environment (connectors.lake_storage), as in every tidemark job.
+Drivers meet at a barrier (files in DIR) before every append, so their commits race for the same
+versions. A row is acknowledged (its id appended to ``acks/<table>.<driver>``, flushed to disk)
+only after ``save()`` returned: what a caller of the writer would take as persisted. ``--create``
+makes this driver create the tables (version 0) before the first barrier.
+
+Storage settings come from the environment (connectors.lake_storage), as in every tidemark job,
+so an s3a:// table commits through tidemark's put-if-absent LogStore. An s3:// table is the
+control: the same S3A filesystem, but delta-spark's default S3SingleDriverLogStore, the store
+the proof must show losing commits.
 """
 
 from __future__ import annotations
@@ -19,40 +22,51 @@ import time
 from pathlib import Path
 
 SCHEMA = "id string, driver int, round int"
+# s3:// goes through S3A too, but commits with delta-spark's default log store.
+CONTROL = {
+    "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    "spark.delta.logStore.s3.impl": "io.delta.storage.S3SingleDriverLogStore",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--table", required=True)
+    parser.add_argument("--table", action="append", required=True)
     parser.add_argument("--driver", type=int, required=True)
     parser.add_argument("--drivers", type=int, required=True)
     parser.add_argument("--rounds", type=int, required=True)
     parser.add_argument("--sync", type=Path, required=True)
     parser.add_argument("--acks", type=Path, required=True)
     parser.add_argument("--create", action="store_true")
-    parser.add_argument("--log-store")
     args = parser.parse_args()
 
     from connectors.spark_session import lake_spark_session
 
-    extra = {"spark.driver.memory": "512m", "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1"}
-    if args.log_store:
-        extra["spark.delta.logStore.s3a.impl"] = args.log_store
+    extra = {"spark.driver.memory": "512m", "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1", **CONTROL}
     spark = lake_spark_session(f"append-driver-{args.driver}", extra)
     spark.sparkContext.setLogLevel("ERROR")
     if args.create:
-        spark.createDataFrame([], SCHEMA).write.format("delta").mode("append").save(args.table)
+        for table in args.table:
+            spark.createDataFrame([], SCHEMA).write.format("delta").mode("append").save(table)
     _barrier(args.sync, "ready", args.driver, args.drivers)
-    with open(args.acks, "a") as acks:
-        for round_ in range(args.rounds):
-            row = f"d{args.driver}-r{round_}"
-            frame = spark.createDataFrame([(row, args.driver, round_)], SCHEMA)
-            _barrier(args.sync, f"round-{round_}", args.driver, args.drivers)
-            frame.write.format("delta").mode("append").save(args.table)
-            acks.write(row + "\n")
-            acks.flush()
-            os.fsync(acks.fileno())
+    for round_ in range(args.rounds):
+        row = f"d{args.driver}-r{round_}"
+        frame = spark.createDataFrame([(row, args.driver, round_)], SCHEMA)
+        for number, table in enumerate(args.table):
+            # Per table: the drivers leave each barrier together, so their commits collide.
+            _barrier(args.sync, f"round-{round_}-{number}", args.driver, args.drivers)
+            started = time.monotonic()
+            frame.write.format("delta").mode("append").save(table)
+            print(f"round {round_} table {number}: committed in {time.monotonic() - started:.2f} s", flush=True)
+            _acknowledge(args.acks / f"{number}.{args.driver}", row)
     spark.stop()
+
+
+def _acknowledge(path: Path, row: str) -> None:
+    with open(path, "a") as acks:
+        acks.write(row + "\n")
+        acks.flush()
+        os.fsync(acks.fileno())
 
 
 def _barrier(folder: Path, name: str, driver: int, drivers: int, timeout_s: float = 300.0) -> None:

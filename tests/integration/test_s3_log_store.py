@@ -1,11 +1,12 @@
 """Several Spark drivers committing to one Delta table on S3 (the loopback s3proxy) at the same moment.
 
 The proof of tidemark's S3 LogStore (connectors/jvm/s3-log-store): three driver processes append
-one acknowledged row each per round, meeting at a barrier before every round so that their
+one acknowledged row each per round, meeting at a barrier before every append so that their
 commits race for the same version. With the put-if-absent store the log must be contiguous and
 hold every acknowledged row exactly once, and some commits must have lost a race and been
-retried (or the test proved nothing). The same harness on delta-spark's default
-S3SingleDriverLogStore must lose acknowledged rows: the test can fail.
+retried (or the test proved nothing). The same drivers append the same rows, in the same rounds,
+to a second table that commits with delta-spark's default S3SingleDriverLogStore: it must lose
+acknowledged rows, so the harness can fail.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,9 +29,16 @@ from stack.jars import shared_jars_root
 pytestmark = pytest.mark.integration
 
 DRIVERS = 3
-ROUNDS = 12
-DEFAULT_STORE_ROUNDS = 8
+ROUNDS = 6
+PUT_IF_ABSENT = "s3a://tidemark/log-store-proof/put-if-absent/events"
+SINGLE_DRIVER = "s3://tidemark/log-store-proof/single-driver/events"  # delta-spark's default store
 REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Race:
+    acked: dict[str, list[str]]  # table → the row ids whose append returned
+    seconds: float
 
 
 def test_the_loopback_s3_lets_exactly_one_of_concurrent_conditional_puts_win(loopback_s3):
@@ -48,57 +57,29 @@ def test_the_loopback_s3_lets_exactly_one_of_concurrent_conditional_puts_win(loo
     assert rounds == [Counter({200: 1, 412: 15})] * 20
 
 
-def test_three_drivers_committing_at_once_lose_nothing_with_the_put_if_absent_log_store(loopback_s3, tmp_path):
-    table = "s3a://tidemark/log-store-proof/put-if-absent/events"
-    started = time.monotonic()
+@pytest.fixture(scope="module")
+def race(loopback_s3, tmp_path_factory) -> Race:
+    """Three driver processes, ROUNDS rounds, each round one append per driver to each table.
 
-    acked = _race(loopback_s3, tmp_path, table, ROUNDS)
-
-    commits = _commits(loopback_s3, table)
-    rows = _row_ids(loopback_s3, table)
-    expected = {f"d{driver}-r{round_}" for driver in range(DRIVERS) for round_ in range(ROUNDS)}
-    assert sorted(acked) == sorted(expected)  # every append returned
-    assert sorted(commits) == list(range(DRIVERS * ROUNDS + 1))  # version 0 creates, one per append, no gap
-    assert Counter(rows) == Counter(expected)  # each acknowledged row once, nothing else
-    retried = [version for version, read in commits.items() if read is not None and version - read > 1]
-    print(f"put-if-absent: {len(commits)} versions, {len(retried)} commits retried after losing a race, "
-          f"{time.monotonic() - started:.1f} s")  # fmt: skip
-    assert len(retried) > 0
-
-
-def test_the_same_race_on_delta_sparks_default_s3_log_store_loses_acknowledged_rows(loopback_s3, tmp_path):
-    table = "s3a://tidemark/log-store-proof/single-driver/events"
-
-    acked = _race(loopback_s3, tmp_path, table, DEFAULT_STORE_ROUNDS, log_store="io.delta.storage.S3SingleDriverLogStore")
-
-    rows = _row_ids(loopback_s3, table)
-    lost = set(acked) - set(rows)
-    print(f"S3SingleDriverLogStore: {len(acked)} rows acknowledged, {len(lost)} lost")
-    assert len(acked) == DRIVERS * DEFAULT_STORE_ROUNDS
-    assert len(lost) > 0
-
-
-def _race(loopback_s3, tmp_path: Path, table: str, rounds: int, log_store: str | None = None) -> list[str]:
-    """Run the drivers to the end; the ids they acknowledged."""
-    sync = tmp_path / "sync"
-    sync.mkdir()
+    One race for both tables: the control costs no second set of JVM start-ups."""
+    folder = tmp_path_factory.mktemp("log-store-race")
+    (folder / "sync").mkdir()
+    (folder / "acks").mkdir()
     env = {
         **os.environ, **loopback_s3.environment,
         "TIDEMARK_SPARK_MASTER": "local[1]", "TIDEMARK_DRIVER_MEMORY": "512m", "TIDEMARK_JARS": str(shared_jars_root()),
         "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
     }  # fmt: skip
+    started = time.monotonic()
     drivers = []
     for driver in range(DRIVERS):
         command = [
-            sys.executable, "-m", "harness.delta_append_driver", "--table", table, "--driver", str(driver),
-            "--drivers", str(DRIVERS), "--rounds", str(rounds), "--sync", str(sync), "--acks", str(tmp_path / f"acks-{driver}"),
+            sys.executable, "-m", "harness.delta_append_driver", "--table", PUT_IF_ABSENT, "--table", SINGLE_DRIVER,
+            "--driver", str(driver), "--drivers", str(DRIVERS), "--rounds", str(ROUNDS),
+            "--sync", str(folder / "sync"), "--acks", str(folder / "acks"), *(["--create"] if driver == 0 else []),
         ]  # fmt: skip
-        if driver == 0:
-            command.append("--create")
-        if log_store:
-            command += ["--log-store", log_store]
-        log = open(tmp_path / f"driver-{driver}.log", "wb")
+        log = open(folder / f"driver-{driver}.log", "wb")
         drivers.append((subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT), log))
     for process, log in drivers:
         try:
@@ -106,8 +87,37 @@ def _race(loopback_s3, tmp_path: Path, table: str, rounds: int, log_store: str |
         finally:
             log.close()
     failed = [d for d, (process, _) in enumerate(drivers) if process.returncode != 0]
-    assert not failed, "\n".join((tmp_path / f"driver-{d}.log").read_text()[-3000:] for d in failed)
-    return [line for d in range(DRIVERS) for line in (tmp_path / f"acks-{d}").read_text().split()]
+    assert not failed, "\n".join((folder / f"driver-{d}.log").read_text()[-3000:] for d in failed)
+    acked = {
+        table: [row for d in range(DRIVERS) for row in (folder / "acks" / f"{number}.{d}").read_text().split()]
+        for number, table in enumerate((PUT_IF_ABSENT, SINGLE_DRIVER))
+    }
+    return Race(acked, time.monotonic() - started)
+
+
+def test_three_drivers_committing_at_once_lose_nothing_with_the_put_if_absent_log_store(loopback_s3, race):
+    commits = _commits(loopback_s3, PUT_IF_ABSENT)
+    rows = _row_ids(loopback_s3, PUT_IF_ABSENT)
+    expected = {f"d{driver}-r{round_}" for driver in range(DRIVERS) for round_ in range(ROUNDS)}
+
+    assert sorted(race.acked[PUT_IF_ABSENT]) == sorted(expected)  # every append returned
+    assert sorted(commits) == list(range(DRIVERS * ROUNDS + 1))  # version 0 creates, one per append, no gap
+    assert Counter(rows) == Counter(expected)  # each acknowledged row once, nothing else
+    # A commit that lost the race for version v re-read the log and landed later than v.
+    retried = [version for version, read in commits.items() if read is not None and version - read > 1]
+    print(f"put-if-absent: {len(commits)} versions, {len(retried)} of {DRIVERS * ROUNDS} commits retried after "
+          f"losing a race; the race took {race.seconds:.1f} s")  # fmt: skip
+    assert len(retried) > 0
+
+
+def test_the_same_race_on_delta_sparks_default_s3_log_store_loses_acknowledged_rows(loopback_s3, race):
+    rows = _row_ids(loopback_s3, SINGLE_DRIVER)
+    acked = race.acked[SINGLE_DRIVER]
+    lost = set(acked) - set(rows)
+
+    print(f"S3SingleDriverLogStore: {len(acked)} rows acknowledged, {len(lost)} lost")
+    assert len(acked) == DRIVERS * ROUNDS
+    assert len(lost) > 0
 
 
 def _commits(loopback_s3, table: str) -> dict[int, int | None]:
@@ -115,7 +125,7 @@ def _commits(loopback_s3, table: str) -> dict[int, int | None]:
     from pyarrow import fs
 
     s3 = loopback_s3.filesystem()
-    log = table.removeprefix("s3a://") + "/_delta_log"
+    log = table.split("://", 1)[1] + "/_delta_log"
     commits = {}
     for info in s3.get_file_info(fs.FileSelector(log)):
         name = info.base_name
