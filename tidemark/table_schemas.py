@@ -83,6 +83,23 @@ LEDGER_COLUMNS = [
 ]
 
 
+# Offset ranges a recovery or a backfill into events claimed before writing them (see
+# tidemark.write_claims): the live job does not write a claimed offset, and every writer of one
+# routes it under the G of the earliest claim covering it. Ordered by the table's commit versions.
+CLAIMS_COLUMNS = [
+    ("stream", "STRING"),
+    ("claim_id", "STRING"),  # one per claim commit: its commit's user metadata, to find its version
+    ("writer", "STRING"),  # tidemark:<stream>:<mode>:<run id>
+    ("mode", "STRING"),  # recovery | backfill
+    ("source_partition", "INT"),
+    ("start_offset", "BIGINT"),  # inclusive
+    ("end_offset", "BIGINT"),  # exclusive
+    # G the claimed offsets are routed under; null: none yet (a lake live never wrote), nothing late.
+    ("global_watermark", "TIMESTAMP"),
+    ("claimed_at", "TIMESTAMP"),
+]
+
+
 def ddl(columns: list[tuple[str, str]]) -> str:
     """The columns as a Spark DDL string, e.g. 'source_partition INT, source_offset BIGINT'."""
     return ", ".join(f"{name} {sql_type}" for name, sql_type in columns)
