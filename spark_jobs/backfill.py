@@ -76,10 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_range(stream, request)
     except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
         return _refuse(args.result, str(error))
+    from spark_jobs.persist_pipeline import LiveBatchInFlightError
+
     try:
         result = backfill(stream, request, plan, args.run_name, args.compare, args.max_records_per_batch or stream.persist.max_records_per_batch)
     except (ShadowSetInUseError, PartitionLimitError) as error:
         return _refuse(args.result, str(error))
+    except LiveBatchInFlightError as error:
+        print(f"backfill: {error}", file=sys.stderr)
+        return 1
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_text(json.dumps(result, indent=2) + "\n")
@@ -186,7 +191,7 @@ def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan,
     spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream, max_records_per_batch))
     started = time.monotonic()
     counted = {"batches": 0, "records": 0, "late": 0, "quarantined": 0}
-    summary = {"event_hours": []}
+    summary = {"event_hours": [], "inserted": 0, "commit_conflicts_retried": 0}
     if bounds:
         tracker = BackfillProgress(bounds)
 
@@ -221,6 +226,9 @@ def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan,
         "seconds": round(seconds, 1),
         "records_per_second": round(read / seconds) if seconds > 0 and read else None,
         "event_hours": summary["event_hours"],
+        # Into events: rows this run's own commits inserted (MERGE metrics), not what it read.
+        **({"inserted": summary["inserted"], "commit_conflicts_retried": summary["commit_conflicts_retried"]}
+           if request.shadow is None else {}),
         "lost": [part.to_json() for part in plan.lost],
         "comparison": comparison,
     }

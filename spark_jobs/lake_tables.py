@@ -10,10 +10,13 @@ Each commit's user metadata names its writer (see ``recent_commits``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from spark_jobs.streaming_checkpoint import hadoop_file_system
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import (
+    CLAIMS_COLUMNS,
     EVENTS_PARTITIONING,
     LEDGER_COLUMNS,
     QUARANTINE_COLUMNS,
@@ -22,13 +25,27 @@ from tidemark.table_schemas import (
     late_columns,
 )
 
-TABLES = ("events", "late", "quarantine", "ledger", "seals")
+TABLES = ("events", "late", "quarantine", "ledger", "seals", "claims")
+
+# A commit that lost to a concurrent one (Delta's optimistic concurrency) is retried this many
+# times against what the table then holds; each retry waits a little longer (seconds, doubled).
+MERGE_ATTEMPTS = 8
+FIRST_RETRY_WAIT_S = 0.2
 
 # The ledger and the seals get a few rows a batch: one small file per commit, thousands a month,
 # and every reader (the watermark page, the checks) opens them all. Delta's auto compaction
 # merges them once 50 small files have gathered (measured: a compaction every 50 appends).
-_SMALL_APPEND_TABLES = ("ledger", "seals")
+_SMALL_APPEND_TABLES = ("ledger", "seals", "claims")
 _AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
+
+
+@dataclass(frozen=True)
+class MergeOutcome:
+    """What one insert-only write committed: ``inserted`` rows (the MERGE's metrics), after
+    ``conflicts_retried`` commits that lost to a concurrent writer."""
+
+    inserted: int
+    conflicts_retried: int
 
 
 class LakeTables:
@@ -61,6 +78,7 @@ class LakeTables:
             "quarantine": (QUARANTINE_COLUMNS, ()),
             "ledger": (LEDGER_COLUMNS, ()),
             "seals": (SEALS_COLUMNS, ()),
+            "claims": (CLAIMS_COLUMNS, ()),
         }
         # One after the other: created concurrently they took as long (measured on 2 cores: the
         # first Delta commit of a session loads Delta's classes, and the others wait for it).
@@ -164,16 +182,43 @@ class LakeTables:
         )
         return sorted((row.source_partition, row.start_offset, row.end_offset) for row in rows)
 
-    def insert_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> None:
+    def insert_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> "MergeOutcome":
         """Write the rows of ``frame`` whose (source_partition, source_offset) none of events,
         late and quarantine holds yet; ``ranges`` ({partition: (start, end)}) bounds the offsets
-        ``frame`` can hold, so only that part of the tables is looked at.
+        ``frame`` can hold, so only that part of the tables is looked at. Returns how many rows
+        this commit inserted (the MERGE's own metrics) and how many conflicts it retried.
 
         A record lives in exactly one of the three tables, and two jobs may route it
         differently (late for one, on time for the other), so presence is checked across all
-        three. The insert is a Delta MERGE that inserts only unmatched rows: re-running it, or a
-        concurrent writer of the same rows in the same table, never duplicates.
+        three. The insert is a Delta MERGE that inserts only unmatched rows and reads the whole
+        table: a concurrent commit that added rows to it makes this one fail (Delta's
+        ConcurrentAppendException), and it is run again against what the table then holds, so
+        two writers inserting the same pair never both commit it.
         """
+        import random
+        import time
+
+        from delta.exceptions import (
+            ConcurrentAppendException,
+            ConcurrentDeleteReadException,
+            ConcurrentTransactionException,
+            MetadataChangedException,
+            ProtocolChangedException,
+        )
+
+        lost = (ConcurrentAppendException, ConcurrentDeleteReadException, ConcurrentTransactionException,
+                MetadataChangedException, ProtocolChangedException)  # fmt: skip
+        for attempt in range(MERGE_ATTEMPTS):
+            try:
+                return MergeOutcome(self._merge_missing(frame, table, ranges), attempt)
+            except lost:
+                if attempt == MERGE_ATTEMPTS - 1:
+                    raise
+                # Jittered, so two writers that collided do not collide again in step.
+                time.sleep(FIRST_RETRY_WAIT_S * 2**attempt * (0.5 + random.random()))
+        raise AssertionError("unreachable")
+
+    def _merge_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> int:
         from delta.tables import DeltaTable
 
         key = ["source_partition", "source_offset"]
@@ -182,12 +227,14 @@ class LakeTables:
         if table == "events":
             # The same record has the same event hour wherever it was decoded: lets Delta prune.
             condition += " AND t.event_date = s.event_date AND t.event_hour = s.event_hour"
-        (
+        metrics = (
             DeltaTable.forPath(self._spark, self.path(table)).alias("t")
             .merge(missing.alias("s"), condition)
             .whenNotMatchedInsertAll()
             .execute()
+            .first()
         )  # fmt: skip
+        return int(metrics["num_inserted_rows"]) if metrics is not None else 0
 
     def persisted_offsets(self, ranges: dict[int, tuple[int, int]]):
         """(source_partition, source_offset) of the records events, late and quarantine hold in
@@ -217,6 +264,24 @@ class LakeTables:
                 for p, (start, end) in sorted(ranges.items())
             ],
         )
+
+    @staticmethod
+    def outside(spans: dict[int, list[tuple[int, int]]]):
+        """A filter on (source_partition, source_offset) keeping the rows outside ``spans``
+        ({partition: [(start, end)]}, end exclusive); at least one span."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        inside = reduce(
+            lambda either, bound: either | bound,
+            [
+                (F.col("source_partition") == p) & (F.col("source_offset") >= start) & (F.col("source_offset") < end)
+                for p, parts in sorted(spans.items())
+                for start, end in parts
+            ],
+        )
+        return ~inside
 
     def live_routing(self, ranges: dict[int, tuple[int, int]]) -> LiveRouting:
         """The G live routed each offset of ``ranges`` ({partition: (start, end)}) under: the live

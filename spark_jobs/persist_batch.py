@@ -77,8 +77,9 @@ class PersistBatch:
     ``guard`` says its ranges overlap offsets another job (recovery, backfill) or a run before a
     lost checkpoint may already have written; then, like every recovery and backfill batch, it
     inserts only the records whose (source_partition, source_offset) none of events, late and
-    quarantine holds. Only the live job seals hours: the others read ranges behind G and never
-    move it.
+    quarantine holds. A live batch leaves out the offsets a recovery or backfill claimed (the
+    ``guard`` knows them; see tidemark.write_claims). Only the live job seals hours: the others
+    read ranges behind G and never move it.
 
     ``sole_writer``: this query is the only writer the tables ever had (a backfill's own shadow
     set), so its replay is all it must guard against and plain appends suffice for the others.
@@ -90,7 +91,10 @@ class PersistBatch:
     After a run, ``sealed_hours`` lists the hours (start, ms since the epoch) this run sealed,
     ``global_watermark_ms`` the last G it persisted under, ``event_hours`` the event-time hours
     (start, ms) of the records it wrote, ``batches`` how many batches it persisted and
-    ``insert_only_batches`` how many of them it wrote insert-only. ``checkpoint``: the query's
+    ``insert_only_batches`` how many of them it wrote insert-only, ``inserted_rows`` how many rows
+    its insert-only commits inserted (their MERGE metrics, so rows another writer had written
+    first are not counted) and ``conflicts_retried`` how many of those commits lost to a
+    concurrent writer and were run again. ``checkpoint``: the query's
     checkpoint, where a batch's planned ranges are read before it is written (see
     spark_jobs.streaming_checkpoint). ``tables_ready``: the tables' creation, still under way
     when the query starts; every batch waits for it.
@@ -125,6 +129,8 @@ class PersistBatch:
         self.global_watermark_ms: int | None = None
         self.event_hours: set[int] = set()
         self.insert_only_batches = 0
+        self.inserted_rows = 0
+        self.conflicts_retried = 0
         self.batches = 0
         self._checkpoint = checkpoint
         self._replayed_batch = replayed_batch
@@ -138,14 +144,16 @@ class PersistBatch:
         spark = raw.sparkSession
         replay = batch_id == self._replayed_batch
         planned = planned_ranges(spark, self._checkpoint, batch_id) if self._checkpoint else None
-        insert_only = self._insert_only(writer, planned, replay)
-        # In one pass only a plain append of a batch that reads offsets: a write from the source
-        # commits even when the batch holds no record, where the cached path skips the commit.
-        one_pass = insert_only is False and (planned is None or any(r.end_offset > r.start_offset for r in planned))
+        left_out = self._left_out(planned)
+        insert_only = self._insert_only(planned, replay, left_out)
+        # In one pass only a plain append of a batch that reads offsets and leaves none out: a
+        # write from the source commits even when the batch holds no record, where the cached
+        # path skips the commit.
+        one_pass = insert_only is False and left_out == {} and (planned is None or any(r.end_offset > r.start_offset for r in planned))
         if one_pass:
             ranges, step_stats, totals = self._write_in_one_pass(raw, writer)
         else:
-            ranges, step_stats, totals, insert_only = self._write_from_cache(raw, writer, insert_only)
+            ranges, step_stats, totals, insert_only, left_out = self._write_from_cache(raw, writer, insert_only, left_out)
         batch = next(iter(ranges.values()))
         g = batch.global_watermark_ms
         stats = _partition_totals(step_stats)
@@ -188,6 +196,8 @@ class PersistBatch:
                 "slicing": batch.slicing,
                 **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
                 **({"insert_only": True} if insert_only else {}),
+                # Offsets of this batch a recovery or backfill claimed: theirs to write.
+                **({"left_out": {str(p): [list(span) for span in spans] for p, spans in left_out.items()}} if left_out else {}),
                 **({"replayed": True} if replay else {}),
                 **({} if one_pass else {"cached": True}),
                 **_offsets_without_data(ranges, stats),
@@ -207,7 +217,7 @@ class PersistBatch:
             previous = resumed_from
         return self._sealer.newly_sealed_by_steps(previous, _step_watermarks(ranges))
 
-    def _insert_only(self, writer: str, planned: list[PlannedRange] | None, replay: bool) -> bool | None:
+    def _insert_only(self, planned: list[PlannedRange] | None, replay: bool, left_out: dict | None) -> bool | None:
         """Whether this batch must be written insert-only, decided before it is read; None when
         that needs its ranges (a checkpoint's first batch, ``planned`` None, while another
         writer's ranges or a resumed zone exist). Insert-only: a ``replay``, a recovery or
@@ -221,8 +231,18 @@ class PersistBatch:
         if self._guard is None:
             return False
         if planned is None:
-            return None if self._guard.may_overlap_any(writer) else False
-        return self._guard.overlaps(_offset_ranges({r.partition: r for r in planned}), writer)
+            return None if self._guard.may_overlap_any() else False
+        return self._guard.overlaps(_offset_ranges({r.partition: r for r in planned}), left_out)
+
+    def _left_out(self, planned: list[PlannedRange] | None) -> dict[int, list[tuple[int, int]]] | None:
+        """The offsets of this live batch it must not write, the claimed ones, {partition: [(start,
+        end)]}; None when that needs the batch's ranges (a checkpoint's first batch while claims
+        exist). Recovery and backfill write all they read, insert-only."""
+        if self._mode != "live" or self._guard is None:
+            return {}
+        if planned is None:
+            return None if self._guard.may_overlap_any() else {}
+        return self._guard.claimed(_offset_ranges({r.partition: r for r in planned}))
 
     def _write_in_one_pass(self, raw, writer: str):
         """Events straight from the source; the ranges and counts observed on the way. Late and
@@ -244,10 +264,11 @@ class PersistBatch:
         self._write_rare_routes(raw, totals, lambda frame, table: self._tables.append(frame, table, writer))
         return ranges, step_stats, totals
 
-    def _write_from_cache(self, raw, writer: str, insert_only: bool | None):
+    def _write_from_cache(self, raw, writer: str, insert_only: bool | None, left_out: dict | None):
         """Decoded once and kept: the ranges first, then each output from the cached rows.
-        ``insert_only``: see _insert_only; None: decided here from the ranges. Returns the
-        ranges, the counts, their totals and whether the batch was written insert-only."""
+        ``insert_only`` (see _insert_only) and ``left_out`` (see _left_out): None: decided here
+        from the ranges. Returns the ranges, the counts, their totals, whether the batch was
+        written insert-only and the offsets it left out."""
         from pyspark import StorageLevel
 
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
@@ -255,14 +276,22 @@ class PersistBatch:
             ranges, step_stats = _summary(_summary_rows(decoded))
             totals = _totals(step_stats)
             offset_ranges = _offset_ranges(ranges)
+            if left_out is None:
+                left_out = self._guard.claimed(offset_ranges)
             if insert_only is None:
-                insert_only = self._guard.overlaps(offset_ranges, writer)
-            if insert_only:
-                def write(frame, table):
-                    self._tables.insert_missing(frame, table, offset_ranges)
-            else:
-                def write(frame, table):
+                insert_only = self._guard.overlaps(offset_ranges, left_out)
+            kept = self._tables.outside(left_out) if left_out else None
+
+            def write(frame, table):
+                if kept is not None:
+                    frame = frame.where(kept)
+                if insert_only:
+                    outcome = self._tables.insert_missing(frame, table, offset_ranges)
+                    self.inserted_rows += outcome.inserted
+                    self.conflicts_retried += outcome.conflicts_retried
+                else:
                     self._tables.append(frame, table, writer)
+
             # A batch with no record for a table makes no commit to it: saves a commit (a
             # fraction of a second) for nothing.
             if totals["records"]:
@@ -270,7 +299,7 @@ class PersistBatch:
             self._write_rare_routes(decoded, totals, write)
         finally:
             decoded.unpersist()
-        return ranges, step_stats, totals, insert_only
+        return ranges, step_stats, totals, insert_only, left_out
 
     def _write_rare_routes(self, decoded, totals: dict, write) -> None:
         """Late records (with the G they met) and quarantined ones, when the batch had any.

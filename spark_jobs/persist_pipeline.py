@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -119,20 +120,21 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     batches, G, the hours it sealed, the event hours it wrote, how it started. ``progress`` is
     called after every batch (see PersistBatch). The caller has checked the topic against
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
-    import time
-
     from spark_jobs.kafka_source import KafkaLogSource
     from spark_jobs.lake_resume import resume_from_lake
     from spark_jobs.lake_tables import LakeTables
     from spark_jobs.overlap_guard import OverlapGuard
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
+    from spark_jobs.claims_table import ClaimsTable
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
+    from tidemark.live_routing import LiveRouting
 
     started = time.monotonic()
     spark.dataSource.register(KafkaLogSource)
     tables = LakeTables(spark, stream, shadow=run.shadow)
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
+    claims = ClaimsTable(spark, LakeTables(spark, stream))
 
     resumed = None
     ledger_existed = tables.exists("ledger")
@@ -145,6 +147,11 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     if run.mode == "live" and ledger_existed and not checkpoint_has_offsets(spark, run.checkpoint):
         tables_ready.result()  # the resume reads the ledger: in its current layout
         resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
+    claim = None
+    if run.mode != "live" and run.shadow is None:
+        tables_ready.result()  # the claim goes into the claims table
+        claim = _claim(spark, stream, run, tables, claims, routing)
+        routing = LiveRouting(claim.routing)
     if run.frozen_partitions:
         log.warning(
             {
@@ -163,7 +170,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     identity = QueryIdentity()
     guard = None
     if run.mode == "live":
-        guard = OverlapGuard(tables, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed)
+        guard = OverlapGuard(tables, claims, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed)
     persist_batch = PersistBatch(
         stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
         # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
@@ -206,10 +213,57 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
         "event_hours": [format_event_time(hour) for hour in sorted(persist_batch.event_hours)],
         "insert_only_batches": persist_batch.insert_only_batches,
+        "inserted": persist_batch.inserted_rows,
+        "commit_conflicts_retried": persist_batch.conflicts_retried,
         "resumed_from_ledger": resumed is not None,
     }
     log.info({"event": "query_finished", **summary, "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress)})
     return summary
+
+
+def _claim(spark, stream: StreamConfig, run: PersistRun, tables, claims, live_routed):
+    """Claim ``run``'s offsets before writing any (tidemark.write_claims), then wait for the
+    live job's batch in flight, if it reads any of them, to commit. That batch may have decided
+    how to write before the claim existed (then it writes them) or after (then it leaves them
+    out); once it has committed, the run's insert-only writes find the first kind written and
+    write the second. Every later live batch sees the claim. ``live_routed``: live's ledger
+    routing of the run's offsets. Raises LiveBatchInFlightError when the batch does not commit
+    within IN_FLIGHT_WAIT_S (the live job died in it, or is stuck)."""
+    from spark_jobs.streaming_checkpoint import in_flight_ranges, pending_batch
+    from tidemark.write_claims import covered_parts
+
+    ranges = {p: bound for p, bound in run.offset_bounds.items() if bound[1] > bound[0]}
+    claim = claims.claim(stream.name, run.mode, ranges, live_routed.ranges(), tables.last_live_global_watermark_ms())
+    log.info({"event": "offsets_claimed", "stream": stream.name, "mode": run.mode, "claims_version": claim.version,
+              "ranges": {str(p): list(bound) for p, bound in sorted(ranges.items())}})  # fmt: skip
+    live_checkpoint = stream.checkpoint_path("persist")
+    batch, in_flight = in_flight_ranges(spark, live_checkpoint)
+    overlap = covered_parts(ranges, ((p, start, end) for p, (start, end) in in_flight.items()))
+    if not overlap:
+        return claim
+    log.info({"event": "waiting_for_live_batch", "stream": stream.name, "live_batch": batch,
+              "offsets": {str(p): [list(s) for s in spans] for p, spans in overlap.items()}})  # fmt: skip
+    deadline = time.monotonic() + IN_FLIGHT_WAIT_S
+    while pending_batch(spark, live_checkpoint) == batch:
+        if time.monotonic() > deadline:
+            raise LiveBatchInFlightError(
+                f"the live job's batch {batch} (checkpoint {live_checkpoint}) reads offsets this {run.mode} claimed and has "
+                f"not committed in {IN_FLIGHT_WAIT_S:.0f} s: the live job died in it or is stuck. Start the live job again "
+                "(it replays the batch and leaves the claimed offsets out), then run this again; nothing was written"
+            )
+        time.sleep(0.5)
+    return claim
+
+
+class LiveBatchInFlightError(RuntimeError):
+    """The live job's batch in flight, reading offsets a recovery or backfill claimed, never
+    committed: the claimer cannot tell which of them the live job writes."""
+
+
+# How long a recovery or backfill waits for the live job's batch in flight to commit (seconds):
+# far longer than a batch takes (seconds to a minute), short enough to fail a run while a person
+# still looks at it.
+IN_FLIGHT_WAIT_S = 600.0
 
 
 def check_topic_partitions(stream: StreamConfig) -> None:

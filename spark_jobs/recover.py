@@ -74,11 +74,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
+    from spark_jobs.persist_pipeline import LiveBatchInFlightError
+
     try:
         result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch)
     except PartitionLimitError as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
+    except LiveBatchInFlightError as error:
+        print(f"recover: {error}", file=sys.stderr)
+        return 1
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_text(json.dumps(result, indent=2) + "\n")
@@ -98,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int) -> dict:
-    """Replay ``request``; returns {recovered: [...], lost: [[start, end], ...], inserted, event_hours}."""
+    """Replay ``request``; returns {recovered: [...], lost: [[start, end], ...], inserted,
+    commit_conflicts_retried, event_hours}. ``inserted``: rows this run's commits inserted."""
     from connectors.kafka_log import KafkaLog
     from connectors.spark_session import lake_spark_session
     from spark_jobs.lake_tables import LakeTables
@@ -136,7 +142,6 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
     with tempfile.TemporaryDirectory(prefix=f"tidemark-recover-{stream.name}-") as folder:
         for number, (_, offsets, _) in enumerate(oldest_first):
             bound = {partition: (offsets.start, offsets.end)}
-            before = tables.persisted_offsets(bound).count()
             pinned = _global_watermark_for(spark, tables, partition, offsets.start)
             run = PersistRun(
                 mode="recovery",
@@ -147,9 +152,18 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
                 pinned_global_watermark_ms=pinned,
             )
             summary = run_pipeline(spark, stream, run)
-            inserted = tables.persisted_offsets(bound).count() - before
             event_hours.update(summary["event_hours"])
-            recovered.append({"start": offsets.start, "end": offsets.end, "inserted": inserted, "global_watermark": format_optional_event_time(pinned)})
+            # Counted from this run's own commits (their MERGE metrics): another writer filling the
+            # same offsets at the same time does not count as recovered here.
+            recovered.append(
+                {
+                    "start": offsets.start,
+                    "end": offsets.end,
+                    "inserted": summary["inserted"],
+                    "commit_conflicts_retried": summary["commit_conflicts_retried"],
+                    "global_watermark": format_optional_event_time(pinned),
+                }
+            )
             log.info({"event": "range_recovered", "stream": stream.name, "partition": partition, **recovered[-1]})
     return {
         "stream": stream.name,
@@ -157,6 +171,7 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
         "reason": request.reason,
         "recovered": recovered,
         "inserted": sum(r["inserted"] for r in recovered),
+        "commit_conflicts_retried": sum(r["commit_conflicts_retried"] for r in recovered),
         "lost": [[r.start, r.end] for r in lost],
         "event_hours": sorted(event_hours),
         "finished_at": format_optional_event_time(int(time.time() * 1000)),

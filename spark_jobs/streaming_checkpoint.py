@@ -92,3 +92,21 @@ def _read(spark, path: str) -> str | None:
         return spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
     finally:
         stream.close()
+
+
+
+def in_flight_ranges(spark, checkpoint: str) -> tuple[int | None, dict[int, tuple[int, int]]]:
+    """The batch the query checkpointed at ``checkpoint`` is writing now (planned, not committed)
+    and its ranges, {partition: (start, end)}; (None, {}) when there is none (or no checkpoint).
+    A checkpoint's first batch has no start on record: its ranges count from offset 0."""
+    batch = pending_batch(spark, checkpoint)
+    if batch is None:
+        return None, {}
+    planned = planned_ranges(spark, checkpoint, batch)
+    if planned is not None:
+        return batch, {r.partition: (r.start_offset, r.end_offset) for r in planned if r.end_offset > r.start_offset}
+    text = _read(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}")
+    offset = source_offset(text) if text is not None else None
+    if offset is None:
+        return batch, {}
+    return batch, {p: (0, end) for p, end in SourceState.from_offset(offset).positions().items() if end > 0}

@@ -1,108 +1,115 @@
-"""The live job's overlap guard reads the other writers' ledger ranges only when they may have
-changed: once, then again after a commit that is not the live job's own."""
+"""The live job's overlap guard: claimed offsets are left out (read again only when the claims
+table has a new version), unclaimed ranges of older writers and a resumed zone make a batch
+insert-only (the ledger read once)."""
 
-from spark_jobs.overlap_guard import HISTORY_WINDOW, OverlapGuard
+from spark_jobs.overlap_guard import OverlapGuard
+from tidemark.write_claims import ClaimedRange
 
-LIVE = "tidemark:telemetry:live:q1"
-RECOVERY = "tidemark:telemetry:recovery:q2"
+RECOVERY = "tidemark:telemetry:recovery:c1"
 
 
 class FakeLedger:
-    """The two questions the guard asks of LakeTables, answered from lists; counts the reads."""
+    """What the guard asks of LakeTables, answered from a list; counts the reads."""
 
-    def __init__(self):
-        self.commits: list[tuple[int, str | None]] = []  # oldest first
-        self.other_ranges: list[tuple[int, int, int]] = []
+    def __init__(self, *ranges: tuple[int, int, int]):
+        self.other_ranges = list(ranges)
         self.range_reads = 0
-
-    def commit(self, writer: str | None, *ranges: tuple[int, int, int]) -> None:
-        self.commits.append((len(self.commits), writer))
-        self.other_ranges += ranges
-
-    def recent_commits(self, table: str, limit: int) -> list[tuple[int, str | None]]:
-        assert table == "ledger"
-        return sorted(self.commits, reverse=True)[:limit]
 
     def non_live_ranges(self) -> list[tuple[int, int, int]]:
         self.range_reads += 1
         return list(self.other_ranges)
 
 
-def test_the_other_writers_ranges_are_read_once_while_only_live_commits():
-    ledger = FakeLedger()
-    ledger.commit(RECOVERY, (3, 100, 200))
-    guard = OverlapGuard(ledger)
+class FakeClaims:
+    """What the guard asks of ClaimsTable; counts the reads of the rows."""
 
-    assert guard.overlaps({3: (150, 160)}, LIVE)
+    def __init__(self):
+        self.claims: list[ClaimedRange] = []
+        self.version = 0
+        self.reads = 0
+
+    def claim(self, partition: int, start: int, end: int) -> None:
+        self.version += 1
+        self.claims.append(ClaimedRange(self.version, partition, start, end, None, RECOVERY))
+
+    def latest_version(self) -> int:
+        return self.version
+
+    def all_claims(self) -> list[ClaimedRange]:
+        self.reads += 1
+        return list(self.claims)
+
+
+def test_claimed_offsets_are_left_out_exactly_and_other_partitions_are_untouched():
+    claims = FakeClaims()
+    claims.claim(1, 50, 90)
+    claims.claim(1, 80, 120)
+    guard = OverlapGuard(FakeLedger(), claims, ledger_created=True)
+
+    assert guard.claimed({1: (40, 100), 0: (40, 100)}) == {1: [(50, 100)]}
+    assert guard.claimed({1: (120, 130)}) == {}
+    assert not guard.overlaps({1: (40, 100)}), "a claim is left out, not written insert-only"
+
+
+def test_the_claims_are_read_again_only_when_the_table_has_a_new_version():
+    claims = FakeClaims()
+    guard = OverlapGuard(FakeLedger(), claims, ledger_created=True)
     for batch in range(5):
-        assert not guard.overlaps({3: (200 + 10 * batch, 210 + 10 * batch)}, LIVE)
-        ledger.commit(LIVE)
+        assert guard.claimed({0: (10 * batch, 10 * batch + 10)}) == {}
+    assert claims.reads == 1
 
+    claims.claim(0, 55, 60)  # a recovery claims ahead of live
+
+    assert guard.claimed({0: (50, 70)}) == {0: [(55, 60)]}
+    assert claims.reads == 2
+
+
+def test_unclaimed_ranges_of_older_writers_make_a_batch_insert_only_and_are_read_once():
+    ledger = FakeLedger((3, 100, 200))
+    guard = OverlapGuard(ledger, FakeClaims())
+
+    assert guard.overlaps({3: (150, 160)})
+    for batch in range(5):
+        assert not guard.overlaps({3: (200 + 10 * batch, 210 + 10 * batch)})
     assert ledger.range_reads == 1
-
-
-def test_a_commit_by_another_writer_is_seen_by_the_next_batch():
-    ledger = FakeLedger()
-    guard = OverlapGuard(ledger)
-    assert not guard.overlaps({1: (0, 50)}, LIVE)
-    ledger.commit(LIVE)
-
-    ledger.commit(RECOVERY, (1, 50, 90))  # recovery read ahead of live on partition 1
-
-    assert guard.overlaps({1: (50, 60)}, LIVE)
-    assert not guard.overlaps({0: (50, 60)}, LIVE), "another partition is not touched"
-    assert ledger.range_reads == 2
-
-
-def test_more_commits_than_the_window_since_the_last_batch_read_the_ranges_again():
-    ledger = FakeLedger()
-    guard = OverlapGuard(ledger)
-    guard.overlaps({0: (0, 1)}, LIVE)
-    for _ in range(HISTORY_WINDOW + 1):
-        ledger.commit(LIVE)  # all live's own, but the window cannot show that they are
-
-    guard.overlaps({0: (1, 2)}, LIVE)
-
-    assert ledger.range_reads == 2
-
-
-def test_commits_without_a_writer_count_as_another_writer():
-    ledger = FakeLedger()
-    guard = OverlapGuard(ledger)
-    guard.overlaps({0: (0, 1)}, LIVE)
-
-    ledger.commit(None, (0, 1, 5))  # a ledger written before commits named their writer
-
-    assert guard.overlaps({0: (1, 2)}, LIVE)
 
 
 def test_a_resumed_zone_overlaps_without_reading_the_ledger():
     ledger = FakeLedger()
-    guard = OverlapGuard(ledger, resumed_zone={2: (10, 20)})
+    guard = OverlapGuard(ledger, FakeClaims(), resumed_zone={2: (10, 20)})
 
-    assert guard.overlaps({2: (15, 30)}, LIVE)
-    assert not guard.overlaps({}, LIVE)
+    assert guard.overlaps({2: (15, 30)})
+    assert not guard.overlaps({})
     assert ledger.range_reads == 0
 
 
-def test_before_its_ranges_are_known_a_batch_may_overlap_whatever_another_writer_wrote():
-    ledger = FakeLedger()
-    guard = OverlapGuard(ledger)
-    assert not guard.may_overlap_any(LIVE), "a lake no other writer touched: nothing to overlap"
+def test_before_its_ranges_are_known_a_batch_may_overlap_a_claim_a_zone_or_an_older_range():
+    claims = FakeClaims()
+    guard = OverlapGuard(FakeLedger(), claims, ledger_created=True)
+    assert not guard.may_overlap_any(), "a lake no other writer touched: nothing to overlap"
 
-    ledger.commit(RECOVERY, (3, 100, 200))
-    assert guard.may_overlap_any(LIVE), "a recovery's range: a batch of unknown ranges may overlap it"
+    claims.claim(3, 100, 200)
+    assert guard.may_overlap_any(), "a claim: a batch of unknown ranges may overlap it"
 
-    assert OverlapGuard(FakeLedger(), resumed_zone={1: (40, 90)}).may_overlap_any(LIVE), "a resumed zone"
+    assert OverlapGuard(FakeLedger(), FakeClaims(), resumed_zone={1: (40, 90)}).may_overlap_any(), "a resumed zone"
+    assert OverlapGuard(FakeLedger((0, 1, 5)), FakeClaims()).may_overlap_any(), "an older writer's range"
 
 
-def test_a_ledger_this_run_created_is_not_read_until_another_writer_commits():
-    ledger = FakeLedger()
-    ledger.commit(None)  # commit 0: the run created the table
-    guard = OverlapGuard(ledger, ledger_created=True)
+def test_a_ledger_this_run_created_is_never_read():
+    ledger = FakeLedger((0, 40, 60))
+    guard = OverlapGuard(ledger, FakeClaims(), ledger_created=True)
 
-    assert not guard.may_overlap_any(LIVE) and not guard.overlaps({0: (0, 50)}, LIVE)
-    assert ledger.range_reads == 0, "nothing to read in a ledger created a moment ago"
+    assert not guard.may_overlap_any() and not guard.overlaps({0: (50, 70)})
+    assert ledger.range_reads == 0
 
-    ledger.commit(RECOVERY, (0, 40, 60))  # a recovery started right after
-    assert guard.overlaps({0: (50, 70)}, LIVE) and ledger.range_reads == 1
+
+def test_only_the_unclaimed_part_of_a_batch_can_make_it_insert_only():
+    claims = FakeClaims()
+    claims.claim(0, 100, 200)
+    ledger = FakeLedger((0, 100, 200))  # the claimer's own ledger rows
+    guard = OverlapGuard(ledger, claims)
+
+    assert not guard.overlaps({0: (120, 180)}), "all of it claimed: left out, nothing to write insert-only"
+    assert not guard.overlaps({0: (150, 260), 1: (0, 50)})
+    ledger.other_ranges.append((0, 250, 300))  # (read once: a new guard sees it)
+    assert OverlapGuard(ledger, claims).overlaps({0: (150, 260)}), "the unclaimed [200, 260) meets another writer's range"
