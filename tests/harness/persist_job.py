@@ -186,3 +186,18 @@ def run_backfill(conf: Path, *args: str, log: Path) -> int:
     from spark_jobs.backfill import main
 
     return run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *args], log)
+
+
+def wait_for_event(log: Path, event: str, job: subprocess.Popen, timeout_s: float = 120) -> bool:
+    """Wait until the job in process ``job`` has logged ``event`` (a JSON line's "event") to
+    ``log``; False when the job ended first (it may have finished quickly), fails the test when
+    neither happens within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    needle = f'"event": "{event}"'
+    while time.monotonic() < deadline:
+        if log.exists() and needle in log.read_text(errors="replace"):
+            return True
+        if job.poll() is not None:
+            return False
+        time.sleep(0.1)
+    raise AssertionError(f"no {event} line in {log} within {timeout_s:.0f} s; tail:\n{_tail(log)}")

@@ -1,0 +1,168 @@
+"""Writers that cannot collide: the live job, a recovery and a backfill into ``events`` running at
+the same time on one stream, each pair started at several moments relative to the first job's
+first commit. Whatever the interleaving, the lake holds every produced (partition, offset) once,
+in the one table a clean run routes it to, and each claimer's count is what its own commits
+inserted (tidemark.write_claims has the argument; these tests try to break it with real drivers:
+one job in its own process, the other in the test's, both on the real broker and Delta).
+
+The moments: ``before`` starts the second job at once (it claims and commits while the first
+is still starting its JVM: the incident of issue 24, recovery committing before live's batch);
+``during`` once the first has started its query (its first batch is being planned or written);
+``after`` once the first has committed its first batch. A seeded jitter of up to a second moves
+each start a little more.
+
+The suite runs each pair at one moment (a case costs 30-40 s: two drivers); the whole matrix,
+every pair at every moment over many seeds, is ``benchmarks/concurrent_writers.py``, which runs
+this same test with TIDEMARK_WRITER_TRIALS=<seeds> and writes its results file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections import Counter
+
+import pytest
+
+from harness.persist_job import (
+    produce,
+    run_backfill,
+    run_persist,
+    run_recover,
+    start_backfill,
+    start_persist,
+    telemetry_value,
+    wait_for_event,
+    write_stream_config,
+)
+
+pytestmark = pytest.mark.integration
+
+HOUR_MS = 3_600_000
+PARTITIONS = 2
+PER_PARTITION = 800
+BUDGET = 200
+UNDECODABLE_EVERY = 97  # offsets o with o % 97 == 5 hold bytes that are not JSON: quarantined
+
+# (the job started first, in its own process; the job started second, in the test's)
+PAIRS = [("live", "recovery"), ("live", "backfill"), ("backfill", "recovery")]
+MOMENTS = ["before", "during", "after"]
+FIRST_EVENT = {"before": None, "during": "query_started", "after": "batch_persisted"}
+
+
+def _cases() -> list:
+    """(first, second, moment, seed): the suite's three, or the whole matrix for each seed of
+    TIDEMARK_WRITER_TRIALS ("0,1,2")."""
+    seeds = os.environ.get("TIDEMARK_WRITER_TRIALS", "").strip()
+    if not seeds:
+        suite = zip(PAIRS, MOMENTS)  # live ∥ recovery before, live ∥ backfill during, backfill ∥ recovery after
+        return [pytest.param(first, second, moment, 0, id=f"{first}-{second}-{moment}") for (first, second), moment in suite]
+    return [
+        pytest.param(first, second, moment, int(seed), id=f"{first}-{second}-{moment}-seed{seed}")
+        for seed in seeds.split(",")
+        for first, second in PAIRS
+        for moment in MOMENTS
+    ]
+
+
+@pytest.fixture(scope="module")
+def backlog(kafka_broker, tmp_path_factory):
+    """One topic for every case (each case has its own lake): event times rising over the two
+    hours before now, every 97th record undecodable."""
+    topic = "concurrent_writers"
+    kafka_broker.create_topic(topic, PARTITIONS)
+    now_ms = int(time.time() * 1000)
+    records = []
+    for i in range(PER_PARTITION):
+        event_ms = now_ms - 2 * HOUR_MS + i * (2 * HOUR_MS) // PER_PARTITION
+        for p in range(PARTITIONS):
+            value = b"not json {" if i % UNDECODABLE_EVERY == 5 else telemetry_value(f"scooter-{p}-{i % 7}", event_ms)
+            records.append((p, value, event_ms))
+    assert produce(kafka_broker.bootstrap, topic, records) == {p: PER_PARTITION for p in range(PARTITIONS)}
+    return topic, now_ms
+
+
+@pytest.mark.parametrize("first, second, moment, seed", _cases())
+def test_two_writers_at_once_write_each_record_once_in_its_table(first, second, moment, seed, backlog, kafka_broker, spark, tmp_path):
+    topic, now_ms = backlog
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, PARTITIONS, max_records_per_batch=BUDGET)
+    lake = tmp_path / "lake" / "telemetry"
+    jitter_s = random.Random(f"{first}-{second}-{moment}-{seed}").uniform(0, 1.0)
+
+    job = _start(first, conf, now_ms, tmp_path)
+    if FIRST_EVENT[moment]:
+        wait_for_event(tmp_path / f"{first}.log", FIRST_EVENT[moment], job)
+    time.sleep(jitter_s)
+    assert _run(second, conf, now_ms, tmp_path) == 0, (tmp_path / f"{second}.log").read_text()[-3000:]
+    assert job.wait(300) == 0, (tmp_path / f"{first}.log").read_text()[-3000:]
+
+    routed = _routed_pairs(spark, lake)
+    twice = {pair: tables for pair, tables in routed.items() if len(tables) > 1}
+    claimed = [json.loads((tmp_path / f"{job_}.json").read_text()) for job_ in (first, second) if job_ != "live"]
+    conflicts = sum(result["commit_conflicts_retried"] for result in claimed)
+    _record_trial(first, second, moment, seed, jitter_s, len(routed), len(twice), conflicts)
+    assert twice == {}, f"{len(twice)} pairs written more than once, e.g. {sorted(twice.items())[:5]}"
+    expected = {(p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events") for p in range(PARTITIONS) for o in range(PER_PARTITION)}
+    assert {pair: tables[0] for pair, tables in routed.items()} == expected
+
+    # A claimer's count is its own commits' (their MERGE metrics): the live job's plain appends
+    # never MERGE here, so the claimers' counts add up to the rows all MERGEs inserted.
+    assert sum(result["inserted"] for result in claimed) == _merged_rows(spark, lake)
+    if "live" not in (first, second):
+        assert sum(result["inserted"] for result in claimed) == PARTITIONS * PER_PARTITION
+
+
+def _record_trial(first, second, moment, seed, jitter_s, pairs, twice, conflicts) -> None:
+    """One line per case in TIDEMARK_WRITER_TRIALS_FILE when set (the trials script's results)."""
+    path = os.environ.get("TIDEMARK_WRITER_TRIALS_FILE")
+    if path:
+        line = {"first": first, "second": second, "moment": moment, "seed": seed, "jitter_s": round(jitter_s, 2),
+                "pairs": pairs, "written_twice": twice, "commit_conflicts_retried": conflicts}  # fmt: skip
+        with open(path, "a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+def _start(job: str, conf, now_ms: int, tmp_path):
+    log = tmp_path / f"{job}.log"
+    if job == "live":
+        return start_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=log)
+    return start_backfill(conf, *_backfill_args(now_ms, tmp_path), log=log)
+
+
+def _run(job: str, conf, now_ms: int, tmp_path) -> int:
+    log = tmp_path / f"{job}.log"
+    if job == "recovery":
+        return run_recover(conf, 0, f"0-{PER_PARTITION}", log=log, result=tmp_path / "recovery.json")
+    return run_backfill(conf, *_backfill_args(now_ms, tmp_path), log=log)
+
+
+def _backfill_args(now_ms: int, tmp_path) -> list[str]:
+    """The whole backlog's event-time range, into events."""
+    return ["--start", _iso(now_ms - 3 * HOUR_MS), "--end", _iso(now_ms), "--target", "events", "--result", str(tmp_path / "backfill.json")]
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + "Z"
+
+
+def _routed_pairs(spark, lake) -> dict[tuple[int, int], list[str]]:
+    """Every (partition, offset) in events, late and quarantine, with the tables holding it (a
+    pair written twice shows twice)."""
+    found: dict[tuple[int, int], list[str]] = {}
+    for table in ("events", "late", "quarantine"):
+        for row in spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect():
+            found.setdefault((row.source_partition, row.source_offset), []).append(table)
+    return found
+
+
+def _merged_rows(spark, lake) -> int:
+    """Rows inserted by every MERGE commit of events, late and quarantine (Delta's history)."""
+    from delta.tables import DeltaTable
+
+    total = Counter()
+    for table in ("events", "late", "quarantine"):
+        for row in DeltaTable.forPath(spark, str(lake / table)).history().where("operation = 'MERGE'").collect():
+            total[table] += int(row.operationMetrics.get("numTargetRowsInserted", 0))
+    return sum(total.values())
