@@ -1,0 +1,70 @@
+"""The persist job with its lake and its checkpoint on S3 (the loopback s3proxy): killed mid-run
+and restarted, it persists every record exactly once. The whole chain on s3a://: Spark's
+streaming checkpoint, the Delta commits through tidemark's put-if-absent LogStore, and the
+Spark-free reader (connectors.lake_reader, delta-rs) with the storage settings of
+connectors.lake_storage."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+
+import pytest
+import yaml
+
+from harness.persist_job import produce, start_persist, telemetry_value, write_stream_config
+
+pytestmark = pytest.mark.integration
+
+
+def test_killed_mid_run_on_s3_and_restarted_persists_every_record_exactly_once(kafka_broker, loopback_s3, tmp_path):
+    from connectors.lake_reader import last_global_watermark_ms
+    from connectors.lake_storage import open_delta_table
+    from tidemark.stream_config import load_stream
+
+    topic, partitions, count, budget = "persist_on_s3", 2, 3_000, 500  # six batches: killed after two
+    kafka_broker.create_topic(topic, partitions)
+    now_ms = int(time.time() * 1000)
+    times = [now_ms - (count - i) * 1_000 for i in range(count)]  # in order, one a second: nothing late
+    produced = produce(kafka_broker.bootstrap, topic, [(i % partitions, telemetry_value(f"scooter-{i % 20}", t), t) for i, t in enumerate(times)])
+    environment = loopback_s3.lake_environment("lake-on-s3")
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, partitions, max_records_per_batch=budget)
+    document = yaml.safe_load(conf.read_text())
+    document["streams"]["telemetry"]["lake"] = {
+        "root": environment["TIDEMARK_LAKE_ROOT"], "checkpoint_root": environment["TIDEMARK_CHECKPOINT_ROOT"],
+    }  # fmt: skip
+    conf.write_text(yaml.safe_dump(document))
+    stream = load_stream(str(conf), "telemetry")
+
+    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log", environment=environment)
+    _kill_after_commits(job, loopback_s3, stream.table_path("ledger"), batches=2, log=tmp_path / "first_run.log")
+    rerun = start_persist(conf, "--mode", "available_now", log=tmp_path / "second_run.log", environment=environment)
+    assert rerun.wait(300) == 0, (tmp_path / "second_run.log").read_text()[-3000:]
+
+    events = open_delta_table(stream.table_path("events"), environ=environment).to_pyarrow_table(columns=["source_partition", "source_offset"])
+    pairs = Counter(zip(events["source_partition"].to_pylist(), events["source_offset"].to_pylist()))
+    assert pairs == Counter({(p, offset): 1 for p, total in produced.items() for offset in range(total)})
+    with pytest.MonkeyPatch.context() as patch:  # the reader takes its settings from the environment
+        for name, value in environment.items():
+            patch.setenv(name, value)
+        assert last_global_watermark_ms(stream) is not None
+
+
+def _kill_after_commits(job, loopback_s3, ledger: str, batches: int, log, timeout_s: float = 300) -> None:
+    """SIGKILL the job once the ledger on S3 holds ``batches`` committed batches (version 0 creates it)."""
+    from pyarrow import fs
+
+    s3 = loopback_s3.filesystem()
+    log_folder = ledger.split("://", 1)[1] + "/_delta_log"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = s3.get_file_info(fs.FileSelector(log_folder, allow_not_found=True))
+        if sum(info.base_name.endswith(".json") for info in listed) >= batches + 1:
+            break
+        assert job.poll() is None, f"the job ended before it could be killed:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"the job committed nothing within {timeout_s:.0f} s"
+        time.sleep(0.2)
+    os.killpg(job.pid, signal.SIGKILL)
+    assert job.wait(30) == -signal.SIGKILL, "the job finished before the kill: make the backlog larger"
