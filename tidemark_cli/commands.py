@@ -48,7 +48,7 @@ def cli(conf: str) -> None:
 @cli.command(short_help="Start the embedded stack (make up).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def up(services: tuple[str, ...]) -> int:
-    """Start the embedded stack: Kafka, then Airflow (or only SERVICES).
+    """Start the embedded stack: Kafka, the loopback S3, then Airflow (or only SERVICES).
 
     The same as `make up`. Fetches the pinned JVM jars first (Maven, once).
 
@@ -70,7 +70,7 @@ def up(services: tuple[str, ...]) -> int:
 @cli.command(short_help="Stop the embedded stack (make down).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def down(services: tuple[str, ...]) -> int:
-    """Stop the embedded stack: Airflow, then Kafka (or only SERVICES). Keeps all state.
+    """Stop the embedded stack: Airflow, the loopback S3, then Kafka (or only SERVICES). Keeps all state.
 
     The same as `make down`.
 

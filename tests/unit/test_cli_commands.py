@@ -131,11 +131,11 @@ def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command
     )
 
 
-def test_down_stops_airflow_then_kafka_through_the_stacks_own_services(cli_home, capsys):
+def test_down_stops_airflow_then_the_loopback_s3_then_kafka_through_the_stacks_own_services(cli_home, capsys):
     assert main(["down"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["Airflow is not running.", "Kafka is not running."]
+    assert capsys.readouterr().out.splitlines() == ["Airflow is not running.", "Loopback S3 is not running.", "Kafka is not running."]
 
 
 def test_an_unknown_service_is_a_usage_error(cli_home, capsys):
     assert main(["up", "spark"]) == 2
-    assert "'spark' is not one of 'kafka', 'airflow'" in capsys.readouterr().err
+    assert "'spark' is not one of 'kafka', 's3', 'airflow'" in capsys.readouterr().err
