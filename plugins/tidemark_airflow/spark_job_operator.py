@@ -26,6 +26,10 @@ _FORWARDED_ENVIRONMENT = (
     "SPARK_LOCAL_IP",
     "TIDEMARK_SPARK_LOG_LEVEL",  # WARN by default; INFO brings Spark's chatter back for debugging
     "TIDEMARK_CHAOS_FREEZE",  # the chaos switch (off unless set): see spark_jobs/persist.py
+    # Where the lake's S3 is (connectors/lake_storage.py). The credentials are secret: they reach
+    # spark-submit through this process's environment (tidemark_airflow.aws_connection), never here.
+    "TIDEMARK_S3_ENDPOINT",
+    "AWS_REGION",
 )
 
 
@@ -91,6 +95,11 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             except (SparkConnectionError, FileNotFoundError) as error:
                 raise AirflowFailException(str(error)) from None
             self.log.info("Spark master %s: %s", connection["master"], type(master).__name__)
+            from tidemark_airflow.aws_connection import apply_aws_connection
+
+            aws_conn_id = apply_aws_connection()
+            if aws_conn_id:
+                self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
             self.application_args = arguments
             self.conf = {
                 **placement.conf,
