@@ -37,6 +37,11 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     _step("Starting the local Kafka broker")
     kafka = KafkaBroker.from_environment()
     print(kafka.start())
+    if os.environ.get("TIDEMARK_LAKE_STORE") == "s3":
+        from stack.loopback_s3 import LoopbackS3
+
+        _step("Starting the loopback S3 (TIDEMARK_LAKE_STORE=s3: the lake and checkpoints go there)")
+        print(LoopbackS3.from_environment().start())
     _step("Starting Airflow")
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())

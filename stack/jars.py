@@ -39,7 +39,7 @@ SPARK_GROUPS = frozenset({"delta", "spark-kafka"})
 # Java sources a group builds with its own pom and adds to its folder, by group.
 BUILT = {"delta": REPO_ROOT / "connectors" / "jvm" / "s3-log-store"}
 STAMP = ".stamp"
-INSTALL_HINT = "install them with `apt-get install maven openjdk-17-jre-headless`"
+INSTALL_HINT = "install them with `apt-get install maven openjdk-17-jdk-headless`"
 
 
 def jars_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -108,7 +108,7 @@ def ensure_jars(root: Path, groups: Iterable[str] = GROUPS) -> list[str]:
         folder = root / group
         if (folder / STAMP).is_file() and (folder / STAMP).read_text() == stamp and group_jars(root, group):
             continue
-        _require_tools()
+        _require_tools(("java", "mvn", "javac") if group in BUILT else ("java", "mvn"))
         # Start from an empty folder so a version bump in the pom leaves no stale jar behind.
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -156,8 +156,9 @@ def _build(project: Path, build_dir: Path, folder: Path) -> None:
         shutil.copy2(jar, folder / jar.name)
 
 
-def _require_tools() -> None:
-    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+def _require_tools(tools: tuple[str, ...] = ("java", "mvn")) -> None:
+    # javac only where a group compiles sources: a JRE alone runs Maven but builds nothing.
+    missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:
         raise StackError(f"{' and '.join(missing)} not found on PATH; {INSTALL_HINT}.")
 

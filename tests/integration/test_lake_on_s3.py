@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from harness.persist_job import produce, start_persist, telemetry_value, write_stream_config
+from stack.jars import ensure_jars, shared_jars_root
 
 pytestmark = pytest.mark.integration
 
@@ -24,6 +25,7 @@ def test_killed_mid_run_on_s3_and_restarted_persists_every_record_exactly_once(k
     from connectors.lake_storage import open_delta_table
     from tidemark.stream_config import load_stream
 
+    ensure_jars(shared_jars_root(), ["delta"])  # Delta, S3A and the LogStore, for the job's JVM
     topic, partitions, count, budget = "persist_on_s3", 2, 3_000, 500  # six batches: killed after two
     kafka_broker.create_topic(topic, partitions)
     now_ms = int(time.time() * 1000)

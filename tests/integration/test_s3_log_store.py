@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness.s3_requests import put_object
-from stack.jars import shared_jars_root
+from stack.jars import ensure_jars, shared_jars_root
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +62,7 @@ def race(loopback_s3, tmp_path_factory) -> Race:
     """Three driver processes, ROUNDS rounds, each round one append per driver to each table.
 
     One race for both tables: the control costs no second set of JVM start-ups."""
+    ensure_jars(shared_jars_root(), ["delta"])  # Delta, S3A and the LogStore, for the drivers
     folder = tmp_path_factory.mktemp("log-store-race")
     (folder / "sync").mkdir()
     (folder / "acks").mkdir()

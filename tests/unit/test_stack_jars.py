@@ -31,7 +31,7 @@ def test_jars_root_honours_tidemark_jars_over_the_home():
 
 def test_a_current_stamp_skips_maven(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(jars, "_require_tools", lambda: None)
+    monkeypatch.setattr(jars, "_require_tools", lambda tools=(): None)
     monkeypatch.setattr(jars, "_run_maven", lambda group, root, excluded: (calls.append(group), (root / group / "a-1.jar").touch()))
 
     assert jars.ensure_jars(tmp_path, ["kafka"]) == ["kafka"]
@@ -40,7 +40,7 @@ def test_a_current_stamp_skips_maven(tmp_path, monkeypatch):
 
 
 def test_a_changed_pom_runs_maven_again_from_an_empty_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(jars, "_require_tools", lambda: None)
+    monkeypatch.setattr(jars, "_require_tools", lambda tools=(): None)
     monkeypatch.setattr(jars, "_run_maven", lambda group, root, excluded: (root / group / "new-2.jar").touch())
     (tmp_path / "kafka").mkdir()
     (tmp_path / "kafka" / "old-1.jar").touch()
@@ -53,7 +53,7 @@ def test_a_changed_pom_runs_maven_again_from_an_empty_folder(tmp_path, monkeypat
 def test_missing_maven_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
 
-    with pytest.raises(StackError, match="apt-get install maven openjdk-17-jre-headless"):
+    with pytest.raises(StackError, match="apt-get install maven openjdk-17-jdk-headless"):
         jars.ensure_jars(tmp_path, ["kafka"])
 
 
