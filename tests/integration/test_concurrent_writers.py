@@ -1,6 +1,8 @@
 """Writers that cannot collide: the live job, a recovery and a backfill into ``events`` running at
 the same time on one stream, each pair started at several moments relative to the first job's
-first commit. Whatever the interleaving, the lake holds every produced (partition, offset) once,
+first commit. The claimers read ahead of the live job (the second half of the backlog), as a
+recovery of a stalled partition does, so they write offsets the live job reaches later; the
+recovery and the backfill overlap each other by a quarter of the backlog. Whatever the interleaving, the lake holds every produced (partition, offset) once,
 in the one table a clean run routes it to, and each claimer's count is what its own commits
 inserted (tidemark.write_claims has the argument; these tests try to break it with real drivers:
 one job in its own process, the other in the test's, both on the real broker and Delta).
@@ -104,14 +106,15 @@ def test_two_writers_at_once_write_each_record_once_in_its_table(first, second, 
     conflicts = sum(result["commit_conflicts_retried"] for result in claimed)
     _record_trial(first, second, moment, seed, jitter_s, len(routed), len(twice), conflicts)
     assert twice == {}, f"{len(twice)} pairs written more than once, e.g. {sorted(twice.items())[:5]}"
-    expected = {(p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events") for p in range(PARTITIONS) for o in range(PER_PARTITION)}
+    written = _written_offsets(first, second)
+    expected = {(p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events") for p, o in written}
     assert {pair: tables[0] for pair, tables in routed.items()} == expected
 
     # A claimer's count is its own commits' (their MERGE metrics): the live job's plain appends
     # never MERGE here, so the claimers' counts add up to the rows all MERGEs inserted.
     assert sum(result["inserted"] for result in claimed) == _merged_rows(spark, lake)
     if "live" not in (first, second):
-        assert sum(result["inserted"] for result in claimed) == PARTITIONS * PER_PARTITION
+        assert sum(result["inserted"] for result in claimed) == len(written)
 
 
 def _record_trial(first, second, moment, seed, jitter_s, pairs, twice, conflicts) -> None:
@@ -124,6 +127,16 @@ def _record_trial(first, second, moment, seed, jitter_s, pairs, twice, conflicts
             out.write(json.dumps(line) + "\n")
 
 
+def _written_offsets(first: str, second: str) -> set[tuple[int, int]]:
+    """What the two jobs write between them: live every offset; the backfill the second half of
+    each partition (its event-time range), the recovery partition 0 from half way (beside live)
+    or from a quarter (beside the backfill, overlapping it)."""
+    if "live" in (first, second):
+        return {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
+    backfill = {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION // 2, PER_PARTITION)}
+    return backfill | {(0, o) for o in range(PER_PARTITION // 4, PER_PARTITION)}
+
+
 def _start(job: str, conf, now_ms: int, tmp_path):
     log = tmp_path / f"{job}.log"
     if job == "live":
@@ -134,13 +147,14 @@ def _start(job: str, conf, now_ms: int, tmp_path):
 def _run(job: str, conf, now_ms: int, tmp_path) -> int:
     log = tmp_path / f"{job}.log"
     if job == "recovery":
-        return run_recover(conf, 0, f"0-{PER_PARTITION}", log=log, result=tmp_path / "recovery.json")
+        start = PER_PARTITION // 2 if (tmp_path / "live.log").exists() else PER_PARTITION // 4
+        return run_recover(conf, 0, f"{start}-{PER_PARTITION}", log=log, result=tmp_path / "recovery.json")
     return run_backfill(conf, *_backfill_args(now_ms, tmp_path), log=log)
 
 
 def _backfill_args(now_ms: int, tmp_path) -> list[str]:
-    """The whole backlog's event-time range, into events."""
-    return ["--start", _iso(now_ms - 3 * HOUR_MS), "--end", _iso(now_ms), "--target", "events", "--result", str(tmp_path / "backfill.json")]
+    """The second half of the backlog's event-time range (its last hour), into events."""
+    return ["--start", _iso(now_ms - HOUR_MS), "--end", _iso(now_ms), "--target", "events", "--result", str(tmp_path / "backfill.json")]
 
 
 def _iso(ms: int) -> str:
