@@ -88,7 +88,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     print(
         f"late: records whose event time was more than the allowed lateness "
         f"({format_duration_ms(stream.event_time.allowed_lateness_ms)}) behind the global watermark when read (their "
-        f"hour was already sealed); kept, never dropped, in {Path(stream.lake.root) / DEMO_STREAM / 'late'} with the "
+        f"hour was already sealed); kept, never dropped, in {stream.table_path('late')} with the "
         f"watermark each met."
     )
 
@@ -127,7 +127,8 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
               f"up to {detected.get('read_until')}; offline periods opened {detected.get('periods_opened')}, closed "
               f"{detected.get('periods_closed')}; table {detected.get('output')}")  # fmt: skip
 
-    lake = Path(stream.lake.root) / DEMO_STREAM
+    # Not a Path: pathlib would fold s3a://bucket into s3a:/bucket.
+    lake = f"{stream.lake.root.rstrip('/')}/{DEMO_STREAM}"
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
         f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
