@@ -170,11 +170,27 @@ def _tail(log: Path, lines: int = 40) -> str:
 BACKFILL_JOB = REPO / "spark_jobs" / "backfill.py"
 
 
-def start_backfill(conf: Path, *args: str, log: Path) -> subprocess.Popen:
+def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
     """Start the backfill job (its own process group, like ``start_persist``)."""
     return subprocess.Popen(
         [sys.executable, str(BACKFILL_JOB), "--stream", "telemetry", "--conf", str(conf), *args],
-        env=job_environment(),
+        env={**job_environment(), **(environment or {})},
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+RECOVER_JOB = REPO / "spark_jobs" / "recover.py"
+
+
+def start_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start the recovery job in a process of its own (like ``start_persist``): for a test whose
+    jobs need an environment the test's own Spark session was not started with (S3 settings)."""
+    return subprocess.Popen(
+        [sys.executable, str(RECOVER_JOB), "--stream", "telemetry", "--conf", str(conf), "--partition", str(partition),
+         "--ranges", ranges, "--reason", "test", "--result", str(result)],  # fmt: skip
+        env={**job_environment(), **(environment or {})},
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,

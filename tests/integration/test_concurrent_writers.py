@@ -27,6 +27,7 @@ import time
 from collections import Counter
 
 import pytest
+import yaml
 
 from harness.persist_job import (
     produce,
@@ -35,6 +36,7 @@ from harness.persist_job import (
     run_recover,
     start_backfill,
     start_persist,
+    start_recover,
     telemetry_value,
     wait_for_event,
     write_stream_config,
@@ -100,7 +102,7 @@ def test_two_writers_at_once_write_each_record_once_in_its_table(first, second, 
     assert _run(second, conf, now_ms, tmp_path) == 0, (tmp_path / f"{second}.log").read_text()[-3000:]
     assert job.wait(300) == 0, (tmp_path / f"{first}.log").read_text()[-3000:]
 
-    routed = _routed_pairs(spark, lake)
+    routed = _routed_pairs(str(lake))
     twice = {pair: tables for pair, tables in routed.items() if len(tables) > 1}
     claimed = [json.loads((tmp_path / f"{job_}.json").read_text()) for job_ in (first, second) if job_ != "live"]
     conflicts = sum(result["commit_conflicts_retried"] for result in claimed)
@@ -112,7 +114,7 @@ def test_two_writers_at_once_write_each_record_once_in_its_table(first, second, 
 
     # A claimer's count is its own commits' (their MERGE metrics): the live job's plain appends
     # never MERGE here, so the claimers' counts add up to the rows all MERGEs inserted.
-    assert sum(result["inserted"] for result in claimed) == _merged_rows(spark, lake)
+    assert sum(result["inserted"] for result in claimed) == _merged_rows(str(lake))
     if "live" not in (first, second):
         assert sum(result["inserted"] for result in claimed) == len(written)
 
@@ -161,22 +163,55 @@ def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + "Z"
 
 
-def _routed_pairs(spark, lake) -> dict[tuple[int, int], list[str]]:
+def test_live_and_a_recovery_at_once_with_the_lake_on_s3(backlog, kafka_broker, loopback_s3, tmp_path):
+    """Live ∥ recovery during live's first batch, with the tables, the claims and both jobs'
+    checkpoints on the loopback S3 (both jobs in processes of their own, each with the S3
+    settings): the claims and the wait for live's batch in flight read live's checkpoint there,
+    and every commit goes through the put-if-absent LogStore."""
+    topic, _ = backlog
+    environment = loopback_s3.lake_environment("concurrent-writers")
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, PARTITIONS, max_records_per_batch=BUDGET)
+    document = yaml.safe_load(conf.read_text())
+    document["streams"]["telemetry"]["lake"] = {"root": environment["TIDEMARK_LAKE_ROOT"], "checkpoint_root": environment["TIDEMARK_CHECKPOINT_ROOT"]}
+    conf.write_text(yaml.safe_dump(document))
+    lake = f"{environment['TIDEMARK_LAKE_ROOT'].rstrip('/')}/telemetry"
+
+    live = start_persist(conf, "--mode", "available_now", log=tmp_path / "live.log", environment=environment)
+    wait_for_event(tmp_path / "live.log", "query_started", live)
+    recovery = start_recover(conf, 0, f"{PER_PARTITION // 2}-{PER_PARTITION}", log=tmp_path / "recovery.log",
+                             result=tmp_path / "recovery.json", environment=environment)  # fmt: skip
+    assert recovery.wait(300) == 0, (tmp_path / "recovery.log").read_text()[-3000:]
+    assert live.wait(300) == 0, (tmp_path / "live.log").read_text()[-3000:]
+
+    routed = _routed_pairs(lake, environment)
+    assert {pair: tables for pair, tables in routed.items() if len(tables) > 1} == {}
+    written = _written_offsets("live", "recovery")
+    assert {pair: tables[0] for pair, tables in routed.items()} == {
+        (p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events") for p, o in written
+    }
+    assert json.loads((tmp_path / "recovery.json").read_text())["inserted"] == _merged_rows(lake, environment)
+
+
+def _routed_pairs(lake: str, environ: dict[str, str] | None = None) -> dict[tuple[int, int], list[str]]:
     """Every (partition, offset) in events, late and quarantine, with the tables holding it (a
-    pair written twice shows twice)."""
+    pair written twice shows twice). Read with delta-rs, local or on S3."""
+    from connectors.lake_storage import open_delta_table
+
     found: dict[tuple[int, int], list[str]] = {}
     for table in ("events", "late", "quarantine"):
-        for row in spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect():
-            found.setdefault((row.source_partition, row.source_offset), []).append(table)
+        rows = open_delta_table(f"{lake}/{table}", environ=environ).to_pyarrow_table(columns=["source_partition", "source_offset"])
+        for pair in zip(rows["source_partition"].to_pylist(), rows["source_offset"].to_pylist()):
+            found.setdefault(pair, []).append(table)
     return found
 
 
-def _merged_rows(spark, lake) -> int:
-    """Rows inserted by every MERGE commit of events, late and quarantine (Delta's history)."""
-    from delta.tables import DeltaTable
+def _merged_rows(lake: str, environ: dict[str, str] | None = None) -> int:
+    """Rows inserted by every MERGE commit of events, late and quarantine (their commit infos)."""
+    from connectors.lake_storage import open_delta_table
 
-    total = Counter()
-    for table in ("events", "late", "quarantine"):
-        for row in DeltaTable.forPath(spark, str(lake / table)).history().where("operation = 'MERGE'").collect():
-            total[table] += int(row.operationMetrics.get("numTargetRowsInserted", 0))
-    return sum(total.values())
+    return sum(
+        int(commit.get("operationMetrics", {}).get("numTargetRowsInserted", 0))
+        for table in ("events", "late", "quarantine")
+        for commit in open_delta_table(f"{lake}/{table}", environ=environ).history()
+        if commit.get("operation") == "MERGE"
+    )
