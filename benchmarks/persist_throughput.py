@@ -1,6 +1,7 @@
 """Persistence throughput: a backlog of N records caught up by the persist job, on this machine.
 
     .venv/bin/python benchmarks/persist_throughput.py [--records 2000000] [--max-records-per-batch 200000]
+        [--lake local|s3|both]
 
 Starts its own broker (temporary state, free loopback port), produces the backlog with the data
 generator (four heavy partitions), runs the persist job in available_now mode as a separate
@@ -11,12 +12,15 @@ process (as spark-submit would), and reports:
 - peak resident memory of the job's process tree (JVM + Python workers), sampled every 0.5 s.
 
 Results are printed and written to benchmarks/results/persist_throughput.json (aligned, the default)
-or persist_throughput_no_alignment.json (--no-alignment).
+or persist_throughput_no_alignment.json (--no-alignment). ``--lake s3`` puts the lake and the
+checkpoint on a loopback S3 (s3proxy, its own JVM) instead of local disk; ``--lake both`` runs the
+job twice over the same backlog, local disk first, and writes persist_throughput_lakes.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -45,16 +49,19 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--max-records-per-batch", type=int, default=200_000)
     parser.add_argument("--no-alignment", action="store_true", help="record-count slices instead of aligned ones")
+    parser.add_argument("--lake", choices=("local", "s3", "both"), default="local")
     parser.add_argument("--results", type=Path, default=None)
     args = parser.parse_args()
-    results = args.results or RESULTS.with_name(f"persist_throughput{'_no_alignment' if args.no_alignment else ''}.json")
+    name = "persist_throughput" + ("_no_alignment" if args.no_alignment else "") + {"local": "", "s3": "_s3", "both": "_lakes"}[args.lake]
+    results = args.results or RESULTS.with_name(f"{name}.json")
 
     jars = shared_jars_root()
-    ensure_jars(jars, ["kafka", "delta"])
+    ensure_jars(jars, ["kafka", "delta", "s3proxy"] if args.lake != "local" else ["kafka", "delta"])
+    lakes = ["local", "s3"] if args.lake == "both" else [args.lake]
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
         scratch = Path(scratch)
-        with scratch_broker(scratch, jars) as broker:
-            figures = run(broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment)
+        with scratch_broker(scratch, jars) as broker, _loopback_s3(scratch, jars, "s3" in lakes) as s3:
+            figures = run(broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment, lakes, s3)
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
@@ -62,7 +69,27 @@ def main() -> int:
     return 0
 
 
-def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_records_per_batch: int, align: bool) -> dict:
+@contextlib.contextmanager
+def _loopback_s3(scratch: Path, jars: Path, wanted: bool):
+    """A loopback S3 of the benchmark's own when ``wanted`` (else None), stopped at the end."""
+    if not wanted:
+        yield None
+        return
+    from stack.loopback_s3 import LoopbackS3
+    from stack.ports import free_port
+
+    store = LoopbackS3(state_dir=scratch / "s3", jars_dir=jars, port=free_port())
+    store.start()
+    try:
+        yield store
+    finally:
+        store.stop()
+
+
+def run(
+    broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_records_per_batch: int, align: bool,
+    lakes: list[str] = ("local",), s3=None,
+) -> dict:  # fmt: skip
     topic = "bench_persist"
     broker.create_topic(topic, PARTITIONS)
     hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
@@ -76,8 +103,17 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
     )
     summary = json.loads(produced.stdout.strip().splitlines()[-1])
     value_bytes = _value_bytes(broker.bootstrap, topic)
+    figures = {
+        lake: _persist(scratch, env if lake == "local" else {**env, **s3.lake_environment("bench")}, topic, broker,
+                       summary["records"], value_bytes, max_records_per_batch, align, lake)
+        for lake in lakes
+    }  # fmt: skip
+    return figures[lakes[0]] if len(lakes) == 1 else {"benchmark": "persist_throughput_lakes", "lakes": figures}
 
-    log_file = scratch / "persist.log"
+
+def _persist(scratch: Path, env: dict, topic: str, broker: KafkaBroker, total: int, value_bytes: int,
+             max_records_per_batch: int, align: bool, lake: str) -> dict:  # fmt: skip
+    log_file = scratch / f"persist-{lake}.log"
     started = time.monotonic()
     job = subprocess.Popen(
         [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", "telemetry", "--mode", "available_now",
@@ -93,9 +129,9 @@ def run(broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_record
     batches = [entry for entry in _json_lines(log_file) if entry.get("event") == "batch_persisted"]
     persisted = sum(b["records"] + b["quarantined"] for b in batches)
     batch_s = sum(b["seconds"] for b in batches)
-    total = summary["records"]
     return {
         "benchmark": "persist_throughput",
+        "lake": lake,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
         "slicing": "event_time (aligned)" if align else "record_count",
@@ -129,6 +165,7 @@ def _json_lines(log_file: Path) -> list[dict]:
 def _bench_config(scratch: Path, topic: str, bootstrap: str) -> Path:
     import yaml
 
+    # The shipped file reads lake.root and lake.checkpoint_root from the environment.
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     stream = document["streams"]["telemetry"]
     stream["source"].update(topic=topic, bootstrap_servers=bootstrap)

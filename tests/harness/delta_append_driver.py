@@ -1,12 +1,13 @@
 """One Spark driver of the multi-writer proof: appends one acknowledged row per round to Delta tables.
 
-    python -m harness.delta_append_driver --table s3a://... [--table s3://...] --driver 1 --drivers 3
-        --rounds 8 --sync DIR --acks DIR [--create]
+    python -m harness.delta_append_driver --table s3a://... --rounds 6 [--table s3://... --rounds 12]
+        --driver 1 --drivers 3 --sync DIR --acks DIR [--create]
 
 Drivers meet at a barrier (files in DIR) before every append, so their commits race for the same
 versions. A row is acknowledged (its id appended to ``acks/<table>.<driver>``, flushed to disk)
 only after ``save()`` returned: what a caller of the writer would take as persisted. ``--create``
-makes this driver create the tables (version 0) before the first barrier.
+makes this driver create the tables (version 0) before the first barrier. Each ``--table`` takes
+the ``--rounds`` given after it: in round r a driver appends to every table with more than r rounds.
 
 Storage settings come from the environment (connectors.lake_storage), as in every tidemark job,
 so an s3a:// table commits through tidemark's put-if-absent LogStore. An s3:// table is the
@@ -34,11 +35,13 @@ def main() -> None:
     parser.add_argument("--table", action="append", required=True)
     parser.add_argument("--driver", type=int, required=True)
     parser.add_argument("--drivers", type=int, required=True)
-    parser.add_argument("--rounds", type=int, required=True)
+    parser.add_argument("--rounds", type=int, action="append", required=True)
     parser.add_argument("--sync", type=Path, required=True)
     parser.add_argument("--acks", type=Path, required=True)
     parser.add_argument("--create", action="store_true")
     args = parser.parse_args()
+    if len(args.rounds) != len(args.table):
+        parser.error("give each --table its --rounds")
 
     from connectors.spark_session import lake_spark_session
 
@@ -49,10 +52,12 @@ def main() -> None:
         for table in args.table:
             spark.createDataFrame([], SCHEMA).write.format("delta").mode("append").save(table)
     _barrier(args.sync, "ready", args.driver, args.drivers)
-    for round_ in range(args.rounds):
+    for round_ in range(max(args.rounds)):
         row = f"d{args.driver}-r{round_}"
         frame = spark.createDataFrame([(row, args.driver, round_)], SCHEMA)
         for number, table in enumerate(args.table):
+            if round_ >= args.rounds[number]:
+                continue
             # Per table: the drivers leave each barrier together, so their commits collide.
             _barrier(args.sync, f"round-{round_}-{number}", args.driver, args.drivers)
             started = time.monotonic()
