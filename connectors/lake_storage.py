@@ -24,7 +24,7 @@ delta-rs only ever reads these tables (it commits differently; mixing writers is
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
