@@ -88,6 +88,31 @@ def loopback_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3
         store.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_on_loopback_s3(spark, loopback_s3: LoopbackS3) -> LoopbackS3:
+    """The session's ``spark`` reaching the loopback S3's bucket too, so a job run in this process
+    (``harness.persist_job.run_in_process`` with ``loopback_s3.lake_environment(prefix)`` as its
+    environment) can put its lake and checkpoints there without a JVM of its own.
+
+    A job's own session finds its credentials in the environment its JVM started with; this
+    session's JVM started before the loopback S3 existed, so the bucket's endpoint and the
+    loopback identity are set as S3A per-bucket options instead (test-only: in a job the keys
+    never become a Hadoop setting). Yields the ``LoopbackS3``.
+    """
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    prefix = f"fs.s3a.bucket.{loopback_s3.buckets[0]}."
+    for key, value in {
+        "endpoint": loopback_s3.endpoint,
+        "path.style.access": "true",
+        "connection.ssl.enabled": "false",
+        "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        "access.key": loopback_s3.access_key_id,
+        "secret.key": loopback_s3.secret_access_key,
+    }.items():
+        hadoop.set(prefix + key, value)
+    return loopback_s3
+
+
 # Stand-ins for tidemark's packages on the Spark worker's Python path: importing one fails.
 _NOT_ON_THE_WORKER = (
     'raise ImportError("{package} was imported from the Spark worker\'s own Python path: a job\'s executors '
