@@ -36,6 +36,7 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.backfill_plan import BackfillPlan, BeyondRetentionError, PartitionTimeIndex, plan_backfill  # noqa: E402
 from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = backfill(stream, request, plan, args.run_name, args.compare, args.max_records_per_batch or stream.persist.max_records_per_batch)
-    except (ShadowSetInUseError, PartitionLimitError) as error:
+    except (ShadowSetInUseError, PartitionLimitError, LakeStorageError) as error:
         return _refuse(args.result, str(error))
     except LiveBatchInFlightError as error:
         print(f"backfill: {error}", file=sys.stderr)
@@ -181,12 +182,14 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
 
 def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan, run_name: str, compare: bool, max_records_per_batch: int) -> dict:
     """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and the comparison."""
+    from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import batch_job_conf, lake_spark_session
     from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
     from spark_jobs.shadow_comparison import compare_with_live
     from tidemark.backfill_progress import BackfillProgress
 
     check_topic_partitions(stream)
+    check_lake_storage(stream)
     bounds = plan.offset_bounds()
     spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream, max_records_per_batch))
     started = time.monotonic()

@@ -30,6 +30,7 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch)
-    except PartitionLimitError as error:
+    except (PartitionLimitError, LakeStorageError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     except LiveBatchInFlightError as error:
@@ -106,11 +107,13 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
     """Replay ``request``; returns {recovered: [...], lost: [[start, end], ...], inserted,
     commit_conflicts_retried, event_hours}. ``inserted``: rows this run's commits inserted."""
     from connectors.kafka_log import KafkaLog
+    from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import lake_spark_session
     from spark_jobs.lake_tables import LakeTables
     from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
 
     check_topic_partitions(stream)
+    check_lake_storage(stream)
     partition = request.partition
     kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
     try:

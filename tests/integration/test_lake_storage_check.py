@@ -49,19 +49,29 @@ def test_an_endpoint_that_does_not_answer_fails_within_seconds(loopback_s3):
     assert time.monotonic() - started < 10
 
 
-def test_the_persist_job_stops_before_spark_on_a_missing_bucket(loopback_s3, kafka_broker, tmp_path):
-    from spark_jobs import persist
+JOB_ARGUMENTS = {
+    "persist": [],
+    "recover": ["--partition", "0", "--ranges", "0-10", "--reason", "test"],
+    "backfill": ["--start", "2026-11-25T00:00:00Z", "--end", "2026-11-25T01:00:00Z", "--target", "events"],
+}
 
-    kafka_broker.create_topic("lake-storage-check", 1)
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, "lake-storage-check", 1)
+
+@pytest.mark.parametrize("job", sorted(JOB_ARGUMENTS))
+def test_each_job_stops_before_spark_on_a_missing_bucket(job, loopback_s3, kafka_broker, tmp_path):
+    import importlib
+
+    main = importlib.import_module(f"spark_jobs.{job}").main
+    topic = f"lake-storage-check-{job}"
+    kafka_broker.create_topic(topic, 1)
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 1)
     document = yaml.safe_load(conf.read_text())
     document["streams"]["telemetry"]["lake"] = {"root": "s3a://missing-lake/lake", "checkpoint_root": "s3a://missing-lake/checkpoints"}
     conf.write_text(yaml.safe_dump(document))
-    log = tmp_path / "persist.log"
+    log = tmp_path / f"{job}.log"
     started = time.monotonic()
 
-    code = run_in_process(persist.main, ["--stream", "telemetry", "--conf", str(conf)], log, loopback_s3.environment)
+    code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *JOB_ARGUMENTS[job]], log, loopback_s3.environment)
 
     assert code == 2
-    assert f"persist: bucket 'missing-lake' does not exist at {loopback_s3.endpoint}" in log.read_text()
+    assert f"{job}: bucket 'missing-lake' does not exist at {loopback_s3.endpoint}" in log.read_text()
     assert time.monotonic() - started < 10  # no JVM was started
