@@ -107,14 +107,14 @@ def kill_after_batches(job: subprocess.Popen, ledger_path: Path, batches: int, t
     assert job.wait(30) == -signal.SIGKILL, f"the job exited {job.returncode} on its own before the kill: make the backlog larger"
 
 
-def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path) -> int:
+def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None) -> int:
     """Run the recovery job for ``ranges`` ("start-end,...") of ``partition`` in this process;
-    returns its exit code (the result JSON is at ``result``)."""
+    returns its exit code (the result JSON is at ``result``). ``environment``: for the run only."""
     from spark_jobs.recover import main
 
     argv = ["--stream", "telemetry", "--conf", str(conf), "--partition", str(partition), "--ranges", ranges,
             "--reason", "test", "--result", str(result)]  # fmt: skip
-    return run_in_process(main, argv, log)
+    return run_in_process(main, argv, log, environment)
 
 
 def run_persist(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> None:
@@ -174,22 +174,6 @@ def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str
     """Start the backfill job (its own process group, like ``start_persist``)."""
     return subprocess.Popen(
         [sys.executable, str(BACKFILL_JOB), "--stream", "telemetry", "--conf", str(conf), *args],
-        env={**job_environment(), **(environment or {})},
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-RECOVER_JOB = REPO / "spark_jobs" / "recover.py"
-
-
-def start_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start the recovery job in a process of its own (like ``start_persist``): for a test whose
-    jobs need an environment the test's own Spark session was not started with (S3 settings)."""
-    return subprocess.Popen(
-        [sys.executable, str(RECOVER_JOB), "--stream", "telemetry", "--conf", str(conf), "--partition", str(partition),
-         "--ranges", ranges, "--reason", "test", "--result", str(result)],  # fmt: skip
         env={**job_environment(), **(environment or {})},
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,

@@ -121,20 +121,22 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     assert (first["inserted"], first["lost"]) == (150, [])
     assert set(lake_offsets(spark, lake)) == {(1, o) for o in range(100, 250)}
 
-    # Then the live job reads everything, partition 1's recovered offsets included: insert-only there.
+    # Then the live job reads everything and leaves out exactly the offsets recovery claimed,
+    # partition 1's [100, 250): every batch is a plain append of the rest, none insert-only.
     run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=tmp_path / "live.log")
     _assert_exactly(spark, lake, _expected(counts))
-    # Exactly the batches whose partition-1 range meets recovery's [100, 250) were insert-only;
-    # every other batch was a plain append.
     live_ranges = spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'live' AND source_partition = 1").collect()
-    insert_only, expected_insert_only = [], []
+    left_out, expected_left_out = [], []
     for batch in batches_persisted(tmp_path / "live.log"):
         first, last = batch["ledger_batch_ids"]
         ranges = [(r.start_offset, r.end_offset) for r in live_ranges if first <= r.batch_id <= last and r.end_offset > r.start_offset]
-        insert_only.append(batch.get("insert_only", False))
-        expected_insert_only.append(any(start < 250 and 100 < end for start, end in ranges))
-    assert insert_only == expected_insert_only and True in insert_only and False in insert_only, (insert_only, expected_insert_only)
-    assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] == insert_only.count(True)
+        left_out.append(batch.get("left_out", {}))
+        overlap = [[max(100, start), min(250, end)] for start, end in sorted(ranges) if start < 250 and 100 < end]
+        merged = [[overlap[0][0], overlap[-1][1]]] if overlap else []  # one batch's steps are contiguous
+        expected_left_out.append({"1": merged} if merged else {})
+        assert "insert_only" not in batch
+    assert left_out == expected_left_out and {} in left_out and len(set(map(str, left_out))) > 1, (left_out, expected_left_out)
+    assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] == 0
 
     # Live first, then recovery: of partition 0's 300 offsets, only the 20 deleted from events
     # (a hole) are inserted again; the other 280 are skipped.
