@@ -47,6 +47,7 @@ class ClaimsTable:
         offsets live already routed (``live_routed``) keep live's G, the others get
         ``own_global_watermark_ms``. Returns the claim with its routing, read back as of its own
         version (so claims made after it cannot change it)."""
+        self._tables.ensure_claims()
         claim_id = uuid.uuid4().hex
         writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
         now = datetime.now(timezone.utc)
@@ -62,6 +63,11 @@ class ClaimsTable:
         version = versions[claim_id]
         earlier = [c for c in self._claims(versions, as_of=version) if c.version <= version]
         return Claim(version, writer, earliest_claim_routing(ranges, earlier))
+
+    def exists(self) -> bool:
+        """Whether a claim was ever made (the table is created by the first claimer); a look at the
+        file system, no Delta work."""
+        return self._tables.exists(CLAIMS)
 
     def latest_version(self) -> int:
         """The claims table's newest version (a look at its log, not its rows)."""

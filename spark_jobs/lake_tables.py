@@ -39,6 +39,26 @@ _SMALL_APPEND_TABLES = ("ledger", "seals", "claims")
 _AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
 
 
+def _delta_conflicts() -> tuple[type[Exception], ...]:
+    """Delta's commit conflicts: a commit that lost to a concurrent one (their Python classes do
+    not share a base class). A function, so importing this module does not import pyspark."""
+    from delta.exceptions import (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        ConcurrentTransactionException,
+        ConcurrentWriteException,
+        DeltaConcurrentModificationException,
+        MetadataChangedException,
+        ProtocolChangedException,
+    )
+
+    return (ConcurrentAppendException, ConcurrentDeleteDeleteException, ConcurrentDeleteReadException,
+            ConcurrentTransactionException, ConcurrentWriteException, DeltaConcurrentModificationException,
+            MetadataChangedException, ProtocolChangedException)  # fmt: skip
+
+
+
 @dataclass(frozen=True)
 class MergeOutcome:
     """What one insert-only write committed: ``inserted`` rows (the MERGE's metrics), after
@@ -78,11 +98,16 @@ class LakeTables:
             "quarantine": (QUARANTINE_COLUMNS, ()),
             "ledger": (LEDGER_COLUMNS, ()),
             "seals": (SEALS_COLUMNS, ()),
-            "claims": (CLAIMS_COLUMNS, ()),
         }
         # One after the other: created concurrently they took as long (measured on 2 cores: the
         # first Delta commit of a session loads Delta's classes, and the others wait for it).
         return {table for table, layout in layouts.items() if self._ensure_table(table, *layout)}
+
+    def ensure_claims(self) -> bool:
+        """Create the claims table if it does not exist (True). Only a claimer needs it: the live
+        job reads claims only once the table exists (see spark_jobs.overlap_guard), so a stream
+        nobody recovers or backfills never pays for it."""
+        return self._ensure_table("claims", CLAIMS_COLUMNS, ())
 
     def _ensure_table(self, table: str, columns: list[tuple[str, str]], partitioning: tuple[str, ...]) -> bool:
         """Create ``table`` if it does not exist (True), else add the columns it lacks (False)."""
@@ -100,7 +125,14 @@ class LakeTables:
             builder = builder.partitionedBy(*partitioning)
         for key, value in properties.items():
             builder = builder.property(key, value)
-        builder.execute()
+        try:
+            builder.execute()
+        except _delta_conflicts():
+            # Another job created it at the same moment (two claimers, or live and a recovery on
+            # a fresh lake): theirs is the same layout.
+            if not DeltaTable.isDeltaTable(self._spark, self.path(table)):
+                raise
+            return False
         return True
 
     def _add_missing_properties(self, table: str, properties: dict[str, str]) -> None:
@@ -198,20 +230,10 @@ class LakeTables:
         import random
         import time
 
-        from delta.exceptions import (
-            ConcurrentAppendException,
-            ConcurrentDeleteReadException,
-            ConcurrentTransactionException,
-            MetadataChangedException,
-            ProtocolChangedException,
-        )
-
-        lost = (ConcurrentAppendException, ConcurrentDeleteReadException, ConcurrentTransactionException,
-                MetadataChangedException, ProtocolChangedException)  # fmt: skip
         for attempt in range(MERGE_ATTEMPTS):
             try:
                 return MergeOutcome(self._merge_missing(frame, table, ranges), attempt)
-            except lost:
+            except _delta_conflicts():
                 if attempt == MERGE_ATTEMPTS - 1:
                     raise
                 # Jittered, so two writers that collided do not collide again in step.

@@ -18,10 +18,8 @@ from pyspark.sql import functions as F
 from harness.persist_job import (
     committed_versions,
     continuous_persist,
-    kill_after_batches,
     produce,
     run_persist,
-    start_persist,
     telemetry_value,
     write_stream_config,
 )
@@ -99,48 +97,6 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     hours = {(time.strftime("%Y-%m-%d", time.gmtime(t / 1000)), time.gmtime(t / 1000).tm_hour) for _, _, t in good}
     written = {(str(row.event_date), row.event_hour) for row in events.select("event_date", "event_hour").distinct().collect()}
     assert written == hours
-
-
-def test_killed_mid_run_and_restarted_persists_every_record_exactly_once(kafka_broker, spark, tmp_path):
-    topic = "persist_sigkill"
-    partitions = 4
-    kafka_broker.create_topic(topic, partitions)
-    now_ms = int(time.time() * 1000)
-    count, budget = 12_000, 1_500  # at least eight batches: killed in the third, most still to read
-    records = [
-        (i % partitions, telemetry_value(f"scooter-{i % 50}", _recent_ms(now_ms, i, count), i % 100), _recent_ms(now_ms, i, count))
-        for i in range(count)
-    ]
-    produced = produce(kafka_broker.bootstrap, topic, records)
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, partitions, max_records_per_batch=budget)
-    ledger_path = tmp_path / "lake" / "telemetry" / "ledger"
-
-    # Kill the job once it has committed two batches: mid-run, with most of the backlog unread.
-    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log")
-    kill_after_batches(job, ledger_path, batches=2)
-    persisted_before = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "events")).count()
-    assert 0 < persisted_before < count, f"killed mid-run: {persisted_before} of {count} persisted"
-
-    # The restart replays the batch the kill cut as its checkpoint planned it, then reads the rest
-    # with a larger row budget (fewer batches; an operator may well change it after a crash).
-    run_persist(conf, "--mode", "available_now", "--max-records-per-batch", "6000", log=tmp_path / "second_run.log")
-
-    lake = tmp_path / "lake" / "telemetry"
-    events = spark.read.format("delta").load(str(lake / "events"))
-    late = spark.read.format("delta").load(str(lake / "late"))
-    assert late.count() == 0, "ordered data within the out-of-orderness bound: nothing is late"
-    stats = events.groupBy("source_partition").agg(
-        F.count("*").alias("n"),
-        F.countDistinct("source_offset").alias("distinct_offsets"),
-        F.min("source_offset").alias("lo"),
-        F.max("source_offset").alias("hi"),
-    )
-    counts = {row.source_partition: (row.n, row.distinct_offsets, row.lo, row.hi) for row in stats.collect()}
-    for partition, total in produced.items():
-        n, distinct, lo, hi = counts[partition]
-        assert (n, distinct, lo, hi) == (total, total, 0, total - 1), f"partition {partition}: each offset exactly once"
-    ledger = spark.read.format("delta").load(str(ledger_path))
-    assert ledger.groupBy("batch_id", "source_partition").count().where("count > 1").count() == 0
 
 
 def test_continuous_mode_persists_records_produced_while_it_runs(kafka_broker, spark, tmp_path):

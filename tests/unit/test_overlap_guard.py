@@ -32,6 +32,9 @@ class FakeClaims:
         self.version += 1
         self.claims.append(ClaimedRange(self.version, partition, start, end, None, RECOVERY))
 
+    def exists(self) -> bool:
+        return self.version > 0
+
     def latest_version(self) -> int:
         return self.version
 
@@ -54,13 +57,16 @@ def test_claimed_offsets_are_left_out_exactly_and_other_partitions_are_untouched
 def test_the_claims_are_read_again_only_when_the_table_has_a_new_version():
     claims = FakeClaims()
     guard = OverlapGuard(FakeLedger(), claims, ledger_created=True)
-    for batch in range(5):
-        assert guard.claimed({0: (10 * batch, 10 * batch + 10)}) == {}
-    assert claims.reads == 1
+    assert guard.claimed({0: (0, 10)}) == {}
+    assert claims.reads == 0, "no claims table yet: nothing to read"
 
     claims.claim(0, 55, 60)  # a recovery claims ahead of live
+    for batch in range(5):
+        assert guard.claimed({0: (50 + 10 * batch, 60 + 10 * batch)}) == ({0: [(55, 60)]} if batch == 0 else {})
+    assert claims.reads == 1
 
-    assert guard.claimed({0: (50, 70)}) == {0: [(55, 60)]}
+    claims.claim(0, 75, 80)
+    assert guard.claimed({0: (70, 90)}) == {0: [(75, 80)]}
     assert claims.reads == 2
 
 
