@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from tidemark.alert_settings import AlertSettings, parse_alerts
 from tidemark.duration import format_duration_ms, parse_duration_ms
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, suggested_partition_limit
 from tidemark.stall_rules import StallRules
@@ -179,6 +180,8 @@ class StreamConfig:
     backfill: BackfillSettings = field(default_factory=BackfillSettings)
     # None: the stream has no offline-device detector (no ``offline_devices:`` section).
     offline_devices: OfflineDevicesSettings | None = None
+    # None: nobody is told (no ``alerts:`` section); see tidemark.alert_settings.
+    alerts: AlertSettings | None = None
 
     def table_path(self, table: str) -> str:
         """Location of one of the stream's Delta tables (events, ledger, quarantine, late, seals)."""
@@ -305,8 +308,9 @@ def _parse_stream(name: str, section: "_Section") -> StreamConfig:
     quality = _parse_quality(section.optional_section("quality"))
     backfill = _parse_backfill(section.optional_section("backfill"))
     offline_devices = _parse_offline_devices(section, payload)
+    alerts = parse_alerts(section.optional_section("alerts")) if section.has("alerts") else None
     section.reject_unknown()
-    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist, quality, backfill, offline_devices)
+    return StreamConfig(name, source, payload, event_time, lake, retention_ms, persist, quality, backfill, offline_devices, alerts)
 
 
 def _parse_quality(section: "_Section") -> QualitySettings:
@@ -460,6 +464,15 @@ class _Section:
         if not isinstance(value, str) or not value.strip():
             self.fail(key, f"expected a non-empty string, got {value!r}")
         return value.strip()
+
+    def text_list(self, key: str) -> tuple[str, ...]:
+        """One non-empty string or a list of them (required)."""
+        value = self._raw(key, _REQUIRED)
+        values = [self._interpolate(key, v) if isinstance(v, str) else v for v in value] if isinstance(value, list) else [value]
+        items = tuple(v.strip() if isinstance(v, str) else v for v in values)
+        if not items or not all(isinstance(v, str) and v for v in items):
+            self.fail(key, f"expected a non-empty string or a list of them, got {value!r}")
+        return items
 
     def choice(self, key: str, options: tuple[str, ...], default: Any = None) -> str:
         value = self._raw(key, _REQUIRED if default is None else default)

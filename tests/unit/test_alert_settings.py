@@ -1,0 +1,77 @@
+"""The ``alerts:`` section of a stream's configuration: optional, typed, and every bad value fails
+loading naming its key (tidemark.alert_settings through tidemark.stream_config)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tidemark.alert_settings import AlertSettings, EmailReceiver, WebhookReceiver
+from tidemark.stream_config import StreamConfigError, load_streams
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {"TIDEMARK_LAKE_ROOT": "/lake", "TIDEMARK_CHECKPOINT_ROOT": "/checkpoints"}
+
+
+def _load_alerts(tmp_path, alerts, environ=ENV):
+    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    if alerts is not ...:
+        document["streams"]["telemetry"]["alerts"] = alerts
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return load_streams(path, environ)["telemetry"].alerts
+
+
+def test_no_section_means_nobody_is_told(tmp_path):
+    assert _load_alerts(tmp_path, ...) is None
+
+
+def test_a_full_section_is_read_into_typed_receivers(tmp_path):
+    alerts = _load_alerts(
+        tmp_path,
+        {
+            "email": {"conn_id": "smtp_oncall", "to": ["a@example.com", "b@example.org"], "from": "tidemark@example.com"},
+            "webhook": {"conn_id": "tidemark_webhook", "endpoint": "/hooks/tidemark"},
+            "unsealed_hour_after": "90m",
+        },
+    )
+    assert alerts == AlertSettings(
+        email=EmailReceiver("smtp_oncall", ("a@example.com", "b@example.org"), "tidemark@example.com"),
+        webhook=WebhookReceiver("tidemark_webhook", "hooks/tidemark"),
+        unsealed_hour_after_ms=90 * 60_000,
+    )
+    assert alerts.connections() == (("alerts.email.conn_id", "smtp_oncall"), ("alerts.webhook.conn_id", "tidemark_webhook"))
+
+
+def test_defaults_one_address_and_environment_references(tmp_path):
+    alerts = _load_alerts(tmp_path, {"email": {"to": "${ONCALL:-ops@example.com}"}})
+    assert alerts == AlertSettings(email=EmailReceiver("smtp_default", ("ops@example.com",), None))
+    alerts = _load_alerts(tmp_path, {"webhook": {"conn_id": "hook"}}, {**ENV, "ONCALL": "x@y.z"})
+    assert alerts == AlertSettings(webhook=WebhookReceiver("hook", ""))
+
+
+@pytest.mark.parametrize(
+    "alerts, message",
+    [
+        ({}, r"streams\.telemetry\.alerts: name at least one receiver"),
+        ({"unsealed_hour_after": "1h"}, r"streams\.telemetry\.alerts: name at least one receiver"),
+        ({"slack": {"conn_id": "x"}}, r"streams\.telemetry\.alerts\.slack: unknown key; expected one of email, unsealed_hour_after, webhook"),
+        ({"email": {"conn_id": "smtp_default"}}, r"streams\.telemetry\.alerts\.email\.to: missing required key"),
+        ({"email": {"to": []}}, r"streams\.telemetry\.alerts\.email\.to: expected a non-empty string or a list of them"),
+        ({"email": {"to": ["ok@example.com", 7]}}, r"alerts\.email\.to: expected a non-empty string or a list of them"),
+        ({"email": {"to": "oncall"}}, r"streams\.telemetry\.alerts\.email\.to: 'oncall' is not an e-mail address"),
+        ({"email": {"to": "a@example.com, b@example.com"}}, r"alerts\.email\.to: 'a@example.com, b@example.com' is not an e-mail address"),
+        ({"email": {"to": "a@example.com", "from": "me"}}, r"alerts\.email\.from: 'me' is not an e-mail address"),
+        ({"email": {"to": "a@example.com", "conn_id": "smtp default"}}, r"alerts\.email\.conn_id: 'smtp default' is not an Airflow connection id"),
+        ({"email": {"to": "a@example.com", "cc": "b@example.com"}}, r"alerts\.email\.cc: unknown key; expected one of conn_id, from, to"),
+        ({"email": "oncall@example.com"}, r"streams\.telemetry\.alerts\.email: expected a mapping of keys"),
+        ({"webhook": {"endpoint": "hooks"}}, r"streams\.telemetry\.alerts\.webhook\.conn_id: missing required key"),
+        ({"webhook": {"conn_id": "h", "endpoint": "https://hooks.example.com/x"}}, r"alerts\.webhook\.endpoint: a path below the connection's base URL"),
+        ({"webhook": {"conn_id": "h"}, "unsealed_hour_after": "0s"}, r"alerts\.unsealed_hour_after: must be greater than zero"),
+        ({"webhook": {"conn_id": "h"}, "unsealed_hour_after": 60}, r"alerts\.unsealed_hour_after: a bare number is ambiguous"),
+        ("yes", r"streams\.telemetry\.alerts: expected a mapping of keys"),
+    ],
+)
+def test_a_bad_value_fails_loading_naming_the_key(tmp_path, alerts, message):
+    with pytest.raises(StreamConfigError, match=message):
+        _load_alerts(tmp_path, alerts)
