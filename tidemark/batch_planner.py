@@ -187,10 +187,19 @@ class BatchPlanner:
         for p, state in previous.partitions.items():
             statuses[p] = partition_status(state.position, ends_now[p], last_produced[p], now, self._idle_timeout_ms)
 
+        # Who counts in G (tidemark.global_watermark): a partition with unread records and no W_p
+        # holds it; when every partition is IDLE, those whose last batch's records are folded in
+        # now give G their final W_p.
+        unread = {p for p, state in previous.partitions.items() if state.position < ends_now[p]}
+        just_read = {p for p, state in previous.partitions.items() if watermarks[p].current_ms != state.watermark_ms}
         global_watermark = GlobalWatermark(previous.global_watermark_ms)
-        g = global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses)
+
+        def fold_global_watermark() -> int | None:
+            return global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses, unread, just_read)
+
+        g = fold_global_watermark()
         ends, cut, target = self._slice(
-            positions, log_ends, watermarks, statuses, global_watermark, index, max_records, now
+            positions, log_ends, watermarks, statuses, global_watermark, fold_global_watermark, index, max_records, now
         )
         g = global_watermark.current_ms
 
@@ -231,8 +240,9 @@ class BatchPlanner:
             partitions=partitions,
         )
 
-    def _slice(self, positions, log_ends, watermarks, statuses, global_watermark, index, max_records, now):
-        """Ends per partition, which were cut at the target, and the target (None: not aligned)."""
+    def _slice(self, positions, log_ends, watermarks, statuses, global_watermark, fold_global_watermark, index, max_records, now):
+        """Ends per partition, which were cut at the target, and the target (None: not aligned).
+        ``fold_global_watermark()`` folds the partitions' watermarks, as raised, into G."""
         if not self._align or global_watermark.current_ms is None:
             capped_ends = {p: max(log_ends.get(p, positions[p]), positions[p]) for p in positions}
             return plan_record_count_slices(positions, capped_ends, max_records), {}, None
@@ -260,7 +270,7 @@ class BatchPlanner:
                 # A far-future record heads the partition: it will be quarantined and must not
                 # move any watermark, but it must not block the partition either: read it alone.
                 return {**ends, **doomed}, {}, target
-            global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses)
+            fold_global_watermark()
             if global_watermark.current_ms == before:
                 return ends, self._trustworthy_cuts(slices, target, index, now), target
         raise RuntimeError("aligned planning did not converge; the log's time index looks inconsistent")

@@ -39,6 +39,24 @@ def test_global_watermark_is_min_over_active_and_never_decreases():
     assert g.update({0: 300, 1: None}, {0: ACTIVE, 1: ACTIVE}) == 300  # never had a record: left out
 
 
+def test_an_active_partition_with_unread_records_and_no_watermark_holds_g():
+    g = GlobalWatermark(current_ms=100)
+    # Partition 1 has records nobody has read: their event times are unknown, G holds.
+    assert g.update({0: 300, 1: None}, {0: ACTIVE, 1: ACTIVE}, unread={1}) == 100
+    # Nothing left to read and still no watermark (only invalid records): left out.
+    assert g.update({0: 300, 1: None}, {0: ACTIVE, 1: ACTIVE}, unread=set()) == 300
+
+
+def test_every_partition_idle_g_takes_the_final_watermarks_of_those_just_turned_idle_then_holds():
+    g = GlobalWatermark(current_ms=100)
+    # Partitions 0 and 1 caught up on old records in the last batch and are IDLE now: their final
+    # W_p is known only now, and G takes the least of them.
+    assert g.update({0: 500, 1: 400, 2: 900}, {0: IDLE, 1: IDLE, 2: IDLE}, just_read={0, 1}) == 400
+    assert g.update({0: 500, 1: 400, 2: 900}, {0: IDLE, 1: IDLE, 2: IDLE}) == 400  # then holds
+    # While a partition is ACTIVE, one just turned IDLE is left out as always.
+    assert g.update({0: 700, 1: 600}, {0: ACTIVE, 1: IDLE}, just_read={1}) == 700
+
+
 def test_global_watermark_restored_after_restart_holds_its_value():
     g = GlobalWatermark(current_ms=1_000)
     assert g.update({0: 10, 1: 20}, {0: ACTIVE, 1: ACTIVE}) == 1_000
