@@ -128,6 +128,9 @@ class QualitySettings:
     """
 
     schedule: str = "*/10 * * * *"  # cron of the scheduled quality run
+    # Cron of the sweep (dags/tidemark_sweep.py): completeness of every sealed hour the source log
+    # still retains, the net under the Delta-log reading of each scheduled run.
+    sweep_schedule: str = "40 */6 * * *"
     stall_window: int = 6  # K: ledger rows per partition the stall rules look at (>= 2)
     stall_timeout_ms: int = 30 * 60_000
     max_partition_lag_ms: int = 60 * 60_000
@@ -332,7 +335,10 @@ def _parse_quality(section: "_Section") -> QualitySettings:
             "max_quarantined_per_hour", default=defaults.max_quarantined_per_hour, minimum=0
         ),
         history_hours=section.whole_number("history_hours", default=defaults.history_hours, minimum=1),
+        sweep_schedule=section.text("sweep_schedule", default=defaults.sweep_schedule),
     )
+    if len(quality.sweep_schedule.split()) != 5:
+        section.fail("sweep_schedule", f"{quality.sweep_schedule!r} is not a cron expression of five fields, e.g. \"40 */6 * * *\"")
     section.reject_unknown()
     return quality
 

@@ -29,6 +29,7 @@ DEFAULTS = QualitySettings(
     max_late_per_hour=1000,
     max_quarantined_per_hour=100,
     history_hours=24,
+    sweep_schedule="40 */6 * * *",
 )
 
 
@@ -69,6 +70,7 @@ def test_every_key_is_read(tmp_path):
         "max_late_per_hour": 0,
         "max_quarantined_per_hour": "7",
         "history_hours": 1,
+        "sweep_schedule": "15 4 * * *",
     }
     assert _load_telemetry(tmp_path, document).quality == QualitySettings(
         schedule="0 * * * *",
@@ -79,6 +81,7 @@ def test_every_key_is_read(tmp_path):
         max_late_per_hour=0,
         max_quarantined_per_hour=7,
         history_hours=1,
+        sweep_schedule="15 4 * * *",
     )
 
 
@@ -110,6 +113,7 @@ def test_existing_constructors_keep_working_without_quality():
         ("max_quarantined_per_hour", 2.5, r"quality\.max_quarantined_per_hour: expected a whole number >= 0"),
         ("history_hours", 0, r"quality\.history_hours: expected a whole number >= 1, got 0"),
         ("schedule", "  ", r"quality\.schedule: expected a non-empty string"),
+        ("sweep_schedule", "daily", r"quality\.sweep_schedule: 'daily' is not a cron expression of five fields"),
         ("stall_windwo", 6, r"quality\.stall_windwo: unknown key; expected one of"),
     ],
 )
