@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.backfill_plan import BackfillPlan, BeyondRetentionError, PartitionTimeIndex, plan_backfill  # noqa: E402
 from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request  # noqa: E402
+from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
 
@@ -75,12 +76,14 @@ def main(argv: list[str] | None = None) -> int:
             raise BackfillRequestError("compare", "compares a shadow table set with live: use it with --target shadow")
         stream = streams[request.stream]
         plan = plan_range(stream, request)
+        crash_point = crash_point_from_environment(os.environ)
     except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
         return _refuse(args.result, str(error))
     from spark_jobs.persist_pipeline import LiveBatchInFlightError
 
     try:
-        result = backfill(stream, request, plan, args.run_name, args.compare, args.max_records_per_batch or stream.persist.max_records_per_batch)
+        result = backfill(stream, request, plan, args.run_name, args.compare,
+                          args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)  # fmt: skip
     except (ShadowSetInUseError, PartitionLimitError, LakeStorageError) as error:
         return _refuse(args.result, str(error))
     except LiveBatchInFlightError as error:
@@ -180,7 +183,15 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
     return {row.source_partition: row.first for row in rows}
 
 
-def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan, run_name: str, compare: bool, max_records_per_batch: int) -> dict:
+def backfill(
+    stream: StreamConfig,
+    request: BackfillRequest,
+    plan: BackfillPlan,
+    run_name: str,
+    compare: bool,
+    max_records_per_batch: int,
+    crash_point: CrashPoint | None = None,
+) -> dict:
     """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and the comparison."""
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import batch_job_conf, lake_spark_session
@@ -216,6 +227,7 @@ def backfill(stream: StreamConfig, request: BackfillRequest, plan: BackfillPlan,
             max_records_per_batch=max_records_per_batch,
             offset_bounds=bounds,
             shadow=request.shadow,
+            crash_point=crash_point,
         )
         summary = run_pipeline(spark, stream, run, progress=progress)
     seconds = time.monotonic() - started

@@ -10,7 +10,9 @@ from the stream's checkpoint, so a killed run loses and duplicates nothing; with
 over tables that already hold the stream, they resume from the ledger (the lake is the truth).
 
 The chaos switch ``TIDEMARK_CHAOS_FREEZE=<stream>:<partition>`` (environment only, off by
-default) freezes a partition: the job reads nothing from it, to reproduce a stall.
+default) freezes a partition: the job reads nothing from it, to reproduce a stall. Tests make
+it die at a named commit with ``TIDEMARK_CRASH_AT`` (tidemark.crash_points; refused, exit 2,
+unless ``TIDEMARK_TEST_FAULTS=1``).
 
 Exit status: 0 done, 2 bad arguments or configuration (the message names the problem), 1 a
 failure while running.
@@ -29,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connectors.lake_storage import LakeStorageError  # noqa: E402
+from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
@@ -67,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stream = load_stream(args.conf, args.stream)
         frozen = frozen_partitions_from_environment(stream)
+        crash_point = crash_point_from_environment(os.environ)
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
     except (StreamConfigError, ValueError) as error:
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = args.mode or stream.persist.mode
     try:
         summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
-                              session_conf=session_conf)  # fmt: skip
+                              session_conf=session_conf, crash_point=crash_point)  # fmt: skip
     except (PartitionLimitError, LakeStorageError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2
@@ -92,6 +96,7 @@ def run_persist(
     align: bool = True,
     frozen_partitions: tuple[int, ...] = (),
     session_conf: dict[str, str] | None = None,
+    crash_point: CrashPoint | None = None,
 ) -> dict:
     """Run the live persist query; returns a summary of the run: batches, G, the hours it sealed.
 
@@ -114,6 +119,7 @@ def run_persist(
         max_records_per_batch=max_records_per_batch,
         align=align,
         frozen_partitions=frozen_partitions,
+        crash_point=crash_point,
     )
     return run_pipeline(lake_spark_session(f"tidemark-persist-{stream.name}", session_conf), stream, run)
 

@@ -33,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import datetime, timezone
 
+from spark_jobs.crash_switch import CrashSwitch
 from spark_jobs.streaming_checkpoint import planned_ranges
 from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.lake_tables import LakeTables
@@ -97,7 +98,8 @@ class PersistBatch:
     concurrent writer and were run again. ``checkpoint``: the query's
     checkpoint, where a batch's planned ranges are read before it is written (see
     spark_jobs.streaming_checkpoint). ``tables_ready``: the tables' creation, still under way
-    when the query starts; every batch waits for it.
+    when the query starts; every batch waits for it. ``crash``: the test's crash point
+    (tidemark.crash_points), told of each batch and each commit.
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class PersistBatch:
         checkpoint: str | None = None,
         replayed_batch: int | None = None,
         tables_ready: Future | None = None,
+        crash: CrashSwitch | None = None,
     ):
         self._stream = stream
         self._tables = tables
@@ -135,12 +138,14 @@ class PersistBatch:
         self._checkpoint = checkpoint
         self._replayed_batch = replayed_batch
         self._tables_ready = tables_ready
+        self._crash = crash or CrashSwitch(None)
 
     def __call__(self, raw, batch_id: int) -> None:
         started = time.monotonic()
         if self._tables_ready is not None:
             self._tables_ready.result()  # raises what went wrong creating or upgrading the tables
         writer = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
+        self._crash.batch_started()
         spark = raw.sparkSession
         replay = batch_id == self._replayed_batch
         planned = planned_ranges(spark, self._checkpoint, batch_id) if self._checkpoint else None
@@ -165,11 +170,17 @@ class PersistBatch:
             commits = self._not_yet_committed(commits, writer, ranges, sealed)
         # Seals and the ledger side by side: neither waits for the other (a crash between them is
         # repaired by the replay, or after a lost checkpoint by sealing from the newest seal, see
-        # _newly_sealed).
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            done = [pool.submit(self._tables.append, frame, table, writer) for frame, table in commits]
-        for commit in done:
-            commit.result()
+        # _newly_sealed). A crash point at one of them commits that one alone first: the other is
+        # the commit the crash loses.
+        crash_at = self._crash.armed_for_this_batch
+        if crash_at in ("seals", "ledger"):
+            for frame, table in sorted(commits, key=lambda commit: commit[1] != crash_at):
+                self._append(frame, table, writer)
+        else:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                done = [pool.submit(self._append, frame, table, writer) for frame, table in commits]
+            for commit in done:
+                commit.result()
         if self._feedback_dir:
             write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
 
@@ -252,7 +263,7 @@ class PersistBatch:
 
         observation = Observation()
         observed = raw.observe(observation, F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "range_state"))).alias("rows"))
-        self._tables.append(_events(_routed(observed, EVENTS), self._stream), "events", writer)
+        self._append(_events(_routed(observed, EVENTS), self._stream), "events", writer)
         rows = _observed_rows(observation)
         if rows is None:
             # Spark never handed the metrics over (they ride its listener bus, which a busy
@@ -261,7 +272,7 @@ class PersistBatch:
             rows = _summary_rows(raw)
         ranges, step_stats = _summary(rows)
         totals = _totals(step_stats)
-        self._write_rare_routes(raw, totals, lambda frame, table: self._tables.append(frame, table, writer))
+        self._write_rare_routes(raw, totals, lambda frame, table: self._append(frame, table, writer))
         return ranges, step_stats, totals
 
     def _write_from_cache(self, raw, writer: str, insert_only: bool | None, left_out: dict | None):
@@ -289,8 +300,9 @@ class PersistBatch:
                     outcome = self._tables.insert_missing(frame, table, offset_ranges)
                     self.inserted_rows += outcome.inserted
                     self.conflicts_retried += outcome.conflicts_retried
+                    self._crash.committed(table)
                 else:
-                    self._tables.append(frame, table, writer)
+                    self._append(frame, table, writer)
 
             # A batch with no record for a table makes no commit to it: saves a commit (a
             # fraction of a second) for nothing.
@@ -300,6 +312,11 @@ class PersistBatch:
         finally:
             decoded.unpersist()
         return ranges, step_stats, totals, insert_only, left_out
+
+    def _append(self, frame, table: str, writer: str) -> None:
+        """One plain append commit of the batch (see LakeTables.append)."""
+        self._tables.append(frame, table, writer)
+        self._crash.committed(table)
 
     def _write_rare_routes(self, decoded, totals: dict, write) -> None:
         """Late records (with the G they met) and quarantined ones, when the batch had any.

@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from tidemark.crash_points import CrashPoint
 from tidemark.event_time_text import format_event_time, format_optional_event_time
 from tidemark.stream_config import StreamConfig
 
@@ -34,6 +35,7 @@ class PersistRun:
     ``shadow`` writes to the stream's shadow table set of that name instead of its tables
     (a backfill compared with live). The bounded modes route the offsets live covered under
     the G live routed them under (tidemark.live_routing), read from the stream's own ledger.
+    ``crash_point``: a test's controlled crash (tidemark.crash_points), None in production.
     """
 
     mode: str
@@ -45,6 +47,7 @@ class PersistRun:
     pinned_global_watermark_ms: int | None = None
     frozen_partitions: tuple[int, ...] = ()
     shadow: str | None = None
+    crash_point: CrashPoint | None = None
 
     def __post_init__(self):
         if self.mode not in PERSIST_RUN_MODES:
@@ -126,6 +129,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.overlap_guard import OverlapGuard
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
     from spark_jobs.claims_table import ClaimsTable
+    from spark_jobs.crash_switch import CrashSwitch
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from tidemark.live_routing import LiveRouting
 
@@ -135,6 +139,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
     claims = ClaimsTable(spark, LakeTables(spark, stream))
+    crash = CrashSwitch(run.crash_point, jvm_pid=lambda: spark._jvm.java.lang.ProcessHandle.current().pid())
 
     resumed = None
     ledger_existed = tables.exists("ledger")
@@ -151,6 +156,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     if run.mode != "live" and run.shadow is None:
         tables_ready.result()  # the claim goes into the claims table
         claim = _claim(spark, stream, run, tables, claims, routing)
+        crash.committed("claims", batch_level=False)
         routing = LiveRouting(claim.routing)
     if run.frozen_partitions:
         log.warning(
@@ -180,6 +186,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         checkpoint=run.checkpoint,
         replayed_batch=pending_batch(spark, run.checkpoint),
         tables_ready=tables_ready,
+        crash=crash,
     )
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")

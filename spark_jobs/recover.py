@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connectors.lake_storage import LakeStorageError  # noqa: E402
+from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         request = parse_recovery_request(
             {"stream": args.stream, "partition": args.partition, "ranges": ranges, "reason": args.reason}, streams
         )
+        crash_point = crash_point_from_environment(os.environ)
     except (StreamConfigError, RecoveryRequestError, ValueError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.persist_pipeline import LiveBatchInFlightError
 
     try:
-        result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch)
+        result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)
     except (PartitionLimitError, LakeStorageError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int) -> dict:
+def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int, crash_point: CrashPoint | None = None) -> dict:
     """Replay ``request``; returns {recovered: [...], lost: [[start, end], ...], inserted,
     commit_conflicts_retried, event_hours}. ``inserted``: rows this run's commits inserted."""
     from connectors.kafka_log import KafkaLog
@@ -153,6 +155,7 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
                 max_records_per_batch=max_records_per_batch,
                 offset_bounds=bound,
                 pinned_global_watermark_ms=pinned,
+                crash_point=crash_point,
             )
             summary = run_pipeline(spark, stream, run)
             event_hours.update(summary["event_hours"])
