@@ -1,0 +1,189 @@
+"""Controlled crash points (tidemark.crash_points): a job dies right after one named commit of a
+batch holding late and quarantined records, and the next run, with the checkpoint kept (a
+replay) or deleted (a resume from the ledger), leaves the lake exactly as one clean run does:
+the same rows in the same tables, each hour sealed once, the ledger contiguous.
+
+One small backlog for the whole module. Phase 1 (three hours on two partitions) is persisted
+once and kept as a snapshot (lake and checkpoint folders). Phase 2 holds an hour more on both
+partitions, and on partition 0 records of an hour G has long passed (late) and one that is not
+JSON (quarantine): the first batch of the run that reads it commits to events, late,
+quarantine, seals and the ledger. Each case copies the snapshot, runs phase 2 with a crash
+point, and runs it again. The reference is phase 2 run once without a crash.
+
+The jobs run in this process (``action: raise``: the batch fails, Spark commits nothing of it,
+the run ends) to keep the suite within its budget; one case runs the job in its own process with
+the production action, SIGKILL of the JVM and of Python, to show that is the same.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.persist_job import produce, run_in_process, start_persist, telemetry_value, write_stream_config
+from spark_jobs.persist import main as persist_main
+from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
+
+pytestmark = pytest.mark.integration
+
+HOUR_MS = 3_600_000
+MINUTE_MS = 60_000
+TOPIC = "crash_points"
+BUDGET = "1000"
+KEY = ["source_partition", "source_offset"]
+# What a clean run and a repaired one must agree on, per table (run-specific columns left out:
+# when a quarantined record was read).
+COMPARED = {
+    "events": [*KEY, "log_timestamp", "event_time", "record_key", "device_id", "lat", "lon", "battery", "batch_id", "event_date", "event_hour"],
+    "late": [*KEY, "event_time", "device_id", "global_watermark"],
+    "quarantine": [*KEY, "reason", "detail", "raw_value"],
+}
+LIVE_POINTS = ("before_first", "events", "late", "quarantine", "seals", "ledger")
+
+
+@dataclass(frozen=True)
+class Backlog:
+    snapshot: Path  # phase 1 persisted: its lake/ and checkpoints/ folders
+    reference: Path  # phase 2 persisted after it, without a crash
+    bootstrap: str
+    log_ends: dict[int, int]
+
+
+def _minutes(partitions, start_ms: int, end_ms: int, every_ms: int = 4 * MINUTE_MS) -> list[tuple[int, bytes, int]]:
+    return [(p, telemetry_value(f"scooter-{p}-{(t // every_ms) % 3}", t), t) for t in range(start_ms, end_ms, every_ms) for p in partitions]
+
+
+def _copy(source: Path, target: Path, bootstrap: str) -> Path:
+    """A stream folder with ``source``'s lake and checkpoints and a config of its own; its path."""
+    for folder in ("lake", "checkpoints"):
+        shutil.copytree(source / folder, target / folder)
+    return write_stream_config(target, bootstrap, TOPIC, 2, max_records_per_batch=int(BUDGET))
+
+
+def _persist(conf: Path, log: Path, point: CrashPoint | None = None) -> int:
+    environment = {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {}
+    return run_in_process(persist_main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log, environment)
+
+
+@pytest.fixture(scope="module")
+def backlog(kafka_broker, spark, tmp_path_factory) -> Backlog:
+    root = tmp_path_factory.mktemp("crash_points")
+    kafka_broker.create_topic(TOPIC, 2)
+    bootstrap = kafka_broker.bootstrap
+    base = (int(time.time() * 1000) // HOUR_MS - 5) * HOUR_MS
+    produce(bootstrap, TOPIC, _minutes(range(2), base, base + 3 * HOUR_MS))
+    snapshot = root / "snapshot"
+    snapshot.mkdir()
+    assert _persist(write_stream_config(snapshot, bootstrap, TOPIC, 2, max_records_per_batch=int(BUDGET)), root / "phase1.log") == 0
+
+    late = [(0, telemetry_value("scooter-late", t), t) for t in range(base + HOUR_MS, base + HOUR_MS + 5 * MINUTE_MS, MINUTE_MS)]
+    # Log timestamps in log order: one ahead of the rest would slice partition 0 ahead of them.
+    hostile = [(0, b'{"device_id": "scooter-x", "event_time": ', base + 3 * HOUR_MS)]
+    log_ends = produce(bootstrap, TOPIC, late + hostile + _minutes(range(2), base + 3 * HOUR_MS, base + 4 * HOUR_MS))
+    reference = root / "reference"
+    reference.mkdir()
+    assert _persist(_copy(snapshot, reference, bootstrap), root / "reference.log") == 0
+    return Backlog(snapshot, reference, bootstrap, _log_ends(spark, snapshot, log_ends))
+
+
+def _log_ends(spark, snapshot: Path, phase2: dict[int, int]) -> dict[int, int]:
+    """Each partition's log end: what phase 1 persisted (its ledger's last end) plus phase 2."""
+    ledger = spark.read.format("delta").load(str(snapshot / "lake" / "telemetry" / "ledger")).collect()
+    return {p: max(r.end_offset for r in ledger if r.source_partition == p) + phase2.get(p, 0) for p in (0, 1)}
+
+
+def _rows(spark, stream_folder: Path, table: str) -> list[tuple]:
+    frame = spark.read.format("delta").load(str(stream_folder / "lake" / "telemetry" / table))
+    return sorted(tuple(row) for row in frame.select(*COMPARED[table]).collect())
+
+
+def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog) -> None:
+    """The same rows in the same tables as the reference, no (partition, offset) twice, each hour
+    sealed once (the same hours), and every partition's live ledger contiguous from 0 to its end."""
+    for table in COMPARED:
+        found, expected = _rows(spark, folder, table), _rows(spark, backlog.reference, table)
+        twice = [key for key, n in Counter(row[:2] for row in found).items() if n > 1]
+        assert twice == [], f"{table}: {len(twice)} (partition, offset) pairs written twice, e.g. {twice[:3]}"
+        assert found == expected, f"{table}: {len(set(found) - set(expected))} rows too many, {len(set(expected) - set(found))} missing"
+    offsets = [row[:2] for table in COMPARED for row in _rows(spark, folder, table)]
+    assert len(offsets) == len(set(offsets)), "a (partition, offset) is in two tables"
+    seals = Counter(r.hour for r in spark.read.format("delta").load(str(folder / "lake" / "telemetry" / "seals")).collect())
+    reference_seals = {r.hour for r in spark.read.format("delta").load(str(backlog.reference / "lake" / "telemetry" / "seals")).collect()}
+    assert set(seals) == reference_seals and max(seals.values()) == 1, f"each hour sealed once: {dict(seals)}"
+    ledger = spark.read.format("delta").load(str(folder / "lake" / "telemetry" / "ledger")).where("mode = 'live'").collect()
+    for partition, end in backlog.log_ends.items():
+        ranges = sorted((r.start_offset, r.end_offset) for r in ledger if r.source_partition == partition and r.end_offset > r.start_offset)
+        assert ranges[0][0] == 0 and ranges[-1][1] == end, f"partition {partition}: ledger covers {ranges[0][0]}..{ranges[-1][1]}, log end {end}"
+        gaps = [(a, b) for a, b in zip(ranges, ranges[1:]) if b[0] != a[1]]
+        assert gaps == [], f"partition {partition}: ledger not contiguous at {gaps[:3]}"
+
+
+def _batches(log: Path) -> list[dict]:
+    return [json.loads(line[line.index("{"):]) for line in log.read_text().splitlines() if '"batch_persisted"' in line]
+
+
+@pytest.mark.parametrize("point", LIVE_POINTS)
+def test_live_dies_after_a_commit_and_the_next_run_leaves_the_lake_as_one_clean_run(backlog, spark, tmp_path, point):
+    """Each point, once with the checkpoint kept and once with it deleted: the two cases start
+    from one crash (its folder copied), which saves a crashed run a case."""
+    from pyspark.errors import StreamingQueryException
+
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    conf = _copy(backlog.snapshot, crashed, backlog.bootstrap)
+    with pytest.raises(StreamingQueryException, match=f"crash point: after {point} of batch 0"):
+        _persist(conf, tmp_path / "crashed.log", CrashPoint(point, 0, "raise"))
+
+    for checkpoint in ("kept", "deleted"):
+        folder = tmp_path / checkpoint
+        folder.mkdir()
+        conf = _copy(crashed, folder, backlog.bootstrap)
+        if checkpoint == "deleted":
+            shutil.rmtree(folder / "checkpoints" / "telemetry" / "persist")
+        log = tmp_path / f"{checkpoint}.log"
+        assert _persist(conf, log) == 0, f"checkpoint {checkpoint}: the run after the crash failed"
+
+        first = _batches(log)[0]
+        if checkpoint == "kept":
+            assert first.get("replayed") is True, "the batch the crash interrupted is replayed from the checkpoint"
+        else:
+            assert '"resumed_from_ledger"' in log.read_text(), "without a checkpoint the run resumes from the ledger"
+        if point not in ("before_first", "ledger") or checkpoint == "kept":
+            assert first.get("insert_only") is True, "a batch that may meet its own rows writes insert-only"
+        assert_lake_equals_one_clean_run(spark, folder, backlog)
+
+
+def test_the_batch_holds_every_route_so_each_point_is_reached(backlog, spark):
+    """The scenario's own check: phase 2's first batch commits to every table, or a point would
+    never be reached and its case would test nothing (they also assert the crash happened)."""
+    lake = backlog.reference / "lake" / "telemetry"
+    assert spark.read.format("delta").load(str(lake / "late")).count() == 5
+    assert spark.read.format("delta").load(str(lake / "quarantine")).count() == 1
+
+
+def test_the_production_action_kills_the_jvm_and_python_and_the_replay_repairs_it(backlog, spark, tmp_path):
+    """The same crash as a lost machine: SIGKILL of the driver's JVM and of Python, right after
+    the batch's late commit; the next run (its own process too) replays the batch."""
+    conf = _copy(backlog.snapshot, tmp_path, backlog.bootstrap)
+    environment = {CRASH_AT: CrashPoint("late", 0).to_json(), TEST_FAULTS: "1"}
+    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "crashed.log", environment=environment)
+    assert job.wait(300) == -9, f"the job exited {job.returncode}, not killed by its crash point"
+    assert '"crash_point_reached"' in (tmp_path / "crashed.log").read_text()
+
+    assert _persist(conf, tmp_path / "again.log") == 0
+    assert _batches(tmp_path / "again.log")[0].get("replayed") is True
+    assert_lake_equals_one_clean_run(spark, tmp_path, backlog)
+
+
+def test_a_crash_point_outside_tests_is_refused_at_start_up(backlog, tmp_path):
+    conf = _copy(backlog.snapshot, tmp_path, backlog.bootstrap)
+    code = run_in_process(persist_main, ["--stream", "telemetry", "--conf", str(conf)], tmp_path / "refused.log",
+                          {CRASH_AT: CrashPoint("events").to_json(), TEST_FAULTS: ""})  # fmt: skip
+    assert code == 2
+    assert f"{CRASH_AT} is set but {TEST_FAULTS} is not 1" in (tmp_path / "refused.log").read_text()
