@@ -19,7 +19,13 @@ from tidemark.aligned_slices import LoggedRecord
 
 
 class RetentionLossError(RuntimeError):
-    """Offsets tidemark must read are no longer in the log: they fell out of retention."""
+    """Offsets tidemark must read are no longer in the log: they fell out of retention.
+
+    ``lost``: the exact ranges (tidemark.retention_loss.LostOffsets) when they are known."""
+
+    def __init__(self, message: str, lost: tuple = ()):
+        super().__init__(message)
+        self.lost = lost
 
 
 class KafkaUnavailableError(RuntimeError):
@@ -283,10 +289,7 @@ def read_ranges(
                         finished.append(partition)
                         continue
                     if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
-                        raise RetentionLossError(
-                            f"partition {partition} of {topic!r}: offsets from {next_offsets[partition]} are no longer "
-                            f"retained, range [{start}, {end}) cannot be read"
-                        )
+                        raise _lost_while_reading(consumer, topic, partition, next_offsets[partition], start, end)
                     raise KafkaException(error)
                 offset = message.offset()
                 if end is not None and offset >= end:
@@ -307,6 +310,27 @@ def read_ranges(
                     consumer.incremental_unassign([TopicPartition(topic, p) for p in finished])
     finally:
         consumer.close()
+
+
+def _lost_while_reading(consumer, topic: str, partition: int, offset: int, start: int, end: int | None) -> RetentionLossError:
+    """The error for a range whose next offset left the log between planning and reading (the
+    planner stops before a loss it can see; this is the race after it): with the exact lost
+    offsets [offset, earliest retained) when the broker says where the log starts now."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    from tidemark.retention_loss import LostOffsets, retention_loss_message
+
+    try:
+        earliest, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5, cached=False)
+    except KafkaException:
+        earliest = None
+    if earliest is None or earliest <= offset:
+        return RetentionLossError(
+            f"partition {partition} of {topic!r}: offsets from {offset} are no longer retained, range [{start}, {end}) "
+            "cannot be read"
+        )
+    lost = (LostOffsets(partition, offset, earliest),)
+    return RetentionLossError(retention_loss_message(topic, lost), lost)
 
 
 def first_records(

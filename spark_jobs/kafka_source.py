@@ -296,6 +296,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log = self._kafka()
         if self._options.resume_from is not None:
             resumed = SourceState.from_offset(self._options.resume_from)
+            self._refuse_retention_loss(resumed, log.partition_bounds(self._partition_ids(log)))
             return dataclasses.replace(resumed, read_time_ms=self._now_ms()).to_offset(self._options.topic)
         positions, log_ends = {}, {}
         for partition, bounds in log.partition_bounds(self._partition_ids(log)).items():
@@ -347,6 +348,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         previous = SourceState.from_offset(start)
         log = self._kafka()
         bounds = log.partition_bounds(self._partition_ids(log))
+        self._refuse_retention_loss(previous, bounds)
         log_ends, unstable_ends = self._log_ends(bounds)
         discovered = sorted(set(log_ends) - set(previous.partitions))
         if discovered:
@@ -383,6 +385,26 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return start
         self._log_open_transactions(previous, planned)
         return planned.to_offset(self._options.topic)
+
+    def _refuse_retention_loss(self, state: SourceState, bounds: dict) -> None:
+        """Stop, naming the exact offsets, when a partition's next offsets have left the log
+        ({partition: LogBounds}): planning from the earliest retained offset instead would jump
+        over them silently (tidemark.retention_loss). Logged as well as raised: the log line is
+        what a person finds first, the error is what fails the run."""
+        import logging
+
+        from connectors.kafka_log import RetentionLossError
+        from tidemark.retention_loss import lost_offsets, retention_loss_message
+
+        lost = lost_offsets(state.positions(), {p: b.earliest for p, b in bounds.items()})
+        if not lost:
+            return
+        message = retention_loss_message(self._options.topic, lost)
+        logging.getLogger("tidemark.source").error(
+            {"event": "offsets_lost_to_retention", "topic": self._options.topic,
+             "lost": [range_.to_json() for range_ in lost], "detail": message}  # fmt: skip
+        )
+        raise RetentionLossError(message, lost)
 
     def _freeze(self, previous: SourceState, planned: SourceState) -> SourceState:
         """The chaos switch: a frozen partition keeps its position (nothing of it is read) while
