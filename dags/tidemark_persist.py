@@ -13,6 +13,8 @@ import pendulum
 from airflow.sdk import dag
 
 from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.alert_occasions import PersistFailed
+from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.persist_operator import PersistStreamOperator
 from tidemark_airflow.sealed_hour_assets import sealed_hours_alias, sealed_hours_asset
 
@@ -40,6 +42,8 @@ checkpoint plus idempotent Delta commits, so a killed run is simply run again.
 
 Every event-time hour a run newly seals becomes one event of the asset `{sealed_hours_asset(stream.name).name}`
 (extra: `stream`, `hour`, `global_watermark`), emitted through the alias `{sealed_hours_alias(stream.name).name}`.
+
+When the task fails its last try, an alarm goes to the receivers of the stream's `alerts:` (if any).
 """,
     )
     def persist():
@@ -51,6 +55,8 @@ Every event-time hour a run newly seals becomes one event of the asset `{sealed_
             outlets=[sealed_hours_alias(stream.name)],
             retries=0 if continuous else 2,
             retry_delay=timedelta(minutes=1),
+            # Called once the last try failed (not on the retries before it).
+            on_failure_callback=alarm_callbacks(stream, PersistFailed(stream.name)),
         )
 
     return persist()

@@ -15,6 +15,8 @@ from airflow.timetables.assets import AssetOrTimeSchedule
 from airflow.timetables.trigger import CronTriggerTimetable
 
 from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.alert_occasions import QualityFindings, UnsealedHours
+from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
 from tidemark_airflow.sealed_hour_assets import sealed_hours_asset
 
@@ -46,7 +48,9 @@ status (STOP / STALL / LAGGING / WARN / OK) with lost offsets past retention. Ho
 triggering asset events *and* from the `seals` table (an hour whose event was lost is still
 checked). Writes Data Docs and a per-partition summary (JSON and HTML; paths in the `check` task
 log), triggers `tidemark_recover__{stream.name}` for every stalled or gapped partition, and fails
-when a partition is not OK, so the run shows red until it is.
+when a partition is not OK, so the run shows red until it is. A partition in STALL, STOP, HOLE or
+LOST sends one alarm per run to the receivers of the stream's `alerts:` (if any), and so does an
+hour not sealed `alerts.unsealed_hour_after` after its end.
 """,
     )
     def quality():
@@ -71,7 +75,7 @@ when a partition is not OK, so the run shows red until it is.
             task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream.name}"
         ).expand(conf=recovery_requests(check.output))
 
-        @task(trigger_rule="all_done")
+        @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name)))
         def verdict(result: dict) -> None:
             from airflow.sdk.exceptions import AirflowFailException
 
@@ -84,6 +88,28 @@ when a partition is not OK, so the run shows red until it is.
 
         verdict_task = verdict(check.output)
         triggered >> verdict_task
+
+        if stream.alerts and stream.alerts.unsealed_hour_after_ms:
+
+            @task(on_failure_callback=alarm_callbacks(stream, UnsealedHours(stream.name)))
+            def seal_deadline(ti=None) -> dict:
+                """Fails, for the alarm, when an hour is not sealed within alerts.unsealed_hour_after of its end."""
+                from airflow.sdk.exceptions import AirflowFailException
+
+                from tidemark.duration import format_duration_ms
+                from tidemark_airflow.alert_occasions import SEAL_DEADLINE_KEY
+                from tidemark_airflow.seal_deadline import seal_deadline_figures
+
+                figures = seal_deadline_figures(stream)
+                if figures["overdue_ms"]:
+                    ti.xcom_push(key=SEAL_DEADLINE_KEY, value=figures)
+                    raise AirflowFailException(
+                        f"{len(figures['overdue_ms'])} event-time hours of {stream.name} are not sealed "
+                        f"{format_duration_ms(stream.alerts.unsealed_hour_after_ms)} after their end (alerts.unsealed_hour_after)"
+                    )
+                return figures
+
+            seal_deadline()
 
     return quality()
 

@@ -14,6 +14,8 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import Param, dag, task
 
 from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.alert_occasions import RecoveryLost
+from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
 from tidemark_airflow.recover_operator import RecoverOperator
 
@@ -45,7 +47,8 @@ Replays offset ranges of one partition into the stream's tables: retention check
 already gone are reported as **lost** and fail the run, after every recoverable range is
 recovered), oldest records first, insert-only (nothing already in the lake is written again),
 ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the live job had
-stopped reading the partition, starts a persist run.
+stopped reading the partition, starts a persist run. Offsets found LOST send an alarm to the
+receivers of the stream's `alerts:` (if any).
 """,
     )
     def recover():
@@ -66,7 +69,8 @@ stopped reading the partition, starts a persist run.
 
         request = validate()
         recovered = RecoverOperator(
-            task_id="recover", stream=stream.name, conf_path=CONF_PATH, request=request, conn_id=stream.persist.spark_conn_id
+            task_id="recover", stream=stream.name, conf_path=CONF_PATH, request=request, conn_id=stream.persist.spark_conn_id,
+            on_failure_callback=alarm_callbacks(stream, RecoveryLost(stream.name)),
         )
 
         @task

@@ -38,6 +38,8 @@ class RecoverOperator(TidemarkSparkJobOperator):
             except Exception:
                 result = json.loads(result_path.read_text()) if result_path.exists() else None
                 if result and result["lost"]:
+                    # The typed result, for the alarm (tidemark_airflow.alert_occasions.RecoveryLost).
+                    context["ti"].xcom_push(key="recovery_result", value=result)
                     raise AirflowFailException(
                         f"Offsets of partition {request['partition']} of stream {stream.name} left the log (retention) "
                         f"before they were persisted and are LOST: {result['lost']}. Every recoverable range was recovered "

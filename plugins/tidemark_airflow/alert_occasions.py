@@ -1,0 +1,90 @@
+"""When an alarm is due, and what it says: one builder per occasion, each a callable that takes
+the failing task's context and returns the Alarm (or None: nothing a person must hear).
+
+Each reads typed values the DAG's tasks left in XCom (the quality result, the recovery's
+result and request, the seal deadline's figures) or the task's identity, never an exception's
+or a log's text. The builders are small classes, not closures, so that they say what they are
+in a DAG's repr and can be tested alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tidemark_airflow.alert_message import (
+    QUALITY,
+    Alarm,
+    persist_failed_alarm,
+    quality_alarm,
+    recovery_lost_alarm,
+    unsealed_hour_alarm,
+)
+from tidemark_airflow.alerts import task_identity
+
+# XCom keys the tasks push before they fail, for the alarm to read.
+RECOVERY_RESULT_KEY = "recovery_result"
+SEAL_DEADLINE_KEY = "seal_deadline"
+
+
+@dataclass(frozen=True)
+class QualityFindings:
+    """The quality DAG's verdict failed: one alarm for the partitions in an alarm status, read
+    from the ``check`` task's result; when the check itself left no result, an alarm saying
+    nothing was checked."""
+
+    stream: str
+    check_task_id: str = "check"
+
+    def __call__(self, context: Any) -> Alarm | None:
+        task = task_identity(context)
+        result = context["ti"].xcom_pull(task_ids=self.check_task_id)
+        if not result:
+            return Alarm(
+                QUALITY, self.stream, f"the quality check ({self.check_task_id}) failed: nothing was checked", task,
+                details={"what_now": f"see the log of task {self.check_task_id} of this run"},
+            )  # fmt: skip
+        return quality_alarm(result, task)
+
+
+@dataclass(frozen=True)
+class RecoveryLost:
+    """The recover task failed with offsets LOST (its result, pushed before it failed)."""
+
+    stream: str
+    validate_task_id: str = "validate"
+
+    def __call__(self, context: Any) -> Alarm | None:
+        ti = context["ti"]
+        result = ti.xcom_pull(task_ids=ti.task_id, key=RECOVERY_RESULT_KEY)
+        request = ti.xcom_pull(task_ids=self.validate_task_id)
+        if not result or not request:
+            return None
+        return recovery_lost_alarm(self.stream, request, result, task_identity(context))
+
+
+@dataclass(frozen=True)
+class PersistFailed:
+    """The persist task failed its last try (on_failure_callback runs after the retries)."""
+
+    stream: str
+
+    def __call__(self, context: Any) -> Alarm | None:
+        error = context.get("exception")
+        return persist_failed_alarm(self.stream, None if error is None else type(error).__name__, task_identity(context))
+
+
+@dataclass(frozen=True)
+class UnsealedHours:
+    """The seal deadline task found hours not sealed within the bound (its figures in XCom)."""
+
+    stream: str
+
+    def __call__(self, context: Any) -> Alarm | None:
+        ti = context["ti"]
+        figures = ti.xcom_pull(task_ids=ti.task_id, key=SEAL_DEADLINE_KEY)
+        if not figures or not figures.get("overdue_ms"):
+            return None
+        return unsealed_hour_alarm(
+            self.stream, figures["overdue_ms"], figures["newest_sealed_ms"], figures["bound_ms"], figures["now_ms"], task_identity(context)
+        )  # fmt: skip
