@@ -52,14 +52,15 @@ class DamageKind(str, Enum):
     FILES_MISSING = "files_missing"  # files the table still references are gone (VACUUM, or by hand)
     LOG_GONE = "log_gone"  # the versions since the last check are no longer in the log
 
-    @property
-    def words(self) -> str:
+    def words(self, rows: int | None) -> str:
+        """What the commit did, for a person: 'removed or rewrote 3 rows'."""
+        counted = "rows" if rows is None else f"{rows} rows"
         return {
-            DamageKind.ROWS_REMOVED: "removed or rewrote rows",
-            DamageKind.ROWS_DROPPED: "rewrote files and dropped rows",
+            DamageKind.ROWS_REMOVED: f"removed or rewrote {counted}",
+            DamageKind.ROWS_DROPPED: f"rewrote files and dropped {counted}",
             DamageKind.UNCOUNTED_REWRITE: "rewrote files whose row counts the log does not hold",
             DamageKind.FILES_MISSING: "left files the table references missing",
-            DamageKind.LOG_GONE: "cannot be read: the log no longer holds these versions",
+            DamageKind.LOG_GONE: "hides what changed: the log no longer tells",
         }[self]
 
 
@@ -132,11 +133,10 @@ class LakeDamage:
     hours_ms: tuple[int, ...]
 
     def sentence(self) -> str:
-        """e.g. 'DELETE (events version 12, 2026-11-25T23:10:01.000Z) removed or rewrote rows: 3 rows'."""
+        """e.g. 'DELETE (events version 12, 2026-11-25T23:10:01.000Z) removed or rewrote 3 rows'."""
         where = f"{self.table}" + (f" version {self.version}" if self.version is not None else "")
         when = f", {format_event_time(self.committed_at_ms)}" if self.committed_at_ms is not None else ""
-        rows = f": {self.rows} rows" if self.rows is not None else ""
-        return f"{self.operation} ({where}{when}) {self.kind.words}{rows}"
+        return f"{self.operation} ({where}{when}) {self.kind.words(self.rows)}"
 
     def to_json(self) -> dict:
         return {
@@ -273,6 +273,16 @@ def log_damage(commits: Sequence[DeltaCommit], known_records: Mapping[str, int] 
         known.update({f.path: f.records for f in commit.added if f.records is not None})
         prints.update({f.path: f.footprint for f in commit.added if f.footprint is not None})
     return found
+
+
+def uncounted_removes(commits: Sequence[DeltaCommit]) -> list[str]:
+    """Paths of files removed by a rewrite (dataChange: false) whose row count neither the remove
+    nor an add among ``commits`` holds: the adapter counts their rows while the files exist."""
+    added = {f.path for commit in commits for f in commit.added if f.records is not None}
+    return sorted({
+        f.path for commit in commits for f in commit.removed
+        if not f.data_change and f.records is None and f.path not in added
+    })  # fmt: skip
 
 
 def log_gone(table: str, reason: str) -> CommitDamage:

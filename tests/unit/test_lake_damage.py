@@ -19,6 +19,7 @@ from expectations.lake_damage import (
     parse_commit,
     partition_hour,
     touched_hours,
+    uncounted_removes,
 )
 from expectations.ledger_entries import LedgerEntry
 from tidemark.event_time_text import parse_event_time
@@ -83,7 +84,7 @@ def test_a_delete_names_its_operation_its_rows_and_the_hours_of_the_partitions_i
     )  # fmt: skip
     lake = touched_hours(damage, SEALED, [])
     assert lake.hours_ms == (H,)
-    assert lake.sentence() == "DELETE (events version 7, 2026-11-25T23:10:01.000Z) removed or rewrote rows: 3 rows"
+    assert lake.sentence() == "DELETE (events version 7, 2026-11-25T23:10:01.000Z) removed or rewrote 3 rows"
     assert lake.to_json()["hours"] == ["2026-11-22T01:00:00Z"]
 
 
@@ -129,6 +130,8 @@ def test_a_rewrite_whose_removes_carry_no_stats_is_counted_from_earlier_adds_or_
     first = _commit("events", 7, _info("WRITE"), _add("p/a", 12, values=values))
     (dropped,) = log_damage([rewrite, first])
     assert (dropped.version, dropped.kind, dropped.rows) == (8, DamageKind.ROWS_DROPPED, 2), "counted from version 7's add"
+    assert uncounted_removes([rewrite]) == ["p/a"], "the adapter counts this file's rows"
+    assert uncounted_removes([first, rewrite]) == [], "version 7's add counts them"
 
 
 def test_a_delete_in_the_late_table_touches_the_hours_of_the_removed_files_event_times():
@@ -160,6 +163,7 @@ def test_only_sealed_hours_are_touched_and_a_gone_log_touches_every_one():
     assert touched_hours(damage, SEALED, []).hours_ms == (), "an hour not sealed yet is checked when it seals"
     gone = touched_hours(log_gone("events", "LOG CLEANUP"), SEALED, [])
     assert (gone.kind, gone.hours_ms, gone.version) == (DamageKind.LOG_GONE, tuple(SEALED), None)
+    assert gone.sentence() == "LOG CLEANUP (events) hides what changed: the log no longer tells"
 
 
 def test_partition_values_name_an_hour_or_nothing():
