@@ -17,11 +17,18 @@ JSON shape (``QualityRunResult.to_json()``)::
      "checks": [{"name", "ran", "success", "rows", "failed_rules", "warned_rules",
                  "facts_seconds", "gx_seconds"}],
      "recovery_requests": [{"stream", "partition", "ranges": [[s, e]], "reason"}],
+     "sweep": false,
+     "damage": [{"table", "version", "operation", "committed_at_ms", "committed_at", "kind", "rows",
+                 "hours": [...], "reason"}],
      "paths": {"summary_json", "summary_html", "data_docs_index", "hour_reports": [...]},
      "seconds", "stage_seconds": {"ledger", "completeness", ..., "reports"}}
 
 ``holes`` are offsets missing from the lake that the log still holds (recovery replays them);
 ``lost`` are offsets missing from the lake that the log no longer holds. They never overlap.
+``damage`` lists the commits of the lake's Delta log since the previous run that removed or
+rewrote rows of sealed hours (expectations.lake_damage), each with the hours it sent back to be
+checked; ``sweep`` is True for the slow sweep (completeness of every hour still in the source
+log's retention, no hour reports written).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from expectations.hour_scope import hour_text
+from expectations.lake_damage import LakeDamage
 from expectations.offset_spans import spans_json
 from expectations.quality_status import STATUS_ORDER, QualityStatus
 from tidemark.event_time_text import format_event_time, format_optional_event_time
@@ -167,6 +175,13 @@ class QualityRunResult:
     hour_reports: tuple[str, ...]
     seconds: float  # wall time of the whole run
     stage_seconds: tuple[tuple[str, float], ...]  # wall time per stage: ledger, each family's facts, reports
+    # Commits since the previous run that removed or rewrote rows, with the sealed hours they sent back.
+    damage: tuple[LakeDamage, ...] = ()
+    sweep: bool = False  # the slow sweep: completeness only, over every hour within the source log's retention
+
+    def damage_in(self, hour_ms: int) -> tuple[LakeDamage, ...]:
+        """The damage that touched ``hour_ms``."""
+        return tuple(d for d in self.damage if hour_ms in d.hours_ms)
 
     def finished(self, seconds: float, stage_seconds: tuple[tuple[str, float], ...]) -> "QualityRunResult":
         return replace(self, seconds=seconds, stage_seconds=stage_seconds)
@@ -207,6 +222,8 @@ class QualityRunResult:
             "hours_checked": [h.to_json() for h in self.hours],
             "checks": [c.to_json() for c in self.checks],
             "recovery_requests": [recovery_request_json(r) for r in self.recovery_requests],
+            "sweep": self.sweep,
+            "damage": [d.to_json() for d in self.damage],
             "paths": {
                 "summary_json": self.summary_json,
                 "summary_html": self.summary_html,

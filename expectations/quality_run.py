@@ -3,12 +3,16 @@ stream-wide stall and retention checks, Data Docs, the summaries, and the recove
 
     spark-submit expectations/quality_run.py --stream telemetry --conf conf/streams.yaml \\
         --report-dir REPORTS --gx-dir GX --run-name RUN [--hours 2026-11-22T01:00:00Z,...] \\
-        [--reconcile] [--result result.json] [--now-ms MS]
+        [--reconcile | --sweep] [--result result.json] [--now-ms MS]
 
 Without ``--hours`` the run reconciles: it checks every hour of the seals table that has no
-report yet under ``<report-dir>/<stream>/hours/`` (expectations.checked_hours); ``--reconcile``
-does the same in addition to the hours given. Log bounds come
-from Kafka. Exit status: 0 when the run completed, whatever the checks found (the result and
+report yet under ``<report-dir>/<stream>/hours/`` (expectations.checked_hours), and every
+checked hour that a commit of the lake's Delta log removed or rewrote rows of since the previous
+run (expectations.damage_scan; the versions read are remembered in
+``<report-dir>/<stream>/checked_versions.json`` once the run completed); ``--reconcile`` does
+the same in addition to the hours given. ``--sweep`` (the slow schedule's run) checks the
+completeness of every sealed hour the source log still retains instead, and writes no hour
+report. Log bounds come from Kafka. Exit status: 0 when the run completed, whatever the checks found (the result and
 the summaries say what failed); 2 for bad arguments, a bad configuration or missing tables; 1
 for anything else (Kafka unreachable, a Spark failure).
 
@@ -31,6 +35,7 @@ import re
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -43,10 +48,13 @@ from expectations.checked_hours import hour_report_path, seals_by_hour, unchecke
 from expectations.gx_project import GxProject
 from expectations.hour_records import HourCounts, count_by_hour, with_history
 from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
+from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
+from expectations.lake_damage import DamageKind, LakeDamage, hours_of
 from expectations.late_and_quarantine import LateAndQuarantineFacts
 from expectations.ledger_entries import live_position, read_ledger
 from expectations.persisted_offsets import PersistedOffsets
 from expectations.quality_result import CheckSummary, QualityRunResult
+from expectations.quality_status import QualityStatus
 from expectations.quality_summary import summary_folder, write_summary
 from expectations.quality_tables import QualityTables, QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
@@ -58,6 +66,9 @@ log = logging.getLogger("tidemark.quality")
 
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,199}$")
 
+# The sweep DAG's switch where the operator passes no --sweep (it sets the task's environment).
+SWEEP_VARIABLE = "TIDEMARK_QUALITY_SWEEP"
+
 
 def run_quality(
     spark,
@@ -68,11 +79,18 @@ def run_quality(
     report_dir: str | Path,
     gx_dir: str | Path,
     run_name: str,
+    damage: Sequence[LakeDamage] = (),
+    sweep: bool = False,
 ) -> QualityRunResult:
     """Check ``hours`` (starts of sealed event-time hours, ms since the epoch, UTC; may be empty:
     then only the stream-wide stall and retention checks run) of ``stream``, write the reports
     and return what was found. ``log_bounds`` maps each partition of the log to its bounds now;
     ``now_ms`` is the time the stall rules judge at.
+
+    ``damage``: commits of the lake's log that removed or rewrote rows of some of ``hours``
+    (expectations.lake_damage); a hole or loss found in such an hour names the operation, and
+    the hour's report lists it. ``sweep``: completeness and retention only (no gaps, uniqueness,
+    volumes or stall), and no hour report is written: the hour's full report stays the memory.
 
     Raises QualityTablesMissingError when one of the stream's tables does not exist, ValueError
     for an hour that is not the start of an hour or a run name unfit for a folder name.
@@ -92,7 +110,7 @@ def run_quality(
 
     with stages.time("ledger"):
         entries = read_ledger(tables.read("ledger"))
-        seals = seals_by_hour(tables.read("seals")) if hours_ms else {}
+        seals = seals_by_hour(tables.read("seals")) if hours_ms and not sweep else {}
     partitions = sorted(set(log_bounds) | {entry.partition for entry in entries})
     positions = {partition: live_position(entries, partition) for partition in partitions}
     earliest = {partition: bounds.earliest for partition, bounds in log_bounds.items()}
@@ -105,14 +123,16 @@ def run_quality(
         with stages.time("completeness"):
             range_facts = completeness.facts(entries, scopes, offsets) if offsets is not None else []
         with stages.time("uniqueness"):
-            span_counts = offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None else {}
-            uniqueness_facts = uniqueness.facts(partitions, scopes, span_counts)
+            span_counts = offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None and not sweep else {}
+            uniqueness_facts = uniqueness.facts(partitions, scopes, span_counts) if not sweep else []
     finally:
         if offsets is not None:
             offsets.release()
     with stages.time("gaps"):
-        hour_counts = count_by_hour(tables.read, with_history(hours_ms, settings.history_hours))
-        gap_facts = gaps.facts(partitions, hours_ms, hour_counts, gaps.longest_gaps(tables.read, hours_ms), settings)
+        hour_counts = count_by_hour(tables.read, hours_ms if sweep else with_history(hours_ms, settings.history_hours))
+        gap_facts = [] if sweep else gaps.facts(
+            partitions, hours_ms, hour_counts, gaps.longest_gaps(tables.read, hours_ms), settings
+        )  # fmt: skip
     with stages.time("late_and_quarantine"):
         volume_facts = [
             LateAndQuarantineFacts(
@@ -121,6 +141,7 @@ def run_quality(
             )  # fmt: skip
             for hour_ms in hours_ms
             for partition in partitions
+            if not sweep
         ]
     with stages.time("retention"):
         retention_facts = retention.facts(positions, earliest, completeness.candidate_holes(range_facts))
@@ -134,7 +155,7 @@ def run_quality(
         (gaps.family(settings), gap_facts),
         (uniqueness.family(), uniqueness_facts),
         (late_and_quarantine.family(settings), volume_facts),
-        (stall.family(), stall_facts),
+        (stall.family(), [] if sweep else stall_facts),
     ]
     outcomes: dict[str, FamilyOutcome] = {}
     checks = []
@@ -158,8 +179,9 @@ def run_quality(
         *gaps.findings(outcomes[gaps.NAME], gap_facts, settings),
         *uniqueness.findings(outcomes[uniqueness.NAME], uniqueness_facts),
         *late_and_quarantine.findings(outcomes[late_and_quarantine.NAME], volume_facts, settings),
-        *stall.findings(outcomes[stall.NAME], stall_facts),
+        *stall.findings(outcomes[stall.NAME], [] if sweep else stall_facts),
     ]
+    found = name_the_damage(found, damage)
 
     with stages.time("reports"):
         stall_by_partition = {fact.partition: fact for fact in stall_facts}
@@ -178,7 +200,7 @@ def run_quality(
         )
         figures_per_hour = hour_figures(hours_ms, partitions, found, range_facts, hour_counts, span_counts, gap_facts, earliest)
         folder = summary_folder(report_dir, stream.name, run_name)
-        hour_paths = {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
+        hour_paths = {} if sweep else {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
         ran = any(check.ran for check in checks)
         result = QualityRunResult(
             stream=stream.name,
@@ -192,11 +214,13 @@ def run_quality(
             summary_json=str(folder / "summary.json"),
             summary_html=str(folder / "summary.html"),
             data_docs_index=str(project.data_docs_index) if ran else None,
-            hour_reports=tuple(str(hour_paths[h]) for h in hours_ms),
+            hour_reports=tuple(str(hour_paths[h]) for h in hours_ms if h in hour_paths),
             seconds=0.0,
             stage_seconds=(),
+            damage=tuple(damage),
+            sweep=sweep,
         )
-        for hour_ms in hours_ms:
+        for hour_ms in hour_paths:
             figures = [f for f in figures_per_hour if f.hour_ms == hour_ms]
             write_hour_report(
                 hour_paths[hour_ms],
@@ -209,6 +233,8 @@ def run_quality(
                     "sealed_at_ms": seals.get(hour_ms),
                     "success": all(not f.failed_checks for f in figures),
                     "partitions": [f.to_json() for f in figures],
+                    # Why the hour was checked again: the commits that removed or rewrote its rows.
+                    "damage": [d.to_json() for d in result.damage_in(hour_ms)],
                     "summary_html": result.summary_html,
                 },
             )
@@ -222,11 +248,27 @@ def run_quality(
             "success": result.success,
             "statuses": {str(p.partition): p.status.value for p in result.partitions},
             "recovery_requests": len(result.recovery_requests),
+            "sweep": sweep,
+            "damage": [d.sentence() for d in result.damage],
             "summary_html": result.summary_html,
             "seconds": round(result.seconds, 3),
         }
     )
     return result
+
+
+def name_the_damage(found: list[Finding], damage: Sequence[LakeDamage]) -> list[Finding]:
+    """A hole or loss in an hour that a commit removed or rewrote rows of says which commit."""
+    if not damage:
+        return found
+    named = []
+    for finding in found:
+        causes = [d for d in damage if finding.hour_ms in d.hours_ms]
+        if causes and finding.status in (QualityStatus.HOLE, QualityStatus.LOST):
+            finding = replace(finding, reason=f"{finding.reason}; the lake's log shows "
+                              + "; ".join(d.sentence() for d in causes))  # fmt: skip
+        named.append(finding)
+    return named
 
 
 def _scan_bounds(scopes: list[HourScope]) -> dict[int, OffsetRange]:
@@ -322,6 +364,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--run-name", required=True)
     parser.add_argument("--result", type=Path, help="also write the result JSON to this file")
     parser.add_argument("--now-ms", type=int, help="judge the stall rules at this time (ms since the epoch, UTC)")
+    parser.add_argument("--sweep", action="store_true", help="the slow sweep: completeness of every sealed hour the "
+                        f"source log still retains, no other check, no hour report (also: {SWEEP_VARIABLE}=1)")  # fmt: skip
     return parser
 
 
@@ -340,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
         stream = load_stream(args.conf, args.stream)
     except StreamConfigError as error:
         return _refuse(str(error))
+    sweep = args.sweep or os.environ.get(SWEEP_VARIABLE) == "1"
+    if sweep and (hours is not None or args.reconcile):
+        return _refuse("--sweep checks every sealed hour the source log still retains: give it without --hours and --reconcile")
 
     try:
         from connectors.spark_session import lake_spark_session
@@ -347,16 +394,31 @@ def main(argv: list[str] | None = None) -> int:
         spark = lake_spark_session(f"tidemark-quality-{stream.name}")
         tables = QualityTables(spark, stream)
         tables.require()
-        if hours is None or args.reconcile:
-            unchecked = unchecked_sealed_hours(seals_by_hour(tables.read("seals")), args.report_dir, stream.name)
-            log.info({"event": "quality_hours_reconciled", "stream": stream.name, "hours": [hour_text(h) for h in unchecked]})
-            hours = sorted(set(hours or []) | set(unchecked))
+        now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+        found = DamageFound(())
+        if sweep:
+            hours = sweep_hours(seals_by_hour(tables.read("seals")), now_ms, stream.retention_ms)
+            found = DamageFound(sweep_damage(spark, stream, tables.read, hours))
+            log.info({"event": "quality_sweep", "stream": stream.name, "hours": len(hours)})
+        elif hours is None or args.reconcile:
+            sealed = seals_by_hour(tables.read("seals"))
+            unchecked = unchecked_sealed_hours(sealed, args.report_dir, stream.name)
+            found = find_damage(spark, stream, tables.read, args.report_dir, sealed)
+            damaged = hours_of(found.damage)
+            log.info({"event": "quality_hours_reconciled", "stream": stream.name, "hours": [hour_text(h) for h in unchecked],
+                      "damaged_hours": [hour_text(h) for h in damaged], "log_commits_read": found.commits_read})  # fmt: skip
+            hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
+        if any(d.kind is DamageKind.FILES_MISSING for d in found.damage):
+            # Files the table references are gone: read what is left, so the checks report the
+            # rows as missing instead of the run failing on the first absent file.
+            spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
         try:
             log_bounds = read_log_bounds(stream)
         except ValueError as error:  # the configured topic does not exist
             return _refuse(f"stream {stream.name!r}: {error}")
-        now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
-        result = run_quality(spark, stream, hours, log_bounds, now_ms, args.report_dir, args.gx_dir, args.run_name)
+        result = run_quality(spark, stream, hours, log_bounds, now_ms, args.report_dir, args.gx_dir, args.run_name,
+                             damage=found.damage, sweep=sweep)  # fmt: skip
+        remember_checked(args.report_dir, stream.name, found, args.run_name, now_ms)
     except QualityTablesMissingError as error:
         return _refuse(str(error))
     except Exception as error:  # noqa: BLE001 - the exit status is the contract with Airflow
@@ -382,6 +444,8 @@ def _one_screen(result: QualityRunResult) -> str:
             c.name for c in result.checks if c.ran and not c.success))  # fmt: skip
         + f"; hours: {', '.join(hour_text(h) for h in result.hours_ms) or 'none'}"
     ]
+    for d in result.damage:
+        lines.append(f"  lake damage: {d.sentence()}; hours checked again: {', '.join(hour_text(h) for h in d.hours_ms)}")
     for p in result.partitions:
         lines.append(f"  partition {p.partition}: {p.status.value} - {p.reason}")
     lines.append(f"summary: {result.summary_html}")

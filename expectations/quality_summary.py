@@ -81,6 +81,8 @@ def render_html(result: QualityRunResult) -> str:
         _checks_table(result),
         "<h2>Recovery requests</h2>",
         _recovery_list(result),
+        "<h2>Damage in the lake's log</h2>",
+        _damage_list(result),
     ]
     if result.hours:
         parts += ["<h2>Per hour and partition</h2>", _hours_table(result)]
@@ -145,6 +147,18 @@ def _recovery_list(result: QualityRunResult) -> str:
             f"<li>partition {_text(document['partition'])}: offsets {_text(spans_text(request.ranges, limit=10))} "
             f"&mdash; {_text(document['reason'])}</li>"
         )
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _damage_list(result: QualityRunResult) -> str:
+    """The commits since the previous run that removed or rewrote rows, and the hours they sent back."""
+    if not result.damage:
+        note = "a sweep reads no log: it checks every hour the source log retains" if result.sweep else "none since the previous run"
+        return f'<p class="meta">{_text(note)}</p>'
+    items = [
+        f"<li>{_text(d.sentence())} &mdash; hours checked again: {_text(', '.join(hour_text(h) for h in d.hours_ms))}</li>"
+        for d in result.damage
+    ]
     return "<ul>" + "".join(items) + "</ul>"
 
 

@@ -131,7 +131,7 @@ def hour_figures(
                 statuses.append(QualityStatus.LOST)
             ranges = ranges_of.get((hour_ms, partition), [])
             counts = hour_counts.get((partition, hour_ms), HourCounts(0, 0))
-            gap = gap_of[(hour_ms, partition)]
+            gap = gap_of.get((hour_ms, partition))  # none in a sweep (completeness only)
             figures.append(
                 HourPartitionFigures(
                     hour_ms=hour_ms,
@@ -144,8 +144,8 @@ def hour_figures(
                     data_records=sum(fact.entry.data_records for fact in ranges),
                     persisted=sum(fact.persisted for fact in ranges),
                     duplicated_offsets=span_counts.get((hour_ms, partition), NO_COUNT).duplicated_offsets,
-                    active_history_hours=gap.active_history_hours,
-                    longest_event_time_gap_ms=None if gap.longest_gap is None else gap.longest_gap.length_ms,
+                    active_history_hours=0 if gap is None else gap.active_history_hours,
+                    longest_event_time_gap_ms=None if gap is None or gap.longest_gap is None else gap.longest_gap.length_ms,
                     failed_checks=tuple(sorted({finding.check for finding in here if finding.failed})),
                     reasons=tuple(dict.fromkeys(finding.reason for finding in here)),
                 )

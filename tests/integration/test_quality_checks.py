@@ -1,17 +1,22 @@
-"""The quality checks (expectations/) on real Spark, Delta and Great Expectations, no Kafka.
+"""The quality checks (expectations/) on real Spark, Delta and Great Expectations, and Kafka for
+the recovery of damage.
 
 Two streams are written row by row into Delta tables. ``cases``: each partition shows one thing
 the checks must find in the sealed hour H = 2026-11-22T01:00Z (a clean partition, deleted rows,
 a transactional range, a duplicate, a frozen reader, offsets lost to retention, too many late
-records, ...); it is checked once, and each test reads its part of that one result. ``clean``:
-three complete partitions, checked through the command line (hours reconciled from the seals
-table, log bounds stubbed), reconciled again (nothing left), then with --hours and --reconcile.
-Expected values are derived here from the rows written, never by calling the checks.
+records, ...); it is checked once, and each test reads its part of that one result; then its
+tables take real Delta commits (a compaction, a RESTORE, ...) for the log-reading rules.
+``clean``: three complete partitions whose topic holds the same records, checked through the
+command line (hours reconciled from the seals table, log bounds stubbed), reconciled again
+(nothing left), then with --hours and --reconcile; then damaged by a DELETE, found again through
+the Delta log, recovered from the topic and checked OK. Expected values are derived here from
+the rows written, never by calling the checks.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,10 +25,11 @@ import yaml
 
 from expectations import quality_run
 from expectations.checked_hours import hour_report_path, unchecked_sealed_hours
+from expectations.lake_damage import touched_hours
 from expectations.quality_run import run_quality
 from expectations.quality_status import QualityStatus
 from expectations.quality_tables import QualityTablesMissingError
-from harness.persist_job import REPO
+from harness.persist_job import REPO, produce, run_in_process, telemetry_value
 from spark_jobs.lake_tables import LakeTables
 from tidemark.event_time_text import parse_event_time
 from tidemark.stream_config import load_stream
@@ -55,10 +61,10 @@ def _ts(ms: int | None):
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
-def _write_config(folder: Path, name: str, partitions: int) -> Path:
+def _write_config(folder: Path, name: str, partitions: int, bootstrap: str = "127.0.0.1:1", topic: str | None = None) -> Path:
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     stream = document["streams"].pop("telemetry")
-    stream["source"].update(bootstrap_servers="127.0.0.1:1", topic=name, partitions=partitions)
+    stream["source"].update(bootstrap_servers=bootstrap, topic=topic or name, partitions=partitions)
     stream["lake"] = {"root": str(folder / "lake"), "checkpoint_root": str(folder / "checkpoints")}
     stream["quality"] = dict(QUALITY)
     document["streams"] = {name: stream}
@@ -461,14 +467,57 @@ def test_the_checked_hour_is_remembered_and_reconciling_finds_the_rest(cases):
     assert unchecked_sealed_hours({**seals, H: NOW}, report_dir, "cases") == [H - HOUR, H], "amended after the check"
 
 
+def test_the_delta_log_tells_a_compaction_from_damage_and_names_the_hours_each_commit_touched(spark, cases):
+    """Real delta-spark commits on the cases stream's tables (after every test above read its
+    result): OPTIMIZE keeps every row (no damage, no re-check); a compaction of late that drops a
+    row, a RESTORE of events and a DELETE in quarantine are damage, each with the hours it touched."""
+    from delta.tables import DeltaTable
+
+    from expectations.delta_log import removed_file_footprints, scan_log
+    from expectations.ledger_entries import read_ledger
+
+    stream = cases["stream"]
+    start = scan_log(spark, stream, None)
+    assert start.damage == () and set(start.versions) == {"events", "late", "quarantine"}
+
+    DeltaTable.forPath(spark, stream.table_path("events")).optimize().executeCompaction()
+    compacted = scan_log(spark, stream, start.versions)
+    assert (compacted.damage, compacted.commits_read) == ((), 1), "a compaction that keeps every row raises nothing"
+
+    late = spark.read.format("delta").load(stream.table_path("late"))
+    late.where(f"NOT (source_partition = {TOO_LATE} AND source_offset = 45)").write.format("delta").mode(
+        "overwrite").option("dataChange", "false").save(stream.table_path("late"))  # fmt: skip
+    DeltaTable.forPath(spark, stream.table_path("events")).restoreToVersion(start.versions["events"])
+    DeltaTable.forPath(spark, stream.table_path("quarantine")).delete(f"source_partition = {QUARANTINED} AND source_offset = 49")
+    scan = scan_log(spark, stream, compacted.versions)
+    prints = removed_file_footprints(spark, stream, list(scan.damage))
+    entries = read_ledger(spark.read.format("delta").load(stream.table_path("ledger")))
+    sealed = [H - 4 * HOUR, H - 3 * HOUR, H - 2 * HOUR, H - HOUR, H]
+    found = [touched_hours(d, sealed, entries, prints) for d in scan.damage]
+    assert [(d.table, d.operation, d.kind.value, d.rows, d.hours_ms) for d in found] == [
+        # The RESTORE took back the compacted files, which only hour H had: the earlier hours'
+        # partitions held one file each, nothing for OPTIMIZE to rewrite.
+        ("events", "RESTORE", "rows_removed", None, (H,)),
+        ("late", "WRITE", "rows_dropped", 1, (H,)),
+        ("quarantine", "DELETE", "rows_removed", 1, (H,)),
+    ]
+
+
 # ------------------------------------------------------------------------------------------------
 # The clean stream, through the command line.
 
 
 @pytest.fixture(scope="module")
-def clean(spark, tmp_path_factory):
+def clean(spark, kafka_broker, tmp_path_factory):
+    """Three complete partitions; the topic holds the same 100 records a partition (same event
+    times, the log timestamp = the event time), so a recovery can replay what goes missing."""
     folder = tmp_path_factory.mktemp("clean")
-    conf = _write_config(folder, "clean", 3)
+    topic = "quality_clean"
+    kafka_broker.create_topic(topic, 3)
+    produce(kafka_broker.bootstrap, topic, [
+        (partition, telemetry_value(f"d{partition}", event_ms), event_ms) for partition in range(3) for event_ms in _spread(100)
+    ])  # fmt: skip
+    conf = _write_config(folder, "clean", 3, kafka_broker.bootstrap, topic)
     stream = load_stream(conf, "clean")
     lake = LakeWriter(spark, stream)
     for partition in range(3):
@@ -478,8 +527,14 @@ def clean(spark, tmp_path_factory):
     return {"conf": conf, "stream": stream, "folder": folder}
 
 
-def _cli(clean, gx_dir, run_name, *extra):
+def _cli(clean, gx_dir, run_name, *extra, real_log: bool = False):
+    """The quality run's command line; its log bounds are (0, 100) per partition unless
+    ``real_log``, then the topic's own."""
     folder = clean["folder"]
+    if not real_log:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(quality_run, "read_log_bounds", lambda stream: {p: Bounds(0, 100) for p in range(3)})
+            return _cli(clean, gx_dir, run_name, *extra, real_log=True)
     return quality_run.main([
         "--stream", "clean", "--conf", str(clean["conf"]), "--report-dir", str(folder / "reports"),
         "--gx-dir", str(gx_dir), "--run-name", run_name, "--result", str(folder / f"{run_name}.json"),
@@ -518,6 +573,62 @@ def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spa
     third = json.loads((clean["folder"] / "clean-3.json").read_text())
     assert third["hours"] == ["2026-11-22T00:00:00Z", "2026-11-22T01:00:00Z"]
     assert third["success"] is True
+
+
+def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_recovery_restores_them(spark, clean, gx_dir):
+    """Damage after the check (issue 25): the hour was checked OK by the runs above; a DELETE
+    takes three rows of partition 1; the next scheduled run (no hours given) checks the hour
+    again because the Delta log shows the DELETE, reports the HOLE with exactly those offsets and
+    the operation, recovery replays them from the topic, and the re-check is OK."""
+    from delta.tables import DeltaTable
+    from spark_jobs.recover import main as recover_main
+
+    folder, stream = clean["folder"], clean["stream"]
+    before = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
+    assert before["success"] is True and before["damage"] == [], "checked OK before the damage"
+    damaged_at = time.monotonic()
+    DeltaTable.forPath(spark, stream.table_path("events")).delete("source_partition = 1 AND source_offset IN (10, 11, 12)")
+    delete_version = max(int(p.stem) for p in (Path(stream.table_path("events")) / "_delta_log").glob("*.json"))
+
+    assert _cli(clean, gx_dir, "clean-damaged", real_log=True) == 0
+    reported_at = time.monotonic()
+    found = json.loads((folder / "clean-damaged.json").read_text())
+    assert found["hours"] == ["2026-11-22T01:00:00Z"], "only the damaged hour: the others were not touched"
+    assert [(d["table"], d["version"], d["operation"], d["kind"], d["rows"], d["hours"]) for d in found["damage"]] == [
+        ("events", delete_version, "DELETE", "rows_removed", 3, ["2026-11-22T01:00:00Z"])
+    ]
+    statuses = {p["partition"]: (p["status"], p["holes"]) for p in found["partitions"]}
+    assert statuses == {0: ("OK", []), 1: ("HOLE", [[10, 13]]), 2: ("OK", [])}
+    (hole,) = [p for p in found["partitions"] if p["partition"] == 1]
+    assert hole["reason"].startswith("hour 2026-11-22T01:00:00Z: live range [0, 50) of batch ")
+    assert hole["reason"].endswith(f"offsets with no row: [10, 13); the lake's log shows DELETE (events version "
+                                   f"{delete_version}, {found['damage'][0]['committed_at']}) removed or rewrote 3 rows")
+    assert found["recovery_requests"] == [{"stream": "clean", "partition": 1, "ranges": [[10, 13]],
+                                           "reason": "3 offsets missing from the lake: [10, 13)"}]  # fmt: skip
+    report = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
+    assert (report["success"], [d["operation"] for d in report["damage"]]) == (False, ["DELETE"])
+    assert "DELETE (events version" in Path(found["paths"]["summary_html"]).read_text()
+
+    request = found["recovery_requests"][0]
+    code = run_in_process(recover_main, ["--stream", "clean", "--conf", str(clean["conf"]), "--partition", "1", "--ranges",
+                                         json.dumps(request["ranges"]), "--reason", request["reason"], "--result",
+                                         str(folder / "recovered.json")], folder / "recover.log")  # fmt: skip
+    assert code == 0
+    recovered = json.loads((folder / "recovered.json").read_text())
+    assert (recovered["inserted"], recovered["event_hours"]) == (3, ["2026-11-22T01:00:00.000Z"])
+
+    # As the recover DAG re-checks: the hours it touched, plus whatever else is due.
+    assert _cli(clean, gx_dir, "clean-recovered", "--hours", ",".join(recovered["event_hours"]), "--reconcile", real_log=True) == 0
+    ok_at = time.monotonic()
+    again = json.loads((folder / "clean-recovered.json").read_text())
+    assert again["damage"] == [], "the recovery's insert-only MERGE removed nothing"
+    assert [(p["partition"], p["status"], p["records"], p["holes"]) for p in again["partitions"]] == [
+        (p, "OK", 100, []) for p in range(3)
+    ]
+    assert again["success"] is True
+    figures = {"damage_to_hole_reported_s": round(reported_at - damaged_at, 1), "damage_to_ok_again_s": round(ok_at - damaged_at, 1)}
+    print(f"damage → HOLE reported {figures['damage_to_hole_reported_s']} s, → OK again {figures['damage_to_ok_again_s']} s")
+    (folder / "damage_figures.json").write_text(json.dumps(figures))
 
 
 def test_the_command_line_refuses_bad_hours_and_missing_tables_with_status_2(clean, gx_dir, tmp_path, capsys):
