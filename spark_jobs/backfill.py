@@ -260,20 +260,24 @@ class ShadowSetInUseError(ValueError):
 
 def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoint: str) -> None:
     """A shadow set is written by one run only (its batches append, they do not MERGE): a new run
-    (no checkpoint yet) may not write a set that already holds rows; the same run resumed may."""
+    (no checkpoint yet) may not write a set that already holds rows; the same run resumed may.
+    Rows in any of its tables count: a run that died after its first batch's events commit and
+    before its ledger's left rows only the ledger does not know (found with a crash point)."""
     from delta.tables import DeltaTable
 
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
     from spark_jobs.lake_tables import LakeTables
 
-    ledger = LakeTables(spark, stream, shadow=shadow).path("ledger")
-    if checkpoint_has_offsets(spark, checkpoint) or not DeltaTable.isDeltaTable(spark, ledger):
+    if checkpoint_has_offsets(spark, checkpoint):
         return
-    if not spark.read.format("delta").load(ledger).limit(1).isEmpty():
-        raise ShadowSetInUseError(
-            f"param 'shadow_name': the shadow set {shadow!r} already holds another run's backfill ({ledger}); "
-            "choose another name, or delete that folder to start it again"
-        )
+    tables = LakeTables(spark, stream, shadow=shadow)
+    for table in ("ledger", "events", "late", "quarantine"):
+        path = tables.path(table)
+        if DeltaTable.isDeltaTable(spark, path) and not spark.read.format("delta").load(path).limit(1).isEmpty():
+            raise ShadowSetInUseError(
+                f"param 'shadow_name': the shadow set {shadow!r} already holds another run's backfill ({path}); "
+                "choose another name, or delete that folder to start it again"
+            )
 
 
 def _checkpoint_name(request: BackfillRequest, run_name: str) -> str:

@@ -18,6 +18,7 @@ the production action, SIGKILL of the JVM and of Python, to show that is the sam
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -53,6 +54,8 @@ class Backlog:
     reference: Path  # phase 2 persisted after it, without a crash
     bootstrap: str
     log_ends: dict[int, int]
+    base_ms: int  # the first hour's start
+    phase2_start: int  # partition 0's first offset of phase 2
 
 
 def _minutes(partitions, start_ms: int, end_ms: int, every_ms: int = 4 * MINUTE_MS) -> list[tuple[int, bytes, int]]:
@@ -89,7 +92,8 @@ def backlog(kafka_broker, spark, tmp_path_factory) -> Backlog:
     reference = root / "reference"
     reference.mkdir()
     assert _persist(_copy(snapshot, reference, bootstrap), root / "reference.log") == 0
-    return Backlog(snapshot, reference, bootstrap, _log_ends(spark, snapshot, log_ends))
+    ends = _log_ends(spark, snapshot, log_ends)
+    return Backlog(snapshot, reference, bootstrap, ends, base, ends[0] - log_ends[0])
 
 
 def _log_ends(spark, snapshot: Path, phase2: dict[int, int]) -> dict[int, int]:
@@ -98,20 +102,24 @@ def _log_ends(spark, snapshot: Path, phase2: dict[int, int]) -> dict[int, int]:
     return {p: max(r.end_offset for r in ledger if r.source_partition == p) + phase2.get(p, 0) for p in (0, 1)}
 
 
-def _rows(spark, stream_folder: Path, table: str) -> list[tuple]:
-    frame = spark.read.format("delta").load(str(stream_folder / "lake" / "telemetry" / table))
-    return sorted(tuple(row) for row in frame.select(*COMPARED[table]).collect())
+def _rows(spark, stream_folder: Path, table: str, shadow: str | None = None, batch_ids: bool = True) -> list[tuple]:
+    lake = stream_folder / "lake" / "telemetry"
+    frame = spark.read.format("delta").load(str(lake / table if shadow is None else lake / "shadow" / shadow / table))
+    return sorted(tuple(row) for row in frame.select(*[c for c in COMPARED[table] if batch_ids or c != "batch_id"]).collect())
 
 
-def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog) -> None:
+def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog, shadow: str | None = None, batch_ids: bool = True) -> None:
     """The same rows in the same tables as the reference, no (partition, offset) twice, each hour
-    sealed once (the same hours), and every partition's live ledger contiguous from 0 to its end."""
+    sealed once (the same hours), and every partition's live ledger contiguous from 0 to its end.
+    ``shadow``: compare that shadow set's tables instead; ``batch_ids``: compare them too (a
+    recovery or a backfill numbers its own batches)."""
     for table in COMPARED:
-        found, expected = _rows(spark, folder, table), _rows(spark, backlog.reference, table)
+        found = _rows(spark, folder, table, shadow, batch_ids)
+        expected = _rows(spark, backlog.reference, table, batch_ids=batch_ids)
         twice = [key for key, n in Counter(row[:2] for row in found).items() if n > 1]
         assert twice == [], f"{table}: {len(twice)} (partition, offset) pairs written twice, e.g. {twice[:3]}"
         assert found == expected, f"{table}: {len(set(found) - set(expected))} rows too many, {len(set(expected) - set(found))} missing"
-    offsets = [row[:2] for table in COMPARED for row in _rows(spark, folder, table)]
+    offsets = [row[:2] for table in COMPARED for row in _rows(spark, folder, table, shadow)]
     assert len(offsets) == len(set(offsets)), "a (partition, offset) is in two tables"
     seals = Counter(r.hour for r in spark.read.format("delta").load(str(folder / "lake" / "telemetry" / "seals")).collect())
     reference_seals = {r.hour for r in spark.read.format("delta").load(str(backlog.reference / "lake" / "telemetry" / "seals")).collect()}
@@ -122,6 +130,36 @@ def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog) -> N
         assert ranges[0][0] == 0 and ranges[-1][1] == end, f"partition {partition}: ledger covers {ranges[0][0]}..{ranges[-1][1]}, log end {end}"
         gaps = [(a, b) for a, b in zip(ranges, ranges[1:]) if b[0] != a[1]]
         assert gaps == [], f"partition {partition}: ledger not contiguous at {gaps[:3]}"
+
+
+def _damaged(backlog: Backlog, folder: Path, spark) -> Path:
+    """The reference lake without partition 0's phase 2 (in events, late and quarantine): what
+    a recovery or a backfill into events writes again. Its config's path."""
+    conf = _copy(backlog.reference, folder, backlog.bootstrap)
+    for table in COMPARED:
+        path = folder / "lake" / "telemetry" / table
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE source_partition = 0 AND source_offset >= {backlog.phase2_start}")
+    return conf
+
+
+def _recover(conf: Path, backlog: Backlog, log: Path, point: CrashPoint | None = None) -> int:
+    from spark_jobs.recover import main as recover_main
+
+    argv = ["--stream", "telemetry", "--conf", str(conf), "--partition", "0", "--reason", "test",
+            "--ranges", f"{backlog.phase2_start}-{backlog.log_ends[0]}"]  # fmt: skip
+    return run_in_process(recover_main, argv, log, {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {})
+
+
+def _backfill(conf: Path, backlog: Backlog, log: Path, target: str, point: CrashPoint | None = None) -> int:
+    from spark_jobs.backfill import main as backfill_main
+
+    argv = ["--stream", "telemetry", "--conf", str(conf), "--start", _iso(backlog.base_ms), "--end", _iso(backlog.base_ms + 4 * HOUR_MS),
+            "--target", target, "--run-name", "crash", *(["--partitions", "0"] if target == "events" else [])]  # fmt: skip
+    return run_in_process(backfill_main, argv, log, {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {})
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
 def _batches(log: Path) -> list[dict]:
@@ -187,3 +225,83 @@ def test_a_crash_point_outside_tests_is_refused_at_start_up(backlog, tmp_path):
                           {CRASH_AT: CrashPoint("events").to_json(), TEST_FAULTS: ""})  # fmt: skip
     assert code == 2
     assert f"{CRASH_AT} is set but {TEST_FAULTS} is not 1" in (tmp_path / "refused.log").read_text()
+
+
+# The commits of a recovery and of a backfill into events: the claim, then each batch's MERGEs
+# (events, late, quarantine) and its ledger rows. A backfill into a shadow set appends to its
+# own tables and claims nothing.
+# The suite runs one point of each (the whole matrix of a recovery and a backfill takes about
+# six minutes); TIDEMARK_CRASH_MATRIX=full runs them all (README, "Crash points").
+FULL_MATRIX = os.environ.get("TIDEMARK_CRASH_MATRIX") == "full"
+BOUNDED_POINTS = ("claims", "events", "late", "quarantine", "ledger")
+SHADOW_POINTS = ("events", "late", "quarantine", "ledger")
+RECOVERY_POINTS = BOUNDED_POINTS if FULL_MATRIX else ("events",)
+BACKFILL_POINTS = BOUNDED_POINTS if FULL_MATRIX else ("late",)
+SHADOW_SUITE_POINTS = SHADOW_POINTS if FULL_MATRIX else ("ledger",)
+
+
+@pytest.mark.parametrize("point", RECOVERY_POINTS)
+def test_a_recovery_dies_after_a_commit_and_the_next_recovery_restores_exactly_the_lake(backlog, spark, tmp_path, point):
+    """A recovery's checkpoint is its own, temporary: the run after a crash always starts afresh
+    and finds what the crashed one wrote (insert-only, under the claim it made again)."""
+    from pyspark.errors import StreamingQueryException
+
+    conf = _damaged(backlog, tmp_path, spark)
+    expected = pytest.raises(StreamingQueryException) if point != "claims" else pytest.raises(BaseException)
+    with expected as crashed:
+        _recover(conf, backlog, tmp_path / "crashed.log", CrashPoint(point, 0, "raise"))
+    assert f"crash point: after {point} of batch 0" in str(crashed.value)
+
+    assert _recover(conf, backlog, tmp_path / "again.log") == 0
+    assert_lake_equals_one_clean_run(spark, tmp_path, backlog, batch_ids=False)
+
+
+@pytest.mark.parametrize("point", BACKFILL_POINTS)
+def test_a_backfill_into_events_dies_after_a_commit_and_the_next_run_restores_exactly_the_lake(backlog, spark, tmp_path, point):
+    """The same run name resumes the backfill's checkpoint; with it deleted the run reads again."""
+    from pyspark.errors import StreamingQueryException
+
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    conf = _damaged(backlog, crashed, spark)
+    with pytest.raises(StreamingQueryException if point != "claims" else BaseException) as failure:
+        _backfill(conf, backlog, tmp_path / "crashed.log", "events", CrashPoint(point, 0, "raise"))
+    assert f"crash point: after {point} of batch 0" in str(failure.value)
+
+    for checkpoint in ("kept", "deleted"):
+        folder = tmp_path / checkpoint
+        folder.mkdir()
+        conf = _copy(crashed, folder, backlog.bootstrap)
+        if checkpoint == "deleted":
+            shutil.rmtree(folder / "checkpoints" / "telemetry" / "backfill", ignore_errors=True)
+        assert _backfill(conf, backlog, tmp_path / f"{checkpoint}.log", "events") == 0, f"checkpoint {checkpoint}"
+        assert_lake_equals_one_clean_run(spark, folder, backlog, batch_ids=False)
+
+
+@pytest.mark.parametrize("point", SHADOW_SUITE_POINTS)
+def test_a_backfill_into_a_shadow_set_dies_after_a_commit_and_its_resumed_run_equals_live(backlog, spark, tmp_path, point):
+    """A shadow set belongs to its run: with the checkpoint kept the run resumes and the set
+    equals live; with it deleted a new run is refused (it would append to another run's rows),
+    also when the crash came before the set's first ledger commit (it was not, before)."""
+    from pyspark.errors import StreamingQueryException
+
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    conf = _copy(backlog.reference, crashed, backlog.bootstrap)
+    with pytest.raises(StreamingQueryException, match=f"crash point: after {point} of batch 0"):
+        _backfill(conf, backlog, tmp_path / "crashed.log", "shadow", CrashPoint(point, 0, "raise"))
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert _backfill(_copy(crashed, kept, backlog.bootstrap), backlog, tmp_path / "kept.log", "shadow") == 0
+    assert_lake_equals_one_clean_run(spark, kept, backlog, shadow="crash", batch_ids=False)
+
+    deleted = tmp_path / "deleted"
+    deleted.mkdir()
+    conf = _copy(crashed, deleted, backlog.bootstrap)
+    shutil.rmtree(deleted / "checkpoints" / "telemetry" / "backfill")
+    events = deleted / "lake" / "telemetry" / "shadow" / "crash" / "events"
+    before = spark.read.format("delta").load(str(events)).count()
+    assert _backfill(conf, backlog, tmp_path / "deleted.log", "shadow") == 2
+    assert "already holds another run's backfill" in (tmp_path / "deleted.log").read_text()
+    assert spark.read.format("delta").load(str(events)).count() == before, "the refused run wrote nothing"
