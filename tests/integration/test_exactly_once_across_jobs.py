@@ -1,13 +1,12 @@
-"""Exactly-once across jobs, not only within one: the live job, recovery runs and a live job that
-lost its checkpoint may all touch the same offsets, and the lake must hold each (partition,
-offset) once. Real broker, the jobs run as spark-submit runs them (killed ones in a process of their
-own, the others in the test's), Delta read back by the test.
+"""Exactly-once across jobs, not only within one: the live job and recovery runs may touch the
+same offsets, and the lake must hold each (partition, offset) once. Real broker, the jobs run
+as spark-submit runs them (in the test's process), Delta read back by the test. A crash at each
+commit of a batch, with the checkpoint kept or lost, is tests/integration/test_crash_points.py.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections import Counter
 
@@ -17,11 +16,9 @@ from pyspark.sql import functions as F
 from harness.log_layouts import lake_offsets
 from harness.persist_job import (
     batches_persisted,
-    kill_after_batches,
     produce,
     run_persist,
     run_recover,
-    start_persist,
     telemetry_value,
     write_stream_config,
 )
@@ -59,55 +56,6 @@ def _backlog(kafka_broker, tmp_path, topic: str, partitions: int, per_partition:
     counts = produce(kafka_broker.bootstrap, topic, _records(now_ms, partitions, per_partition))
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, partitions, max_records_per_batch=budget)
     return counts, conf, tmp_path / "lake" / "telemetry"
-
-
-def test_deleting_the_checkpoint_mid_stream_resumes_from_the_ledger_and_duplicates_nothing(kafka_broker, spark, tmp_path):
-    topic = "lost_checkpoint"
-    now_ms = int(time.time() * 1000)
-    counts, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=3, per_partition=200, budget=90, now_ms=now_ms)
-
-    # The hard reset of a stuck job: killed mid-stream, checkpoint deleted, started again.
-    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
-    kill_after_batches(job, lake / "ledger", batches=2)
-    persisted_before = len(lake_offsets(spark, lake))
-    assert 0 < persisted_before < sum(counts.values())
-    shutil.rmtree(tmp_path / "checkpoints" / "telemetry" / "persist")
-    more = produce(kafka_broker.bootstrap, topic, _records(now_ms + 60_000, 3, 50))
-    run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "second.json"), log=tmp_path / "second.log")
-
-    _assert_exactly(spark, lake, _expected({p: counts[p] + more[p] for p in counts}))
-    second = json.loads((tmp_path / "second.json").read_text())
-    assert second["resumed_from_ledger"] is True
-    assert "resumed_from_ledger" in (tmp_path / "second.log").read_text()
-    # Each hour sealed once, however many runs and resets it took.
-    seals = spark.read.format("delta").load(str(lake / "seals")).groupBy("hour").count().where("count > 1").count()
-    assert seals == 0
-
-
-def test_seals_lost_with_the_checkpoint_are_made_by_the_next_run_once(kafka_broker, spark, tmp_path):
-    """Seals and the ledger commit side by side: a crash can keep a batch's ledger rows and lose
-    its seals. With the checkpoint gone too, only the seals table knows; the next run seals
-    from the newest seal on."""
-    topic = "lost_seals"
-    now_ms = int(time.time() * 1000)
-    _, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=2, per_partition=300, budget=200, now_ms=now_ms - 2 * HOUR_MS)
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
-    seals_path = str(lake / "seals")
-    sealed = {row.hour for row in spark.read.format("delta").load(seals_path).collect()}
-
-    # The crash: the newest seal commit never happened (all its rows share that batch's G).
-    seals = spark.read.format("delta").load(seals_path)
-    newest_g = seals.agg(F.max("global_watermark")).first()[0]
-    seals.where(F.col("global_watermark") < newest_g).write.format("delta").mode("overwrite").save(seals_path)
-    lost = sealed - {row.hour for row in spark.read.format("delta").load(seals_path).collect()}
-    assert lost, "the simulated crash lost at least one sealed hour"
-    shutil.rmtree(tmp_path / "checkpoints" / "telemetry" / "persist")
-    produce(kafka_broker.bootstrap, topic, _records(now_ms, 2, 20))
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "second.log")
-
-    hours = Counter(row.hour for row in spark.read.format("delta").load(seals_path).collect())
-    assert lost <= set(hours), f"the lost seals {sorted(lost)} are made again"
-    assert sealed <= set(hours) and max(hours.values()) == 1, "every hour sealed, and once"
 
 
 def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_reported_lost(kafka_broker, spark, tmp_path):
@@ -174,42 +122,3 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     assert "offsets_lost" in (tmp_path / "recover3.log").read_text()
     _assert_exactly(spark, lake, _expected(counts) - {(1, o) for o in range(30)})
     assert spark.read.format("delta").load(str(lake / "events")).count() == events_before + 20
-
-
-def test_a_batch_replayed_after_a_crash_between_its_commits_is_written_once(kafka_broker, spark, tmp_path):
-    """The crash after a batch's events and seals commits, before its ledger's and Spark's: the
-    next run replays that batch (the checkpoint shows it planned, not committed) and writes only
-    what is missing. Plain appends would write its events twice."""
-    now_ms = int(time.time() * 1000)
-    counts, conf, lake = _backlog(kafka_broker, tmp_path, "replayed_batch", partitions=2, per_partition=300, budget=200, now_ms=now_ms)
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "first.log")
-    ledger_path, seals_path = str(lake / "ledger"), str(lake / "seals")
-    ledger_rows = spark.read.format("delta").load(ledger_path).collect()
-
-    # A caught-up run ends with a batch that only moves G (its partitions turned idle): the
-    # crash comes in the batch before it, the last with records, so the lake never saw the last.
-    checkpoint = tmp_path / "checkpoints" / "telemetry" / "persist"
-    last = max(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
-    for entry in (checkpoint / "offsets" / str(last), checkpoint / "commits" / str(last), checkpoint / "commits" / str(last - 1)):
-        entry.unlink()
-        (entry.parent / f".{entry.name}.crc").unlink(missing_ok=True)
-    newest = spark.sql(f"DESCRIBE HISTORY delta.`{ledger_path}`").agg(F.max("version")).first()[0]
-    before_crash = spark.read.format("delta").option("versionAsOf", newest - 2).load(ledger_path)
-    before_crash.write.format("delta").mode("overwrite").save(ledger_path)
-    seals = spark.read.format("delta").load(seals_path)
-    seals.where(F.col("batch_id") != last).write.format("delta").mode("overwrite").save(seals_path)
-    sealed = Counter(row.hour for row in spark.read.format("delta").load(seals_path).collect())
-    kept = {(row.batch_id, row.source_partition) for row in before_crash.collect()}
-    lost = [row for row in ledger_rows if (row.batch_id, row.source_partition) not in kept]
-    assert sum(row.records for row in lost) > 0, "the batch the crash cut had records: its events are in the lake"
-
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "second.log")
-
-    _assert_exactly(spark, lake, _expected(counts))
-    assert '"replayed": true' in (tmp_path / "second.log").read_text(), "the replay was written as one"
-    ledger = spark.read.format("delta").load(ledger_path).collect()
-    assert max(Counter((row.writer, row.batch_id, row.source_partition) for row in ledger).values()) == 1, "no ledger row twice"
-    by_step = {(row.batch_id, row.source_partition): row for row in ledger}
-    assert all(by_step[(row.batch_id, row.source_partition)] == row for row in lost if row.records), "the cut batch's ledger rows are back"
-    hours = Counter(row.hour for row in spark.read.format("delta").load(seals_path).collect())
-    assert set(sealed) <= set(hours) and max(hours.values()) == 1, "no hour sealed twice"
