@@ -86,26 +86,34 @@ def scan_log(spark, stream: StreamConfig, since: Mapping[str, int] | None) -> Lo
         present = files.versions()
         if not present:
             continue
-        newest = present[-1]
-        versions[table] = newest
-        last = None if since is None else since.get(table)
-        if last is None or last == newest:
-            continue
-        if newest < last:
-            damage.append(log_gone(table, f"TABLE REPLACED (newest version {newest}, checked up to {last})"))
-            continue
-        wanted = range(last + 1, newest + 1)
-        have = set(present)
-        if any(version not in have for version in wanted):
-            missing = min(v for v in wanted if v not in have)
-            damage.append(log_gone(table, f"LOG CLEANED UP (version {missing} is no longer in the log)"))
+        versions[table] = present[-1]
+        wanted = versions_to_read(present, None if since is None else since.get(table))
+        if isinstance(wanted, str):
+            damage.append(log_gone(table, wanted))
             continue
         commits = [parse_commit(table, version, files.read(version)) for version in wanted]
         read += len(commits)
         damage.extend(log_damage(commits, file_row_counts(spark, files, uncounted_removes(commits))))
-        if any(commit.operation.upper().startswith("VACUUM") for commit in commits):
-            damage.extend(missing_files(spark, stream, table, commits[-1].operation, commits[-1].version))
+        vacuums = [commit for commit in commits if commit.operation.upper().startswith("VACUUM")]
+        if vacuums:
+            damage.extend(missing_files(spark, stream, table, "VACUUM", vacuums[-1].version))
     return LogScan(tuple(damage), versions, read)
+
+
+def versions_to_read(present: list[int], last: int | None) -> range | str:
+    """The versions after ``last`` up to the newest of ``present`` (the commit files there, ascending),
+    or why they cannot be read. ``last`` None: nothing to read (the scan starts here)."""
+    newest = present[-1]
+    if last is None or last == newest:
+        return range(0)
+    if newest < last:
+        return f"TABLE REPLACED (newest version {newest}, checked up to {last})"
+    wanted = range(last + 1, newest + 1)
+    have = set(present)
+    missing = [version for version in wanted if version not in have]
+    if missing:
+        return f"LOG CLEANED UP (version {missing[0]} is no longer in the log)"
+    return wanted
 
 
 def file_row_counts(spark, files: DeltaLogFiles, paths: list[str]) -> dict[str, int]:

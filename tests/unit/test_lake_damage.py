@@ -176,3 +176,22 @@ def test_partition_values_name_an_hour_or_nothing():
 def test_paths_are_decoded_and_a_commit_without_commit_info_is_unknown():
     commit = parse_commit("events", 1, json.dumps(_remove("event_date=2026-11-22/a%20b.parquet")) + "\n\n")
     assert commit.operation == "UNKNOWN" and commit.removed[0].path == "event_date=2026-11-22/a b.parquet"
+
+
+def test_the_versions_since_the_last_check_are_read_or_the_log_is_gone():
+    from expectations.delta_log import versions_to_read
+
+    assert versions_to_read([0, 1, 2, 3], 1) == range(2, 4)
+    assert versions_to_read([0, 1, 2, 3], 3) == range(0), "nothing new"
+    assert versions_to_read([0, 1, 2, 3], None) == range(0), "no state yet: start at the newest"
+    assert versions_to_read([30, 31, 32], 12) == "LOG CLEANED UP (version 13 is no longer in the log)"
+    assert versions_to_read([0, 1], 5) == "TABLE REPLACED (newest version 1, checked up to 5)"
+
+
+def test_a_missing_files_partition_values_come_from_its_path():
+    from expectations.delta_log import partition_values_of
+
+    assert partition_values_of("event_date=2026-11-22/event_hour=1/part-0.parquet") == (
+        ("event_date", "2026-11-22"), ("event_hour", "1"),
+    )  # fmt: skip
+    assert partition_values_of("part-0.parquet") == ()
