@@ -7,7 +7,8 @@ Each trial adds 20 minutes of event time to both partitions (with two records fa
 late, and one that is not JSON), then starts one job in its own process (live, a recovery or a
 backfill into events, in turn; for the last two a random range of persisted offsets is deleted
 first, so they have work) and kills it (SIGKILL of its process group: JVM and Python) after a
-random delay, seeded. Then the same job runs again to its end, and live catches up. The lake
+random delay, seeded (mostly within the query's first seconds, where its batches commit;
+one kill in five during the start-up). Then the same job runs again to its end, and live catches up. The lake
 must hold every produced (partition, offset) exactly once. A live trial deletes the checkpoint
 after the kill in one case of two. Each trial's figures go to TIDEMARK_CRASH_TRIALS_FILE.
 """
@@ -38,6 +39,7 @@ from harness.persist_job import (
     start_backfill,
     start_persist,
     telemetry_value,
+    wait_for_event,
     write_stream_config,
 )
 
@@ -79,7 +81,7 @@ def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothi
     rng = random.Random(seed)
     topic = f"crash_trials_{seed}"
     kafka_broker.create_topic(topic, 2)
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=300)
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=100)
     lake = tmp_path / "lake" / "telemetry"
     clock = first = (int(time.time() * 1000) // HOUR_MS - 8) * HOUR_MS
     produced = Counter(produce(kafka_broker.bootstrap, topic, _chunk(clock)))
@@ -110,9 +112,16 @@ def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothi
                                  "--partitions", str(partition), "--target", "events", "--run-name", f"trial-{trial}")  # fmt: skip
                 job = start_backfill(conf, *backfill_args, log=log)
 
-        delay = rng.uniform(3.0, 30.0)
+        # One kill in five at a random moment of the start-up (JVM, Spark, tables, the claim);
+        # the others at a random moment of the query's first seconds, where its batches commit.
+        started = time.monotonic()
+        if rng.random() < 0.2:
+            delay = rng.uniform(1.0, 10.0)
+        else:
+            wait_for_event(log, "query_started", job, timeout_s=180)
+            delay = time.monotonic() - started + rng.uniform(0.0, 6.0)
         try:
-            job.wait(delay)
+            job.wait(max(0.0, delay - (time.monotonic() - started)))
             killed = False
         except subprocess.TimeoutExpired:
             os.killpg(job.pid, signal.SIGKILL)
