@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.alarm_receivers import HOOK_LOGIN, HOOK_PASSWORD, SMTP_LOGIN, SMTP_PASSWORD, alarm_receivers, alerts_section
 from harness.log_layouts import lake_offsets
 from harness.airflow_process import dag_runs, dags_test
 from harness.persist_job import produce, run_in_process, run_persist, telemetry_value, write_stream_config
@@ -35,7 +36,14 @@ def _latest_summary(home: Path) -> dict:
     return json.loads(runs[-1].read_text())
 
 
-def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environment, kafka_broker, spark, tmp_path):
+@pytest.fixture
+def receivers():
+    """A loopback SMTP server and HTTP receiver the stream's alerts: points at (harness.alarm_receivers)."""
+    with alarm_receivers() as running:
+        yield running
+
+
+def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environment, kafka_broker, spark, tmp_path, receivers):
     topic = "dag_quality_loop"
     kafka_broker.create_topic(topic, 3)
     now_ms = int(time.time() * 1000)
@@ -45,12 +53,14 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 3)
     document = yaml.safe_load(conf.read_text())
     document["streams"]["telemetry"]["quality"] = {"stall_timeout": "5s", "schedule": "*/10 * * * *"}
+    document["streams"]["telemetry"]["alerts"] = alerts_section()
     conf.write_text(yaml.safe_dump(document))
     home = Path(airflow_environment["TIDEMARK_HOME"])
     environment = {
         **airflow_environment,
         "TIDEMARK_CONF": str(conf),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        **receivers.connections(),
     }
     freeze = {"TIDEMARK_CHAOS_FREEZE": "telemetry:2"}
 
@@ -69,6 +79,7 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     # The quality run notices: partition 2 STOP, the others OK; recovery is triggered with exactly
     # partition 2's missing offsets; the run fails.
     recover_runs_before = dag_runs(environment, "tidemark_recover__telemetry")
+    quality_started = time.monotonic()
     quality = dags_test(environment, "tidemark_quality__telemetry")
     detected_s = time.monotonic() - stalled_at
     assert quality.returncode != 0, "a stalled partition must fail the quality run"
@@ -83,6 +94,19 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     triggered = {run_id: conf for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items() if run_id not in recover_runs_before}
     assert list(triggered.values()) == [request], "the quality run triggered one recovery, with the request it reported"
 
+    # A person is told, once for the run, by e-mail and by webhook: stream, partition 2, STOP, the
+    # summary's path; no credential of either connection in either message.
+    (mail,), (post,) = receivers.mails, receivers.posts
+    alarmed_s, quality_to_alarm_s = min(mail.at, post.at) - stalled_at, min(mail.at, post.at) - quality_started
+    assert "Subject: [tidemark] telemetry: partition 2 STOP" in mail.text
+    assert (post.body["kind"], post.body["stream"], post.body["dag_id"]) == ("quality", "telemetry", "tidemark_quality__telemetry")
+    assert [(p["partition"], p["status"]) for p in post.body["partitions"]] == [(2, "STOP")]
+    assert post.body["partitions"][0]["reasons"] == next(p["reasons"] for p in summary["partitions"] if p["partition"] == 2)
+    assert post.body["summary"] == {"html": summary["paths"]["summary_html"], "json": summary["paths"]["summary_json"]}
+    assert summary["paths"]["summary_html"] in mail.text
+    for secret in (SMTP_LOGIN, SMTP_PASSWORD, HOOK_LOGIN, HOOK_PASSWORD):
+        assert secret not in mail.text and secret not in post.text
+
     # Recovery (as triggered): replays partition 2, re-checks the hours it touched, restarts the live job.
     persist_runs_before = dag_runs(environment, "tidemark_persist__telemetry")
     recovered = dags_test(environment, "tidemark_recover__telemetry", "--conf", json.dumps(request))
@@ -91,6 +115,7 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     assert f"{produced[2]} records inserted" in recovered.output
     restarted = set(dag_runs(environment, "tidemark_persist__telemetry")) - set(persist_runs_before)
     assert len(restarted) == 1, "restart_live triggered one persist run (the live job was the cause: STOP)"
+    assert (len(receivers.mails), len(receivers.posts)) == (1, 1), "a recovery that lost nothing sends no alarm"
 
     # The live job, no longer frozen, reads partition 2 too (insert-only where recovery wrote),
     # and the next quality run finds every partition OK. Both are the jobs the DAGs submit, run
@@ -102,7 +127,7 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     found = lake_offsets(spark, lake)
     assert Counter(found).most_common(1)[0][1] == 1, "a (partition, offset) persisted twice"
     assert set(found) == {(p, o) for p, n in produced.items() for o in range(n)}
-    print(f"\nstall detected after {detected_s:.0f} s wall time, recovered after {recovered_s:.0f} s")
+    print(f"\nstall detected after {detected_s:.0f} s wall time, alarm received after {alarmed_s:.1f} s ({quality_to_alarm_s:.1f} s after the quality run started), recovered after {recovered_s:.0f} s")
 
 
 def _quality_run(conf: Path, home: Path, tmp_path: Path) -> dict[int, str]:

@@ -25,9 +25,6 @@ SMTP_LOGIN, SMTP_PASSWORD = "alarm-mailer", "smtp-secret-7f3a9c"
 HOOK_LOGIN, HOOK_PASSWORD = "alarm-hook", "hook-secret-2b8d41"
 FROM_EMAIL, TO_EMAIL = "tidemark@example.com", "oncall@example.com"
 
-# Login without TLS is what a loopback test server can do; aiosmtpd warns about it on every session.
-warnings.filterwarnings("ignore", message="Requiring AUTH while not requiring TLS")
-
 
 @dataclass(frozen=True)
 class Received:
@@ -74,6 +71,9 @@ def alarm_receivers() -> Iterator[AlarmReceivers]:
     from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
+    # Login without TLS is what a loopback test server can do; aiosmtpd warns about it on every
+    # session (set here, inside the test, where pytest's per-test warning filters are in force).
+    warnings.filterwarnings("ignore", message="Requiring AUTH while not requiring TLS")
     smtp_port, http_port = closed_port(), closed_port()
     receivers = AlarmReceivers(smtp_port, http_port)
 
