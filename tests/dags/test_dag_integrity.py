@@ -50,6 +50,10 @@ print(json.dumps({{
     "offline_devices_params": sorted(bag.get_dag("tidemark_offline_devices__telemetry").params.keys()),
     "offline_devices_schedule": bag.get_dag("tidemark_offline_devices__telemetry").timetable.asset_condition.name,
     "offline_devices_max_active_runs": bag.get_dag("tidemark_offline_devices__telemetry").max_active_runs,
+    "sweep_tasks": sorted(bag.get_dag("tidemark_sweep__telemetry").task_ids),
+    "sweep_schedule": bag.get_dag("tidemark_sweep__telemetry").timetable.summary,
+    "sweep_environment": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").env_vars,
+    "sweep_reconcile": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").reconcile,
 }}))
 """
 
@@ -70,6 +74,7 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
         "tidemark_persist__telemetry",
         "tidemark_quality__telemetry",
         "tidemark_recover__telemetry",
+        "tidemark_sweep__telemetry",
     ]
     assert described["backfill_tasks"] == ["backfill", "recovery_requests", "trigger_recovery", "validate", "verdict"]
     assert described["backfill_params"] == ["compare", "end", "partitions", "shadow_name", "start", "target"]
@@ -81,6 +86,9 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["quality_tasks"] == ["check", "hours_to_check", "recovery_requests", "trigger_recovery", "verdict"]
     assert described["recover_tasks"] == ["live_job_was_the_cause", "recheck", "recover", "restart_live", "touched_hours", "validate"]
     assert described["recover_params"] == ["partition", "ranges", "reason", "stream"]
+    assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
+    assert described["sweep_schedule"] == "40 */6 * * *"
+    assert (described["sweep_environment"], described["sweep_reconcile"]) == ({"TIDEMARK_QUALITY_SWEEP": "1"}, False)
     assert described["max_active_runs"] == 1
     assert described["catchup"] is False
     assert {"tidemark", "persist", "telemetry"} <= set(described["tags"])

@@ -1,0 +1,77 @@
+"""Sweep DAGs: one per stream in conf/streams.yaml, named tidemark_sweep__<stream>.
+
+Wiring only. Parsing reads the configuration file and nothing else: no Spark, no network.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pendulum
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import dag, task
+from airflow.timetables.trigger import CronTriggerTimetable
+
+from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.quality_operator import QualityCheckOperator
+
+CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
+
+# The quality run's switch for the sweep (expectations.quality_run.SWEEP_VARIABLE): the operator
+# passes no --sweep of its own, so the task's environment carries it to spark-submit.
+SWEEP_ENVIRONMENT = {"TIDEMARK_QUALITY_SWEEP": "1"}
+
+
+def sweep_dag(stream: StreamConfig):
+    @dag(
+        dag_id=f"tidemark_sweep__{stream.name}",
+        schedule=CronTriggerTimetable(stream.quality.sweep_schedule, timezone="UTC"),
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["tidemark", "quality", "sweep", stream.name],
+        doc_md=f"""
+### Sweep of `{stream.name}`
+Re-checks the **completeness** of every sealed hour whose records the source log still retains
+(`retention` back from now), on the slow schedule `quality.sweep_schedule`
+(`{stream.quality.sweep_schedule}`, UTC). The quality DAG already re-checks any hour whose rows a
+commit of the lake's Delta log removed or rewrote (DELETE, UPDATE, MERGE, RESTORE, an overwrite, a
+compaction that drops rows); the sweep is the net under it, for what the log cannot show: files
+deleted by hand, a log cleaned up, files a too-short VACUUM took. Completeness only (ledger ranges
+against persisted rows), no hour report is rewritten; a hole triggers
+`tidemark_recover__{stream.name}` while the log can still replay it, and fails the run.
+""",
+    )
+    def sweep():
+        check = QualityCheckOperator(
+            task_id="sweep", stream=stream.name, conf_path=CONF_PATH, reconcile=False, env_vars=SWEEP_ENVIRONMENT,
+            conn_id=stream.persist.spark_conn_id,
+        )  # fmt: skip
+
+        @task
+        def recovery_requests(result: dict) -> list[dict]:
+            return result.get("recovery_requests", [])
+
+        triggered = TriggerDagRunOperator.partial(
+            task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream.name}"
+        ).expand(conf=recovery_requests(check.output))
+
+        @task(trigger_rule="all_done")
+        def verdict(result: dict) -> None:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            failing = [p for p in result.get("partitions", []) if p["status"] in ("HOLE", "LOST")]
+            if failing:
+                raise AirflowFailException(
+                    "; ".join(f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})" for p in failing)
+                    + f". Recovery requested: {len(result.get('recovery_requests', []))}."
+                )
+
+        triggered >> verdict(check.output)
+
+    return sweep()
+
+
+for _stream in load_streams(CONF_PATH).values():
+    globals()[f"tidemark_sweep__{_stream.name}"] = sweep_dag(_stream)
