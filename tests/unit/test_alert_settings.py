@@ -75,3 +75,21 @@ def test_defaults_one_address_and_environment_references(tmp_path):
 def test_a_bad_value_fails_loading_naming_the_key(tmp_path, alerts, message):
     with pytest.raises(StreamConfigError, match=message):
         _load_alerts(tmp_path, alerts)
+
+
+def test_the_commented_example_in_the_shipped_file_is_valid(tmp_path):
+    lines = (REPO / "conf" / "streams.yaml").read_text().splitlines()
+    start = lines.index("    # alerts:")
+    example = []
+    for line in lines[start:]:
+        if not line.startswith("    # "):
+            break
+        example.append("    " + line[len("    # "):])
+    path = tmp_path / "streams.yaml"
+    path.write_text("\n".join(lines[:start] + example) + "\n")
+    alerts = load_streams(path, ENV)["telemetry"].alerts
+    assert alerts == AlertSettings(
+        email=EmailReceiver("smtp_default", ("oncall@example.com",), "tidemark@example.com"),
+        webhook=WebhookReceiver("tidemark_webhook", "hooks/tidemark"),
+        unsealed_hour_after_ms=2 * 3_600_000,
+    )
