@@ -408,16 +408,13 @@ def main(argv: list[str] | None = None) -> int:
             log.info({"event": "quality_hours_reconciled", "stream": stream.name, "hours": [hour_text(h) for h in unchecked],
                       "damaged_hours": [hour_text(h) for h in damaged], "log_commits_read": found.commits_read})  # fmt: skip
             hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
-        if any(d.kind is DamageKind.FILES_MISSING for d in found.damage):
-            # Files the table references are gone: read what is left, so the checks report the
-            # rows as missing instead of the run failing on the first absent file.
-            spark.conf.set("spark.sql.files.ignoreMissingFiles", "true")
         try:
             log_bounds = read_log_bounds(stream)
         except ValueError as error:  # the configured topic does not exist
             return _refuse(f"stream {stream.name!r}: {error}")
-        result = run_quality(spark, stream, hours, log_bounds, now_ms, args.report_dir, args.gx_dir, args.run_name,
-                             damage=found.damage, sweep=sweep)  # fmt: skip
+        with _reading_around_missing_files(spark, any(d.kind is DamageKind.FILES_MISSING for d in found.damage)):
+            result = run_quality(spark, stream, hours, log_bounds, now_ms, args.report_dir, args.gx_dir, args.run_name,
+                                 damage=found.damage, sweep=sweep)  # fmt: skip
         remember_checked(args.report_dir, stream.name, found, args.run_name, now_ms)
     except QualityTablesMissingError as error:
         return _refuse(str(error))
@@ -432,6 +429,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+@contextmanager
+def _reading_around_missing_files(spark, missing: bool):
+    """Files the tables reference are gone: read what is left for the run, so the checks report
+    their rows as missing instead of the run failing on the first absent file."""
+    key = "spark.sql.files.ignoreMissingFiles"
+    if not missing:
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "true")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
 def _refuse(message: str) -> int:
     print(f"quality_run: {message}", file=sys.stderr)
     return 2
@@ -442,7 +458,8 @@ def _one_screen(result: QualityRunResult) -> str:
         f"stream {result.stream}, run {result.run_name}: "
         + ("all checks passed" if result.success else "checks failed: " + ", ".join(
             c.name for c in result.checks if c.ran and not c.success))  # fmt: skip
-        + f"; hours: {', '.join(hour_text(h) for h in result.hours_ms) or 'none'}"
+        + (f"; sweep of {len(result.hours_ms)} hours (completeness only)" if result.sweep
+           else f"; hours: {', '.join(hour_text(h) for h in result.hours_ms) or 'none'}")  # fmt: skip
     ]
     for d in result.damage:
         lines.append(f"  lake damage: {d.sentence()}; hours checked again: {', '.join(hour_text(h) for h in d.hours_ms)}")

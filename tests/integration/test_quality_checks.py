@@ -32,6 +32,7 @@ from expectations.quality_tables import QualityTablesMissingError
 from harness.persist_job import REPO, produce, run_in_process, telemetry_value
 from spark_jobs.lake_tables import LakeTables
 from tidemark.event_time_text import parse_event_time
+from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import load_stream
 from tidemark.table_schemas import LEDGER_COLUMNS, QUARANTINE_COLUMNS, SEALS_COLUMNS, ddl, events_columns, late_columns
 
@@ -631,10 +632,45 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     (folder / "damage_figures.json").write_text(json.dumps(figures))
 
 
+def test_the_sweep_finds_rows_whose_file_was_deleted_by_hand_which_no_commit_shows(spark, clean, gx_dir):
+    """A file of hour H removed from disk (no commit says so): the sweep checks completeness of
+    every sealed hour the source log retains, names the missing file, and reports exactly the
+    offsets that file held as holes. It writes no hour report and runs no other check."""
+    events = Path(clean["stream"].table_path("events"))
+    in_hour = sorted(uri for uri in spark.read.format("delta").load(str(events)).inputFiles() if "/event_hour=1/" in uri)
+    victim = Path(in_hour[0].removeprefix("file:"))
+    held: dict[int, list[int]] = {}
+    for row in spark.read.parquet(str(victim)).select("source_partition", "source_offset").collect():
+        held.setdefault(row.source_partition, []).append(row.source_offset)
+    expected = {p: merge_ranges(OffsetRange(o, o + 1) for o in offsets) for p, offsets in held.items()}
+    report_before = hour_report_path(clean["folder"] / "reports", "clean", H).read_text()
+    victim.unlink()
+
+    assert _cli(clean, gx_dir, "clean-sweep", "--sweep", real_log=True) == 0
+    swept = json.loads((clean["folder"] / "clean-sweep.json").read_text())
+    assert (swept["sweep"], swept["hours"]) == (True, ["2026-11-22T00:00:00Z", "2026-11-22T01:00:00Z"])
+    assert {c["name"]: c["ran"] for c in swept["checks"]} == {
+        "completeness": True, "retention": True, "gaps": False, "uniqueness": False, "late_and_quarantine": False,
+        "stall": False,
+    }  # fmt: skip
+    assert [(d["table"], d["operation"], d["kind"], d["hours"]) for d in swept["damage"]] == [
+        ("events", "FILES MISSING", "files_missing", ["2026-11-22T01:00:00Z"])
+    ]
+    holes = {p["partition"]: p["holes"] for p in swept["partitions"] if p["holes"]}
+    assert holes == {p: [[r.start, r.end] for r in spans] for p, spans in expected.items()}
+    assert all(p["status"] == "HOLE" for p in swept["partitions"] if p["partition"] in expected)
+    assert {r["partition"] for r in swept["recovery_requests"]} == set(expected)
+    assert swept["paths"]["hour_reports"] == [], "the hour's full report stays the memory"
+    assert hour_report_path(clean["folder"] / "reports", "clean", H).read_text() == report_before
+    assert spark.conf.get("spark.sql.files.ignoreMissingFiles", "false") == "false", "the session is left as it was"
+
+
 def test_the_command_line_refuses_bad_hours_and_missing_tables_with_status_2(clean, gx_dir, tmp_path, capsys):
     assert _cli(clean, gx_dir, "bad-hours", "--hours", "2026-11-22T01:30:00Z") == 2
     assert "--hours: 2026-11-22T01:30:00.000Z is not the start of an hour" in capsys.readouterr().err
     assert _cli(clean, gx_dir, "bad-hours", "--hours", "yesterday") == 2
+    assert _cli(clean, gx_dir, "bad-sweep", "--sweep", "--hours", "2026-11-22T01:00:00Z") == 2
+    assert "--sweep checks every sealed hour the source log still retains" in capsys.readouterr().err
 
     empty = _write_config(tmp_path, "clean", 3)
     code = quality_run.main(["--stream", "clean", "--conf", str(empty), "--report-dir", str(tmp_path / "r"),
