@@ -11,8 +11,9 @@ quarantine, seals and the ledger. Each case copies the snapshot, runs phase 2 wi
 point, and runs it again. The reference is phase 2 run once without a crash.
 
 The jobs run in this process (``action: raise``: the batch fails, Spark commits nothing of it,
-the run ends) to keep the suite within its budget; one case runs the job in its own process with
-the production action, SIGKILL of the JVM and of Python, to show that is the same.
+the run ends) to keep the suite within its budget. The production action, SIGKILL of the JVM and
+of Python, is the crash of tests/integration/test_lake_on_s3.py (and of benchmarks/crash_trials.py's
+kills, from outside).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.persist_job import produce, run_in_process, start_persist, telemetry_value, write_stream_config
+from harness.persist_job import produce, run_in_process, telemetry_value, write_stream_config
 from spark_jobs.persist import main as persist_main
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 
@@ -203,20 +204,6 @@ def test_the_batch_holds_every_route_so_each_point_is_reached(backlog, spark):
     lake = backlog.reference / "lake" / "telemetry"
     assert spark.read.format("delta").load(str(lake / "late")).count() == 5
     assert spark.read.format("delta").load(str(lake / "quarantine")).count() == 1
-
-
-def test_the_production_action_kills_the_jvm_and_python_and_the_replay_repairs_it(backlog, spark, tmp_path):
-    """The same crash as a lost machine: SIGKILL of the driver's JVM and of Python, right after
-    the batch's late commit; the next run (its own process too) replays the batch."""
-    conf = _copy(backlog.snapshot, tmp_path, backlog.bootstrap)
-    environment = {CRASH_AT: CrashPoint("late", 0).to_json(), TEST_FAULTS: "1"}
-    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "crashed.log", environment=environment)
-    assert job.wait(300) == -9, f"the job exited {job.returncode}, not killed by its crash point"
-    assert '"crash_point_reached"' in (tmp_path / "crashed.log").read_text()
-
-    assert _persist(conf, tmp_path / "again.log") == 0
-    assert _batches(tmp_path / "again.log")[0].get("replayed") is True
-    assert_lake_equals_one_clean_run(spark, tmp_path, backlog)
 
 
 def test_a_crash_point_outside_tests_is_refused_at_start_up(backlog, tmp_path):

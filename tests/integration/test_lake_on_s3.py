@@ -1,5 +1,6 @@
-"""The persist job with its lake and its checkpoint on S3 (the loopback s3proxy): killed mid-run
-(its own process) and restarted (in this process, on the test session's Spark), it persists
+"""The persist job with its lake and its checkpoint on S3 (the loopback s3proxy): killed mid-batch
+(its own process, SIGKILLed with its JVM by a crash point right after a batch's events commit,
+before its ledger's) and restarted (in this process, on the test session's Spark), it persists
 every record exactly once. The whole chain on s3a://: Spark's
 streaming checkpoint, the Delta commits through tidemark's put-if-absent LogStore, and the
 Spark-free reader (connectors.lake_reader, delta-rs) with the storage settings of
@@ -7,7 +8,6 @@ connectors.lake_storage."""
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from collections import Counter
@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from harness.persist_job import produce, run_persist, start_persist, telemetry_value, write_stream_config
+from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 from stack.jars import ensure_jars, shared_jars_root
 
 pytestmark = pytest.mark.integration
@@ -28,7 +29,7 @@ def test_killed_mid_run_on_s3_and_restarted_persists_every_record_exactly_once(k
     from tidemark.stream_config import load_stream
 
     ensure_jars(shared_jars_root(), ["delta"])  # Delta, S3A and the LogStore, for the job's JVM
-    topic, partitions, count, budget = "persist_on_s3", 2, 3_000, 500  # six batches: killed after two
+    topic, partitions, count, budget = "persist_on_s3", 2, 1_500, 500  # three batches: killed in the second
     kafka_broker.create_topic(topic, partitions)
     now_ms = int(time.time() * 1000)
     times = [now_ms - (count - i) * 1_000 for i in range(count)]  # in order, one a second: nothing late
@@ -42,8 +43,9 @@ def test_killed_mid_run_on_s3_and_restarted_persists_every_record_exactly_once(k
     conf.write_text(yaml.safe_dump(document))
     stream = load_stream(str(conf), "telemetry")
 
-    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log", environment=environment)
-    _kill_after_commits(job, loopback_s3, stream.table_path("ledger"), batches=2, log=tmp_path / "first_run.log")
+    crash = {CRASH_AT: CrashPoint("events", batch=1).to_json(), TEST_FAULTS: "1"}  # the production action: SIGKILL
+    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log", environment={**environment, **crash})
+    assert job.wait(300) == -signal.SIGKILL, f"the job was not killed at its crash point:\n{(tmp_path / 'first_run.log').read_text()[-3000:]}"
     killed_with = open_delta_table(stream.table_path("events"), environ=environment).to_pyarrow_table(columns=["source_offset"]).num_rows
     assert 0 < killed_with < count, f"killed mid-run: {killed_with} of {count} persisted"
     # The restart in this process, on the test session's Spark: the same code, no second JVM start.
@@ -59,21 +61,3 @@ def test_killed_mid_run_on_s3_and_restarted_persists_every_record_exactly_once(k
         for name, value in environment.items():
             patch.setenv(name, value)
         assert last_global_watermark_ms(stream) is not None
-
-
-def _kill_after_commits(job, loopback_s3, ledger: str, batches: int, log, timeout_s: float = 300) -> None:
-    """SIGKILL the job once the ledger on S3 holds ``batches`` committed batches (version 0 creates it)."""
-    from pyarrow import fs
-
-    s3 = loopback_s3.filesystem()
-    log_folder = ledger.split("://", 1)[1] + "/_delta_log"
-    deadline = time.monotonic() + timeout_s
-    while True:
-        listed = s3.get_file_info(fs.FileSelector(log_folder, allow_not_found=True))
-        if sum(info.base_name.endswith(".json") for info in listed) >= batches + 1:
-            break
-        assert job.poll() is None, f"the job ended before it could be killed:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"the job committed nothing within {timeout_s:.0f} s"
-        time.sleep(0.2)
-    os.killpg(job.pid, signal.SIGKILL)
-    assert job.wait(30) == -signal.SIGKILL, "the job finished before the kill: make the backlog larger"
