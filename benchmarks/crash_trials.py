@@ -13,16 +13,15 @@ Results: benchmarks/results/crash_trials.json.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.pytest_trials import run_trials, write_results  # noqa: E402
+
 RESULTS = REPO / "benchmarks" / "results" / "crash_trials.json"
 
 
@@ -31,20 +30,13 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tidemark-crash-trials-") as folder:
-        trials_file = Path(folder) / "trials.jsonl"
-        started = time.monotonic()
-        completed = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/integration/test_crash_trials.py"],
-            cwd=REPO,
-            env={**os.environ, "TIDEMARK_CRASH_TRIALS": f"{args.trials}:{args.seed}", "TIDEMARK_CRASH_TRIALS_FILE": str(trials_file)},
-        )
-        seconds = time.monotonic() - started
-        trials = [json.loads(line) for line in trials_file.read_text().splitlines()] if trials_file.exists() else []
+    passed, seconds, trials = run_trials(
+        ["-s", "tests/integration/test_crash_trials.py"], {"TIDEMARK_CRASH_TRIALS": f"{args.trials}:{args.seed}"}, "TIDEMARK_CRASH_TRIALS_FILE"
+    )
     summary = {
         "command": f"benchmarks/crash_trials.py --trials {args.trials} --seed {args.seed}",
         "trials": len(trials),
-        "all_assertions_passed": completed.returncode == 0 and len(trials) == args.trials,
+        "all_assertions_passed": passed and len(trials) == args.trials,
         "by_job": dict(Counter(t["job"] for t in trials)),
         "kills": sum(t["killed"] for t in trials),
         "kills_mid_query": sum(t["killed_mid_query"] for t in trials),
@@ -55,10 +47,7 @@ def main() -> int:
         "seconds": round(seconds),
         "per_trial": trials,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in summary.items() if k != "per_trial"}, indent=2))
-    print(f"results: {RESULTS.relative_to(REPO)}")
+    write_results(RESULTS, summary, "per_trial")
     return 0 if summary["all_assertions_passed"] else 1
 
 
