@@ -118,15 +118,21 @@ class KafkaLog:
                            (("earliest", earliest), ("stable", stable_end), ("written", written_end))}  # fmt: skip
                 break
             except KafkaException as error:
-                # A partition added to the topic a moment ago: the admin client's metadata does
-                # not know it yet. Refresh it and ask again, within the timeout.
+                # Asked again, within the timeout, where the answer may come a moment later: a
+                # partition added to the topic a moment ago (the admin client's metadata does not
+                # know it yet), or a broker that is restarting (no leader yet, connection
+                # refused). Past the timeout, or for any other error, the run fails naming the broker.
                 code = error.args[0].code() if error.args and hasattr(error.args[0], "code") else None
-                if code not in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART) or time.monotonic() > deadline:
+                if code not in _transient_errors() or time.monotonic() > deadline:
                     raise KafkaUnavailableError(
-                        f"Kafka at {self._bootstrap} did not answer ListOffsets for topic {self._topic!r}: {error}"
+                        f"Kafka at {self._bootstrap} did not answer ListOffsets for topic {self._topic!r} "
+                        f"(asked for {self._timeout_s:.0f} s): {error}"
                     ) from None
-                self._admin.list_topics(self._topic, timeout=self._timeout_s)
-                time.sleep(0.2)
+                try:
+                    self._admin.list_topics(self._topic, timeout=max(0.1, deadline - time.monotonic()))
+                except KafkaException:
+                    pass  # still down: the next question says so, or the deadline does
+                time.sleep(0.5)
         # Asked at the same time, answered independently: a commit in between can put the
         # stable end past the written end seen a moment earlier.
         return {
@@ -207,6 +213,19 @@ class KafkaLog:
 
     def close(self) -> None:
         self._consumer.close()
+
+
+def _transient_errors() -> frozenset:
+    from confluent_kafka import KafkaError
+
+    return frozenset(
+        {
+            KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART,  # a partition just added
+            # A broker restarting: gone, no partition leader yet, or not the leader any more.
+            KafkaError._NOENT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+        }
+    )  # fmt: skip
 
 
 def _answers(futures: Mapping, timeout_s: float) -> dict[int, int]:
