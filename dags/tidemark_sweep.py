@@ -14,6 +14,8 @@ from airflow.sdk import dag, task
 from airflow.timetables.trigger import CronTriggerTimetable
 
 from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.alert_occasions import QualityFindings
+from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -57,7 +59,8 @@ against persisted rows), no hour report is rewritten; a hole triggers
             task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream.name}"
         ).expand(conf=recovery_requests(check.output))
 
-        @task(trigger_rule="all_done")
+        # A failed verdict sends one alarm for the run (the stream's alerts:, if any).
+        @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name, check_task_id="sweep")))
         def verdict(result: dict) -> None:
             from airflow.sdk.exceptions import AirflowFailException
 

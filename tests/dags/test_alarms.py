@@ -73,7 +73,7 @@ def test_a_connection_that_does_not_exist_fails_parsing_naming_the_key(airflow_e
         "add it (airflow connections add tm_hook_typo ..., or the environment variable AIRFLOW_CONN_TM_HOOK_TYPO)"
     )
     failed = {Path(path).name for path, error in found["errors"].items() if expected in error}
-    assert failed == {"tidemark_persist.py", "tidemark_quality.py", "tidemark_recover.py"}, found["errors"]
+    assert failed == {"tidemark_persist.py", "tidemark_quality.py", "tidemark_recover.py", "tidemark_sweep.py"}, found["errors"]
     assert "tidemark_backfill__telemetry" in found["dag_ids"], "files without alarms still load"
 
 
