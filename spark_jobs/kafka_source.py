@@ -404,6 +404,10 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             {"event": "offsets_lost_to_retention", "topic": self._options.topic,
              "lost": [range_.to_json() for range_ in lost], "detail": message}  # fmt: skip
         )
+        if self._options.feedback_dir:
+            from spark_jobs.retention_stop import write_lost_offsets
+
+            write_lost_offsets(self._options.feedback_dir, lost)  # for the driver: see spark_jobs.retention_stop
         raise RetentionLossError(message, lost)
 
     def _freeze(self, previous: SourceState, planned: SourceState) -> SourceState:

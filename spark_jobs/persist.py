@@ -14,8 +14,9 @@ default) freezes a partition: the job reads nothing from it, to reproduce a stal
 it die at a named commit with ``TIDEMARK_CRASH_AT`` (tidemark.crash_points; refused, exit 2,
 unless ``TIDEMARK_TEST_FAULTS=1``).
 
-Exit status: 0 done, 2 bad arguments or configuration (the message names the problem), 1 a
-failure while running.
+Exit status: 0 done, 2 bad arguments or configuration (the message names the problem), 3
+offsets it must read next left the log before it read them (the message names them; every
+later run stops the same way until the loss is dealt with), 1 another failure while running.
 """
 
 from __future__ import annotations
@@ -30,12 +31,17 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from connectors.kafka_log import RetentionLossError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
 log = logging.getLogger("tidemark.persist")
+
+# Offsets the job must read left the log before it read them (tidemark.retention_loss), as
+# recovery and backfill exit for lost offsets.
+EXIT_LOST = 3
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -83,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     except (PartitionLimitError, LakeStorageError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2
+    except RetentionLossError as error:
+        print(f"persist: {error}", file=sys.stderr)
+        return EXIT_LOST
     if args.run_summary:
         args.run_summary.parent.mkdir(parents=True, exist_ok=True)
         args.run_summary.write_text(json.dumps(summary, indent=2) + "\n")

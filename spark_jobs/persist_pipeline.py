@@ -130,6 +130,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.persist_batch import PersistBatch, QueryIdentity
     from spark_jobs.claims_table import ClaimsTable
     from spark_jobs.crash_switch import CrashSwitch
+    from spark_jobs.retention_stop import clear_lost_offsets
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from tidemark.live_routing import LiveRouting
 
@@ -168,6 +169,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
             }
         )
     feedback_dir = _feedback_dir(stream, run)
+    clear_lost_offsets(feedback_dir)
     options = source_options(
         stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None, routing,
         read_tasks=spark.sparkContext.defaultParallelism,
@@ -203,6 +205,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     log.info({"event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger, "query_id": query.id})
     try:
         query.awaitTermination()
+    except Exception:
+        _raise_retention_loss(stream, feedback_dir)
+        raise
     finally:
         preparing.shutdown()
     tables_ready.result()  # a run without a batch still leaves the tables (checks read them), or says why not
@@ -226,6 +231,18 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     }
     log.info({"event": "query_finished", **summary, "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress)})
     return summary
+
+
+def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
+    """Raise RetentionLossError, with the exact ranges, when the query failed because the source
+    stopped for offsets retention took (spark_jobs.retention_stop); else return."""
+    from connectors.kafka_log import RetentionLossError
+    from spark_jobs.retention_stop import read_lost_offsets
+    from tidemark.retention_loss import retention_loss_message
+
+    lost = read_lost_offsets(feedback_dir)
+    if lost:
+        raise RetentionLossError(retention_loss_message(stream.source.topic, lost), lost) from None
 
 
 def _claim(spark, stream: StreamConfig, run: PersistRun, tables, claims, live_routed):

@@ -41,14 +41,13 @@ def _records(partition: int, first: int, count: int, now_ms: int) -> list:
 
 
 def _persist_failure(conf, log) -> str:
-    """Run the persist job in this process, expecting it to fail; the failure's text."""
-    from spark_jobs.persist import main
+    """Run the persist job in this process, expecting it to stop for offsets lost to retention
+    (exit 3); what it printed."""
+    from spark_jobs.persist import EXIT_LOST, main
 
-    try:
-        code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log)
-    except Exception as error:  # the query's failure escapes the job's main()
-        return str(error)
-    raise AssertionError(f"the persist job exited {code} instead of failing")
+    code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log)
+    assert code == EXIT_LOST, f"the persist job exited {code}, not {EXIT_LOST} (offsets lost)"
+    return log.read_text()
 
 
 def test_retention_overtaking_a_partition_stops_every_run_naming_the_lost_offsets(kafka_broker, spark, tmp_path):
