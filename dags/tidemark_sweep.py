@@ -20,11 +20,6 @@ from tidemark_airflow.quality_operator import QualityCheckOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
-# The quality run's switch for the sweep (expectations.quality_run.SWEEP_VARIABLE): the operator
-# passes no --sweep of its own, so the task's environment carries it to spark-submit.
-SWEEP_ENVIRONMENT = {"TIDEMARK_QUALITY_SWEEP": "1"}
-
-
 def sweep_dag(stream: StreamConfig):
     @dag(
         dag_id=f"tidemark_sweep__{stream.name}",
@@ -47,7 +42,7 @@ against persisted rows), no hour report is rewritten; a hole triggers
     )
     def sweep():
         check = QualityCheckOperator(
-            task_id="sweep", stream=stream.name, conf_path=CONF_PATH, reconcile=False, env_vars=SWEEP_ENVIRONMENT,
+            task_id="sweep", stream=stream.name, conf_path=CONF_PATH, reconcile=False, sweep=True,
             conn_id=stream.persist.spark_conn_id,
         )  # fmt: skip
 

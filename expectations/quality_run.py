@@ -66,8 +66,6 @@ log = logging.getLogger("tidemark.quality")
 
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,199}$")
 
-# The sweep DAG's switch where the operator passes no --sweep (it sets the task's environment).
-SWEEP_VARIABLE = "TIDEMARK_QUALITY_SWEEP"
 
 
 def run_quality(
@@ -365,7 +363,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--result", type=Path, help="also write the result JSON to this file")
     parser.add_argument("--now-ms", type=int, help="judge the stall rules at this time (ms since the epoch, UTC)")
     parser.add_argument("--sweep", action="store_true", help="the slow sweep: completeness of every sealed hour the "
-                        f"source log still retains, no other check, no hour report (also: {SWEEP_VARIABLE}=1)")  # fmt: skip
+                        "source log still retains, no other check, no hour report")  # fmt: skip
     return parser
 
 
@@ -384,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         stream = load_stream(args.conf, args.stream)
     except StreamConfigError as error:
         return _refuse(str(error))
-    sweep = args.sweep or os.environ.get(SWEEP_VARIABLE) == "1"
+    sweep = args.sweep
     if sweep and (hours is not None or args.reconcile):
         return _refuse("--sweep checks every sealed hour the source log still retains: give it without --hours and --reconcile")
 

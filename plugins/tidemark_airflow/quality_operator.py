@@ -25,10 +25,15 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
 
-    def __init__(self, *, stream: str, conf_path: str, hours: Any = None, reconcile: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, *, stream: str, conf_path: str, hours: Any = None, reconcile: bool = True, sweep: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(stream=stream, conf_path=conf_path, job="expectations/quality_run.py", **kwargs)
+        if sweep and (reconcile or hours):
+            raise ValueError("a sweep checks every hour the log retains: give it no hours and reconcile=False")
         self.hours = hours
         self.reconcile = reconcile
+        self.sweep = sweep
 
     def execute(self, context: Any) -> Any:
         stream = self.load_stream()
@@ -43,6 +48,8 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
                 arguments += ["--hours", ",".join(hours)]
             if self.reconcile:
                 arguments += ["--reconcile"]
+            if self.sweep:
+                arguments += ["--sweep"]
             self.log.info("Checking stream %s: hours %s%s", stream.name, hours or "none given", ", plus unchecked sealed hours" if self.reconcile else "")
             self.submit(context, arguments)
             result = json.loads(result_path.read_text())

@@ -52,7 +52,7 @@ print(json.dumps({{
     "offline_devices_max_active_runs": bag.get_dag("tidemark_offline_devices__telemetry").max_active_runs,
     "sweep_tasks": sorted(bag.get_dag("tidemark_sweep__telemetry").task_ids),
     "sweep_schedule": bag.get_dag("tidemark_sweep__telemetry").timetable.summary,
-    "sweep_environment": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").env_vars,
+    "sweep_flag": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").sweep,
     "sweep_reconcile": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").reconcile,
 }}))
 """
@@ -88,7 +88,7 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["recover_params"] == ["partition", "ranges", "reason", "stream"]
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
-    assert (described["sweep_environment"], described["sweep_reconcile"]) == ({"TIDEMARK_QUALITY_SWEEP": "1"}, False)
+    assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)
     assert described["max_active_runs"] == 1
     assert described["catchup"] is False
     assert {"tidemark", "persist", "telemetry"} <= set(described["tags"])
