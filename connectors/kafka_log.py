@@ -224,6 +224,10 @@ def _transient_errors() -> frozenset:
             # A broker restarting: gone, no partition leader yet, or not the leader any more.
             KafkaError._NOENT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.LEADER_NOT_AVAILABLE,
             KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+            # A broker back from a restart: the client's leader epoch is older than the broker's
+            # until its metadata is refreshed (seen in the suite), or a new leader has no offsets yet.
+            KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+            KafkaError.BROKER_NOT_AVAILABLE,
         }
     )  # fmt: skip
 

@@ -16,18 +16,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 from harness.persist_job import (
-    committed_versions,
     produce,
     run_backfill,
-    start_backfill,
+    run_in_process,
     telemetry_value,
     write_stream_config,
 )
 from spark_jobs.backfill import main as backfill_main
 from spark_jobs.persist import run_persist as run_live_persist
+from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 from tidemark.stream_config import load_stream
 
 pytestmark = pytest.mark.integration
@@ -146,23 +147,14 @@ def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exac
     (request,) = reconciliation.recovery_requests()
     assert request.partition == 1 and request.ranges == (OffsetRange(hole_offsets[0], hole_offsets[-1] + 1),)
 
-    # Backfill into events in small batches, killed after two commits, then the same command again.
-    ledger = live_lake.root / "telemetry" / "ledger"
-    before = committed_versions(ledger)
+    # Backfill into events in small batches, dead right after its second batch's ledger commit
+    # (a crash point; in this process the batch fails and the run ends), then the same command.
     hole_hour = hole[0].event_ms // HOUR_MS * HOUR_MS
     args = ["--start", _iso(hole_hour), "--end", _iso(hole_hour + HOUR_MS), "--target", "events", "--run-name", "fill",
             "--max-records-per-batch", "40"]  # fmt: skip
-    job = start_backfill(live_lake.conf, *args, log=tmp_path / "killed.log")
-    deadline = time.monotonic() + 300
-    while committed_versions(ledger) < before + 2:
-        assert job.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    import os
-    import signal
-
-    os.killpg(job.pid, signal.SIGKILL)
-    assert job.wait(30) == -signal.SIGKILL, "the backfill had finished before the kill"
+    crash = {CRASH_AT: CrashPoint("ledger", batch=1, action="raise").to_json(), TEST_FAULTS: "1"}
+    with pytest.raises(StreamingQueryException, match="crash point: after ledger of batch 1"):
+        run_in_process(backfill_main, ["--stream", "telemetry", "--conf", str(live_lake.conf), *args], tmp_path / "killed.log", crash)
     assert run_backfill(live_lake.conf, *args, log=tmp_path / "resumed.log") == 0, (tmp_path / "resumed.log").read_text()[-3000:]
     progress = [line for line in (tmp_path / "resumed.log").read_text().splitlines() if '"backfill_progress"' in line]
     assert progress and '"percent": 100.0' in progress[-1] and '"estimated_seconds_left"' in progress[-1]

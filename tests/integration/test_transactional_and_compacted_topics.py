@@ -2,8 +2,8 @@
 
 Offsets are not records there. Commit and abort markers, aborted transactions (read_committed)
 and compacted offsets hold offsets without data. What must hold: every partition is read to its
-log end; the lake holds exactly the data records, once each, also across a SIGKILL and a
-restart; the ledger's ranges are contiguous and its ``data_records`` match the log; a
+log end; the lake holds exactly the data records, once each, also across a crash in the
+middle of a batch and a restart; the ledger's ranges are contiguous and its ``data_records`` match the log; a
 transaction left open neither hangs the job nor is skipped, and a long hold is reported; and a
 second reader (Spark's own Kafka source, read_committed) sees exactly what the lake holds.
 """
@@ -20,12 +20,12 @@ from harness.log_layouts import TransactionalProducer, lake_offsets, readable_of
 from harness.persist_job import (
     committed_versions,
     continuous_persist,
-    kill_after_batches,
+    run_in_process,
     run_persist,
-    start_persist,
     telemetry_value,
     write_stream_config,
 )
+from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +55,19 @@ def _assert_ledger_accounts_for(ledger, data_records: set[tuple[int, int]], part
             )
 
 
+def _crash_in_third_batch(conf, log) -> None:
+    """The run dies right after its third batch's events commit, before that batch's ledger
+    (tidemark.crash_points; in this process: the batch fails and the run ends): the restart must
+    replay a batch whose records are partly in the lake."""
+    from pyspark.errors import StreamingQueryException
+
+    from spark_jobs.persist import main
+
+    crash = {CRASH_AT: CrashPoint("events", batch=2, action="raise").to_json(), TEST_FAULTS: "1"}
+    with pytest.raises(StreamingQueryException, match="crash point: after events of batch 2"):
+        run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log, crash)
+
+
 def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_no_aborted_one(kafka_broker, spark, tmp_path):
     topic = "txn_sigkill"
     kafka_broker.create_topic(topic, 2)
@@ -71,8 +84,7 @@ def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=500)
     lake = tmp_path / "lake" / "telemetry"
 
-    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log")
-    kill_after_batches(job, lake / "ledger", batches=2)
+    _crash_in_third_batch(conf, tmp_path / "first_run.log")
     batches_before_kill = committed_versions(lake / "ledger") - 1
     assert 0 < len(lake_offsets(spark, lake)) < len(producer.committed), "killed mid-run"
     # The restart replays the batch the kill cut as its checkpoint planned it, then reads the rest
@@ -196,8 +208,7 @@ def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retaine
 
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=250)
     lake = tmp_path / "lake" / "telemetry"
-    job = start_persist(conf, "--mode", "available_now", log=tmp_path / "first_run.log")
-    kill_after_batches(job, lake / "ledger", batches=2)
+    _crash_in_third_batch(conf, tmp_path / "first_run.log")
     # The first batches may read only compaction holes (offsets without data): mid-run is what counts.
     assert len(lake_offsets(spark, lake)) < len(retained), "killed mid-run"
     # The restart replays the batch the kill cut as its checkpoint planned it, then reads the rest
