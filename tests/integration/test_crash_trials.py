@@ -113,13 +113,13 @@ def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothi
                 job = start_backfill(conf, *backfill_args, log=log)
 
         # One kill in five at a random moment of the start-up (JVM, Spark, tables, the claim);
-        # the others at a random moment of the query's first seconds, where its batches commit.
+        # the others at a random moment of the query's first 15 seconds, where its batches commit.
         started = time.monotonic()
         if rng.random() < 0.2:
             delay = rng.uniform(1.0, 10.0)
         else:
             wait_for_event(log, "query_started", job, timeout_s=180)
-            delay = time.monotonic() - started + rng.uniform(0.0, 6.0)
+            delay = time.monotonic() - started + rng.uniform(0.0, 15.0)
         try:
             job.wait(max(0.0, delay - (time.monotonic() - started)))
             killed = False
