@@ -318,9 +318,15 @@ def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:
 
 def _feedback_dir(stream: StreamConfig, run: PersistRun) -> str:
     """Where the batches leave W_p for the planner: beside the checkpoint when that is a local
-    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.event_time_feedback)."""
+    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.event_time_feedback),
+    in a folder named by a digest of the checkpoint URI. A digest, not ``hash()``: Python salts
+    string hashes per process, and a restarted job must find the folder its last run wrote."""
+    import hashlib
+
     checkpoint = run.checkpoint
     if "://" not in checkpoint or checkpoint.startswith("file://"):
         return checkpoint.removeprefix("file://") + "/_tidemark_feedback"
     home = os.environ.get("TIDEMARK_HOME", ".tidemark")
-    return f"{home}/feedback/{stream.name}/{run.mode}/{abs(hash(checkpoint))}"
+    # 16 hex digits (64 bits): no two checkpoints of one stream and mode meet by chance.
+    digest = hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
+    return f"{home}/feedback/{stream.name}/{run.mode}/{digest}"
