@@ -14,7 +14,7 @@ log timestamp its event time:
 Targets: (a) at 256 partitions takes at most 1.3x (a) at 4; (a) at 256 is at least as fast as (b)
 at 256 (wall time a/b <= 1.0). Peak RSS of (a) at 4 and 256 partitions is reported side by side.
 
-Planning, without Spark: the source's planner (spark_jobs.kafka_source.KafkaLogReader) in this
+Planning, without Spark: the source's planner (spark_jobs.kafka_source.reader.KafkaLogReader) in this
 process against a topic of ``--planning-partitions`` partitions holding 10 records per partition
 over an hour: the seconds of its start (initialOffset), of its first batch (a backlog: several
 aligned steps packed up to the row budget, W_p unknown everywhere, the most questions a batch
@@ -101,7 +101,8 @@ def produce_spread(bootstrap: str, topic: str, partitions: int, records: int, sp
 
 def planning_figures(bench, partitions: int, max_records_per_batch: int) -> dict:
     """The source's planner alone on a topic of ``partitions`` partitions (see the module doc)."""
-    from spark_jobs.kafka_source import KafkaLogReader, KafkaSourceOptions
+    from spark_jobs.kafka_source.options import KafkaSourceOptions
+    from spark_jobs.kafka_source.reader import KafkaLogReader
 
     topic = f"bench_planning_{partitions}"
     print(f"  planning on {topic} ...", file=sys.stderr, flush=True)

@@ -1,6 +1,6 @@
 """The decode stage: raw log rows in, the same rows plus decoded columns out, inside the source.
 
-The source (spark_jobs/kafka_source.py) decodes each Arrow batch it reads before handing it to
+The source (spark_jobs/kafka_source/reader.py) decodes each Arrow batch it reads before handing it to
 Spark, with tidemark.record_decoder.RecordDecoder, so the quarantine rules live once, in the
 core, and are unit-tested without Spark. Decoding in ``read()`` rather than in a ``mapInArrow``
 stage after it saves a second trip of every record between the JVM and a Python worker, and

@@ -91,7 +91,7 @@ def source_options(
     under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given. ``read_tasks``
     is used when the stream does not set source.read_tasks (the cluster's parallelism)."""
     from spark_jobs.decode_stage import DecodeSpec
-    from spark_jobs.kafka_source import KafkaSourceOptions
+    from spark_jobs.kafka_source.options import KafkaSourceOptions
 
     tolerances = stream.event_time
     return KafkaSourceOptions(
@@ -123,7 +123,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     batches, G, the hours it sealed, the event hours it wrote, how it started. ``progress`` is
     called after every batch (see PersistBatch). The caller has checked the topic against
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
-    from spark_jobs.kafka_source import KafkaLogSource
+    from spark_jobs.kafka_source.reader import KafkaLogSource
     from spark_jobs.lake_resume import resume_from_lake
     from spark_jobs.lake_tables import LakeTables
     from spark_jobs.overlap_guard import OverlapGuard

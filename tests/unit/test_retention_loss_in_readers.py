@@ -10,7 +10,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from connectors.kafka_log import LogBounds, RetentionLossError, read_ranges
-from spark_jobs.kafka_source import KafkaLogReader, KafkaSourceOptions
+from spark_jobs.kafka_source.options import KafkaSourceOptions
+from spark_jobs.kafka_source.reader import KafkaLogReader
 from test_kafka_log_batched import Message, ScriptedConsumer, consumer  # noqa: F401 (the fixture)
 from tidemark.partition_status import PartitionStatus
 from tidemark.retention_loss import LostOffsets

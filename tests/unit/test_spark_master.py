@@ -80,7 +80,7 @@ def test_a_standalone_master_ships_code_and_jars_and_names_the_driver_address_it
     assert settings.jars == tuple(str(jar) for jar in JARS)
     (zip_path,) = settings.py_files
     names = zipfile.ZipFile(zip_path).namelist()
-    for module in ("tidemark/partition_watermark.py", "spark_jobs/kafka_source.py", "connectors/kafka_log.py", "stack/jars.py"):
+    for module in ("tidemark/partition_watermark.py", "spark_jobs/kafka_source/reader.py", "connectors/kafka_log.py", "stack/jars.py"):
         assert module in names
     assert not [name for name in names if "__pycache__" in name or not name.endswith(".py")]
 

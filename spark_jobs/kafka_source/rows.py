@@ -1,0 +1,119 @@
+"""The rows the Kafka source yields, as Arrow: a ``range`` row per planned range, the ``record``
+rows of each range, and (when decoding) a ``summary`` row per (partition, aligned step).
+
+All three share one Arrow schema (``arrow_schema``, the columns of
+tidemark.planned_range.RAW_RECORD_SCHEMA); a column a kind does not use is null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
+from tidemark.step_counts import SUMMARY_ROW
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    """Offsets [start, end) of one Kafka partition in a batch (start == end: nothing to read)."""
+
+    partition: int
+    start: int
+    end: int
+    log_end: int
+    read_time_ms: int
+    # The planned range as text (tidemark.planned_range.PlannedRange): carried in the range row
+    # so the persist job routes and seals with exactly the planned state.
+    range_state: str
+
+
+def arrow_schema(pa):
+    """The Arrow schema of every row the source yields undecoded: the columns of
+    tidemark.planned_range.RAW_RECORD_SCHEMA, in its order."""
+    return pa.schema(
+        [
+            ("row_kind", pa.string()),
+            ("source_partition", pa.int32()),
+            ("source_offset", pa.int64()),
+            ("log_timestamp_ms", pa.int64()),
+            ("record_key", pa.binary()),
+            ("value", pa.binary()),
+            ("range_end", pa.int64()),
+            ("log_end_offset", pa.int64()),
+            ("read_time_ms", pa.int64()),
+            ("range_state", pa.string()),
+            ("batch_seq", pa.int64()),
+            ("global_watermark_ms", pa.int64()),
+        ]
+    )
+
+
+def summary_batch(pa, counts: list):
+    """One summary row per tidemark.step_counts.StepCounts: its text in ``range_state``."""
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "row_kind": SUMMARY_ROW,
+                "source_partition": step.partition,
+                "batch_seq": step.seq,
+                "range_state": step.to_text(),
+            }
+            for step in counts
+        ],
+        schema=arrow_schema(pa),
+    )
+
+
+def range_batch(pa, ranges: tuple[PartitionRange, ...]):
+    """One range row per planned range: the rows that become the partitions' ledger rows."""
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "row_kind": RANGE_ROW,
+                "source_partition": planned.partition,
+                "source_offset": planned.start,
+                "log_timestamp_ms": None,
+                "record_key": None,
+                "value": None,
+                "range_end": planned.end,
+                "log_end_offset": planned.log_end,
+                "read_time_ms": planned.read_time_ms,
+                "range_state": planned.range_state,
+                "batch_seq": None,
+                "global_watermark_ms": None,
+            }
+            for planned in ranges
+        ],
+        schema=arrow_schema(pa),
+    )
+
+
+def record_batch(pa, partition: PartitionRange, planned: PlannedRange, records):
+    """The records as Arrow, each with the aligned step it was planned in and that step's G."""
+    import numpy as np
+
+    count = len(records)
+    offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=count)
+    steps = planned.steps
+    # A step holds offsets [its start, its end): the first step whose end > the offset.
+    which = np.searchsorted(np.array([step.end for step in steps], dtype=np.int64), offsets, side="right")
+    which = pa.array(np.minimum(which, len(steps) - 1))
+    batch_seqs = pa.array([step.seq for step in steps], pa.int64()).take(which)
+    step_watermarks = pa.array([step.global_watermark_ms for step in steps], pa.int64()).take(which)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([RECORD_ROW] * count, pa.string()),
+            pa.array([partition.partition] * count, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array([r.timestamp_ms for r in records], pa.int64()),
+            pa.array([r.key for r in records], pa.binary()),
+            pa.array([r.value for r in records], pa.binary()),
+            pa.array([partition.end] * count, pa.int64()),
+            pa.array([partition.log_end] * count, pa.int64()),
+            pa.array([partition.read_time_ms] * count, pa.int64()),
+            pa.nulls(count, pa.string()),
+            batch_seqs,
+            step_watermarks,
+        ],
+        schema=arrow_schema(pa),
+    )
