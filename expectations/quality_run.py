@@ -21,8 +21,9 @@ Where things land:
 - ``<report-dir>/<stream>/hours/<YYYY-MM-DDTHH>Z.json``, one per checked hour;
 - ``<gx-dir>/gx/uncommitted/data_docs/local_site/index.html``, GX's Data Docs.
 
-Logs go to the ``tidemark.quality`` logger as dicts (``{"event": ...}``); the caller configures
-handlers and formatting. GX's own loggers are held at WARNING.
+Logs go to the ``tidemark.quality`` logger as dicts (``{"event": ...}``); run as a script, each is
+one JSON line on stderr (tidemark.structured_log, as the Spark jobs' lines). GX's own loggers are
+held at WARNING.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures,
 from tidemark.event_time_text import parse_event_time
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
+from tidemark.structured_log import configure_json_logging
 
 log = logging.getLogger("tidemark.quality")
 
@@ -467,8 +469,12 @@ def _one_screen(result: QualityRunResult) -> str:
     return "\n".join(lines)
 
 
+def configure_logging() -> None:
+    """The run's logging as spark-submit runs it: one JSON object per line on stderr, as the
+    Spark jobs write theirs (py4j's connection chatter at INFO held back)."""
+    configure_json_logging(logging.INFO)
+
+
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    # py4j logs its connection chatter at INFO; the task log is for the checks' own lines.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+    configure_logging()
     sys.exit(main())

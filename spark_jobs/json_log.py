@@ -1,30 +1,6 @@
-"""Structured logs for the Spark jobs: one JSON object per line.
+"""Structured logs for the Spark jobs: one JSON object per line (tidemark.structured_log, shared
+with the quality run, which is no Spark job)."""
 
-A record logged with a dict as its message (``log.info({"event": "batch_persisted", ...})``) is
-merged into the line; any other message (py4j's, Spark's Python side) becomes ``"msg"``, so every
-line parses. Nothing here ever logs configuration values that could hold credentials.
-"""
+from tidemark.structured_log import JsonLineFormatter, configure_json_logging
 
-from __future__ import annotations
-
-import json
-import logging
-
-
-class JsonLineFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        line = {"level": record.levelname, "logger": record.name}
-        if isinstance(record.msg, dict):
-            line.update(record.msg)
-        else:
-            line["msg"] = record.getMessage()
-        return json.dumps(line, default=str)
-
-
-def configure_json_logging(level: int = logging.INFO) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonLineFormatter())
-    logging.basicConfig(level=level, handlers=[handler], force=True)
-    # py4j logs every callback from the JVM at INFO ("Received command c on object id p0"): one
-    # line per micro-batch that tells a person reading the task log nothing.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
+__all__ = ["JsonLineFormatter", "configure_json_logging"]
