@@ -24,15 +24,16 @@ Only a rejected record keeps its value, for quarantine.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+
+import msgspec
 
 from tidemark.lateness import Lateness, LatenessClassifier
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.planned_range import RAW_RECORD_SCHEMA, RECORD_ROW
 from tidemark.record_decoder import Rejection, RecordDecoder
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
-from tidemark.stream_config import PayloadField, PayloadSchema
+from tidemark.stream_config import PayloadSchema
 from tidemark.table_schemas import ddl
 
 _ARROW_TYPES = {"string": "string", "double": "float64", "long": "int64", "int": "int32", "boolean": "bool_"}
@@ -50,7 +51,8 @@ _DECODED_COLUMNS = (
 class DecodeSpec:
     """What the source needs to decode and route a stream's records: the payload schema, the
     future guard and the allowed lateness (ms) and, for backfill and recovery, live's routed
-    ranges of the offsets they read. Travels to the source as one JSON option."""
+    ranges of the offsets they read. Travels to the source inside its options
+    (spark_jobs.kafka_source.options), encoded by msgspec like them."""
 
     payload: PayloadSchema
     max_future_skew_ms: int
@@ -58,33 +60,11 @@ class DecodeSpec:
     live_routing: tuple[RoutedRange, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "event_time_field": self.payload.event_time_field,
-                "event_time_format": self.payload.event_time_format,
-                "fields": [[f.name, f.type, f.required] for f in self.payload.fields],
-                "max_record_bytes": self.payload.max_record_bytes,
-                "max_future_skew_ms": self.max_future_skew_ms,
-                "allowed_lateness_ms": self.allowed_lateness_ms,
-                "live_routing": [[r.partition, r.start, r.end, r.global_watermark_ms] for r in self.live_routing],
-            }
-        )
+        return msgspec.json.encode(self).decode()
 
     @classmethod
     def from_json(cls, text: str) -> "DecodeSpec":
-        data = json.loads(text)
-        payload = PayloadSchema(
-            data["event_time_field"],
-            data["event_time_format"],
-            tuple(PayloadField(*field) for field in data["fields"]),
-            data["max_record_bytes"],
-        )
-        return cls(
-            payload,
-            data["max_future_skew_ms"],
-            data["allowed_lateness_ms"],
-            tuple(RoutedRange(*r) for r in data["live_routing"]),
-        )
+        return msgspec.json.decode(text, type=cls)
 
     def schema(self) -> str:
         """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms, route,

@@ -112,7 +112,7 @@ def source_options(
         frozen_partitions=run.frozen_partitions,
         decode=DecodeSpec(
             stream.payload, tolerances.max_future_skew_ms, tolerances.allowed_lateness_ms, routing.ranges() if routing else ()
-        ).to_json(),
+        ),
         read_tasks=stream.source.read_tasks or read_tasks,
         max_partitions=stream.source.max_partitions,
     )

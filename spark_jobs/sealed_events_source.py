@@ -36,11 +36,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Annotated, Iterator, Mapping
+
+import msgspec
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
+from spark_jobs.source_spec import spec_from_options, spec_options
 from tidemark.hour_sealer import HOUR_MS, hour_start_ms
 
 SOURCE_NAME = "tidemark_sealed_events"
@@ -49,63 +52,43 @@ SCHEMA = "device_id STRING, event_time TIMESTAMP, event_time_ms BIGINT"
 _COLUMN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
-class SealedEventsOptions:
-    """The source's options, typed; ``parse`` reads Spark's strings once and names a bad option.
+_Milliseconds = Annotated[int, msgspec.Meta(ge=0)]
 
-    ``start_ms`` is where a query without a checkpoint starts; without it (live), at the first
-    event hour of the sealed part of ``events`` (or at the horizon when that part is empty).
-    ``end_ms`` (exclusive) bounds a backfill; reading never passes the sealed horizon either.
+
+class SealedEventsOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The source's options, one typed value: the ``spec`` option (spark_jobs.source_spec),
+    decoded once when the query builds its reader, failing then with the bad field named.
+
+    ``slice_ms`` is the length of a slice (ms). ``start_ms`` is where a query without a checkpoint
+    starts (ms since the epoch, UTC); without it (live), at the first event hour of the sealed
+    part of ``events`` (or at the horizon when that part is empty). ``end_ms`` (exclusive) bounds
+    a backfill; reading never passes the sealed horizon either.
     """
 
     events_path: str
     seals_path: str
     device_field: str
-    slice_ms: int
-    start_ms: int | None = None
-    end_ms: int | None = None
+    slice_ms: Annotated[int, msgspec.Meta(ge=1)]
+    start_ms: _Milliseconds | None = None
+    end_ms: _Milliseconds | None = None
+
+    def __post_init__(self):
+        for required in ("events_path", "seals_path"):
+            if not getattr(self, required):
+                raise ValueError(f"Option '{required}' is required.")
+        if not _COLUMN_NAME.match(self.device_field):
+            raise ValueError(f"Option 'device_field' must be a column name (letters, digits, '_'), got {self.device_field!r}.")
+        if self.start_ms is not None and self.end_ms is not None and self.end_ms <= self.start_ms:
+            raise ValueError(f"Option 'end_ms' ({self.end_ms}) must be after 'start_ms' ({self.start_ms}).")
 
     def to_options(self) -> dict[str, str]:
-        options = {
-            "events_path": self.events_path,
-            "seals_path": self.seals_path,
-            "device_field": self.device_field,
-            "slice_ms": str(self.slice_ms),
-        }
-        if self.start_ms is not None:
-            options["start_ms"] = str(self.start_ms)
-        if self.end_ms is not None:
-            options["end_ms"] = str(self.end_ms)
-        return options
+        """Spark's options for this value: ``.options(**options.to_options())``."""
+        return spec_options(self)
 
     @classmethod
-    def parse(cls, options: dict) -> "SealedEventsOptions":
-        for required in ("events_path", "seals_path", "device_field", "slice_ms"):
-            if not options.get(required):
-                raise ValueError(f"Option '{required}' is required.")
-        device_field = options["device_field"]
-        if not _COLUMN_NAME.match(device_field):
-            raise ValueError(f"Option 'device_field' must be a column name (letters, digits, '_'), got {device_field!r}.")
-        parsed = cls(
-            options["events_path"],
-            options["seals_path"],
-            device_field,
-            _whole_number(options, "slice_ms", minimum=1),
-            _whole_number(options, "start_ms"),
-            _whole_number(options, "end_ms"),
-        )
-        if parsed.start_ms is not None and parsed.end_ms is not None and parsed.end_ms <= parsed.start_ms:
-            raise ValueError(f"Option 'end_ms' ({parsed.end_ms}) must be after 'start_ms' ({parsed.start_ms}).")
-        return parsed
-
-
-def _whole_number(options: dict, key: str, minimum: int = 0) -> int | None:
-    value = options.get(key)
-    if value is None:
-        return None
-    if not str(value).isdigit() or int(value) < minimum:
-        raise ValueError(f"Option '{key}' must be a whole number >= {minimum} (ms since the epoch or ms), got {value!r}.")
-    return int(value)
+    def from_options(cls, options: Mapping[str, str]) -> "SealedEventsOptions":
+        """The value ``to_options`` wrote; ValueError naming the bad field."""
+        return spec_from_options(options, cls, SOURCE_NAME)
 
 
 @dataclass(frozen=True)
@@ -157,7 +140,7 @@ class SealedEventsSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema) -> "SealedEventsReader":
-        return SealedEventsReader(SealedEventsOptions.parse(dict(self.options)))
+        return SealedEventsReader(SealedEventsOptions.from_options(self.options))
 
 
 class SealedEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

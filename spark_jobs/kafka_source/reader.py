@@ -41,7 +41,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from spark_jobs.kafka_source.options import KafkaSourceOptions
+from spark_jobs.kafka_source.options import SOURCE_NAME, KafkaSourceOptions
 from spark_jobs.kafka_source.rows import PartitionRange, range_batch, record_batch, summary_batch
 from tidemark.batch_planner import BatchPlanner
 from tidemark.event_time_text import format_event_time
@@ -49,8 +49,6 @@ from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus
 from tidemark.planned_range import RAW_RECORD_SCHEMA, PlannedRange
 from tidemark.source_state import PartitionState, SourceState
-
-SOURCE_NAME = "tidemark_kafka"
 
 
 @dataclass(frozen=True)
@@ -70,15 +68,18 @@ class KafkaLogSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
-        decode = self.options.get("decode")
-        if decode is None:
-            return RAW_RECORD_SCHEMA
-        from spark_jobs.decode_stage import DecodeSpec
-
-        return DecodeSpec.from_json(decode).schema()
+        decode = self._spec().decode
+        return RAW_RECORD_SCHEMA if decode is None else decode.schema()
 
     def streamReader(self, schema) -> "KafkaLogReader":
-        return KafkaLogReader(KafkaSourceOptions.parse(dict(self.options)))
+        return KafkaLogReader(self._spec())
+
+    def _spec(self) -> KafkaSourceOptions:
+        """The ``spec`` option, decoded on first use (it fails the query's start, naming the
+        field, when it is not valid) and kept: schema() and streamReader() share one value."""
+        if getattr(self, "_decoded_spec", None) is None:
+            self._decoded_spec = KafkaSourceOptions.from_options(self.options)
+        return self._decoded_spec
 
 
 class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -358,11 +359,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         from connectors.kafka_log import read_ranges
 
-        decoder = None
-        if self._options.decode is not None:
-            from spark_jobs.decode_stage import DecodeSpec
-
-            decoder = DecodeSpec.from_json(self._options.decode).decoder()
+        decoder = self._options.decode.decoder() if self._options.decode is not None else None
         decode = decoder.decode if decoder is not None else (lambda batch: batch)
         ranges = {r.partition: r for r in task.ranges}
         planned = {r.partition: PlannedRange.from_text(r.range_state) for r in task.ranges if r.end > r.start}

@@ -4,6 +4,7 @@ test of the offline-device detector.)"""
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -32,8 +33,9 @@ class FakeLake:
 
 
 def _reader(lake, **options) -> SealedEventsReader:
-    base = {"events_path": "/lake/t/events", "seals_path": "/lake/t/seals", "device_field": "device_id", "slice_ms": str(15 * MINUTE)}
-    return SealedEventsReader(SealedEventsOptions.parse({**base, **options}), lake)
+    """A reader of the options as Spark hands them over: the ``spec`` option's JSON."""
+    base = {"events_path": "/lake/t/events", "seals_path": "/lake/t/seals", "device_field": "device_id", "slice_ms": 15 * MINUTE}
+    return SealedEventsReader(SealedEventsOptions.from_options({"spec": json.dumps({**base, **options})}), lake)
 
 
 def _slices(reader: SealedEventsReader, offset: dict) -> list[tuple[int, int]]:
@@ -48,7 +50,7 @@ def _slices(reader: SealedEventsReader, offset: dict) -> list[tuple[int, int]]:
 
 def test_live_starts_at_the_first_event_hour_and_reads_slices_up_to_the_sealed_horizon():
     lake = FakeLake(last_sealed_hour=DAY0 + 15 * HOUR, first_event_hour=DAY0 + 14 * HOUR)
-    reader = _reader(lake, slice_ms=str(25 * MINUTE))
+    reader = _reader(lake, slice_ms=25 * MINUTE)
     start = reader.initialOffset()
     assert start["until_ms"] == DAY0 + 14 * HOUR
     # Slices end on multiples of the slice length since the epoch (14:15 is one: the epoch's
@@ -70,7 +72,7 @@ def test_live_starts_at_the_first_event_hour_and_reads_slices_up_to_the_sealed_h
 
 def test_nothing_is_read_past_the_horizon_and_a_new_seal_moves_it():
     lake = FakeLake(last_sealed_hour=DAY0, first_event_hour=DAY0)
-    reader = _reader(lake, slice_ms=str(HOUR))
+    reader = _reader(lake, slice_ms=HOUR)
     at_horizon = {"from_ms": DAY0, "until_ms": DAY0 + HOUR, "horizon_ms": DAY0 + HOUR, "events_version": 7}
     assert reader.latestOffset(at_horizon, None) is at_horizon
     lake.last_sealed_hour = DAY0 + HOUR
@@ -79,7 +81,7 @@ def test_nothing_is_read_past_the_horizon_and_a_new_seal_moves_it():
 
 def test_available_now_keeps_the_horizon_it_started_with():
     lake = FakeLake(last_sealed_hour=DAY0, first_event_hour=DAY0)
-    reader = _reader(lake, slice_ms=str(HOUR))
+    reader = _reader(lake, slice_ms=HOUR)
     reader.prepareForTriggerAvailableNow()
     lake.last_sealed_hour = DAY0 + 5 * HOUR
     assert _slices(reader, reader.initialOffset()) == [(DAY0, DAY0 + HOUR)]
@@ -103,9 +105,9 @@ def test_the_start_is_the_horizon_when_the_sealed_hours_hold_no_events_and_unkno
 
 def test_a_backfill_reads_from_its_start_to_its_end_within_the_horizon():
     lake = FakeLake(last_sealed_hour=DAY0 + 20 * HOUR, first_event_hour=DAY0)
-    reader = _reader(lake, start_ms=str(DAY0 + 13 * HOUR + 30 * MINUTE), end_ms=str(DAY0 + 20 * HOUR), slice_ms=str(6 * HOUR))
+    reader = _reader(lake, start_ms=DAY0 + 13 * HOUR + 30 * MINUTE, end_ms=DAY0 + 20 * HOUR, slice_ms=6 * HOUR)
     assert _slices(reader, reader.initialOffset()) == [(DAY0 + 13 * HOUR + 30 * MINUTE, DAY0 + 18 * HOUR), (DAY0 + 18 * HOUR, DAY0 + 20 * HOUR)]
-    cut = _reader(FakeLake(last_sealed_hour=DAY0 + 15 * HOUR), start_ms=str(DAY0), end_ms=str(DAY0 + 20 * HOUR), slice_ms=str(6 * HOUR))
+    cut = _reader(FakeLake(last_sealed_hour=DAY0 + 15 * HOUR), start_ms=DAY0, end_ms=DAY0 + 20 * HOUR, slice_ms=6 * HOUR)
     assert _slices(cut, cut.initialOffset()) == [(DAY0, DAY0 + 6 * HOUR), (DAY0 + 6 * HOUR, DAY0 + 12 * HOUR), (DAY0 + 12 * HOUR, DAY0 + 16 * HOUR)]
 
 
@@ -137,11 +139,11 @@ def test_reading_a_slice_without_an_events_table_yields_only_its_marker():
     "options, message",
     [
         ({"events_path": ""}, "Option 'events_path' is required."),
-        ({"slice_ms": "0"}, "Option 'slice_ms' must be a whole number >= 1"),
-        ({"slice_ms": "15m"}, "Option 'slice_ms' must be a whole number >= 1"),
-        ({"start_ms": "-5"}, "Option 'start_ms' must be a whole number >= 0"),
+        ({"slice_ms": 0}, "Expected `int` >= 1 - at `$.slice_ms`"),
+        ({"slice_ms": "15m"}, "Expected `int`, got `str` - at `$.slice_ms`"),
+        ({"start_ms": -5}, "Expected `int` >= 0 - at `$.start_ms`"),
         ({"device_field": "device id"}, "Option 'device_field' must be a column name"),
-        ({"start_ms": "100", "end_ms": "100"}, "Option 'end_ms' (100) must be after 'start_ms' (100)."),
+        ({"start_ms": 100, "end_ms": 100}, "Option 'end_ms' (100) must be after 'start_ms' (100)."),
     ],
 )
 def test_a_bad_option_fails_naming_it(options, message):
@@ -150,9 +152,10 @@ def test_a_bad_option_fails_naming_it(options, message):
     assert message in str(error.value)
 
 
-def test_options_survive_the_round_trip_through_spark_strings():
+def test_options_survive_the_round_trip_through_the_spec_option():
     options = SealedEventsOptions("/e", "/s", "device_id", 900_000, start_ms=5, end_ms=10)
-    assert SealedEventsOptions.parse(options.to_options()) == options
+    assert list(options.to_options()) == ["spec"]
+    assert SealedEventsOptions.from_options(options.to_options()) == options
     with pytest.raises(ValueError, match="not one of tidemark_sealed_events"):
         SliceOffset.from_offset('{"topic": "telemetry"}')
 
