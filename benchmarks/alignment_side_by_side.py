@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.spark_watermark_emulation import read_event_times, replay  # noqa: E402
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
-from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
+from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.stream_config import load_stream  # noqa: E402

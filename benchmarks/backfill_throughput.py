@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.persist_throughput import _bench_config, _json_lines  # noqa: E402
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
-from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
+from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "backfill_throughput.json"
 HOUR_S = 3600

@@ -111,7 +111,7 @@ def _sized_driver_memory(max_records_per_batch: int) -> str:
 
 def main() -> int:
     args = parse_args(sys.argv[1:])
-    from stack.jars import ensure_jars, shared_jars_root
+    from connectors.jars import ensure_jars, shared_jars_root
 
     jars = shared_jars_root()
     ensure_jars(jars, ["kafka", "delta", "spark-kafka"])

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
-from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
+from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
 
 HEAVY_RECORDS_PER_HOUR = 18_000

@@ -37,7 +37,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
+from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000

@@ -26,7 +26,7 @@ def kafka_delta_session(app_name: str):
     with Spark's Kafka connector on the classpath next to Delta, so the peer and the ceiling pay
     the same commit costs as the persist job. Needs TIDEMARK_JARS (delta/ and spark-kafka/)."""
     from connectors.spark_session import lake_spark_session
-    from stack.jars import delta_classpath, jars_root
+    from connectors.jars import delta_classpath, jars_root
 
     classpath = f"{delta_classpath()}:{jars_root() / 'spark-kafka'}/*"
     return lake_spark_session(

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
-from stack.jars import ensure_jars, shared_jars_root  # noqa: E402
+from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
 
 STREAM = "telemetry"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from stack.jars import delta_classpath
+from connectors.jars import delta_classpath
 
 
 def batch_job_conf(stream, max_records_per_batch: int | None = None) -> dict[str, str]:

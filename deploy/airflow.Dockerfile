@@ -9,12 +9,11 @@ ARG PYTHON_VERSION=3.11
 # Jars are resolved in a throw-away stage so Maven never ships in the runtime image.
 FROM maven:3.9-eclipse-temurin-17 AS jars
 WORKDIR /src
-COPY stack/pom.xml stack/pom.xml
 COPY deploy/s3a/pom.xml deploy/s3a/pom.xml
 COPY connectors/jvm connectors/jvm
 # Same layout as the embedded stack's $TIDEMARK_JARS: one folder per group.
 RUN for group in delta kafka spark-kafka; do \
-        mvn -q -B -f stack/pom.xml -P "$group" dependency:copy-dependencies -Dtidemark.jars=/out/jars \
+        mvn -q -B -f connectors/jvm/pom.xml -P "$group" dependency:copy-dependencies -Dtidemark.jars=/out/jars \
         || exit 1; \
     done \
  && mvn -q -B -f connectors/jvm/s3-log-store/pom.xml package -Dtidemark.build=/tmp/s3-log-store \

@@ -41,10 +41,14 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _jars(args: argparse.Namespace) -> int:
-    from stack.jars import GROUPS, ensure_jars, jars_root
+    # Until `tidemark jars` replaces this command: the jars live with the connectors now.
+    from connectors.jars import GROUPS, JarsError, ensure_jars, jars_root
 
     root = jars_root()
-    downloaded = ensure_jars(root, GROUPS)
+    try:
+        downloaded = ensure_jars(root, GROUPS)
+    except JarsError as error:
+        raise StackError(str(error)) from None
     if downloaded:
         print(f"Downloaded jar groups {', '.join(downloaded)} into {root}.")
     else:

@@ -22,7 +22,7 @@ from stack.airflow_standalone import AirflowStandalone
 from stack.demo_backlog import demo_backlog
 from stack.environment import tidemark_home
 from stack.errors import StackError
-from stack.jars import GROUPS, ensure_jars, jars_root
+from connectors.jars import GROUPS, ensure_jars, jars_root
 from stack.kafka_broker import KafkaBroker, create_topic
 
 DEMO_STREAM = "telemetry"

@@ -8,7 +8,7 @@ changes between the two.
 
 Everything stateful lives under ``TIDEMARK_HOME`` (default ``<repo>/.tidemark``, git-ignored):
 
-    $TIDEMARK_HOME/jars         JVM jars from stack/pom.xml (kafka/, delta/, spark-kafka/)
+    $TIDEMARK_HOME/jars         JVM jars from connectors/jvm/pom.xml (kafka/, delta/, spark-kafka/)
     $TIDEMARK_HOME/kafka        broker config, data and logs
     $TIDEMARK_HOME/airflow      AIRFLOW_HOME: SQLite database, logs, generated password
     $TIDEMARK_HOME/lake         Delta tables
@@ -56,6 +56,16 @@ def tidemark_home(
     if environ.get("TIDEMARK_HOME"):
         return Path(environ["TIDEMARK_HOME"])
     return (repo_root or REPO_ROOT) / ".tidemark"
+
+
+def jars_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the services' JVM jars are: ``$TIDEMARK_JARS``, else ``$TIDEMARK_HOME/jars``.
+
+    One folder per group (kafka/, s3proxy/...), fetched by ``tidemark jars`` (connectors/jars.py,
+    which production needs too); the stack only runs from them, it never fetches.
+    """
+    environ = os.environ if environ is None else environ
+    return Path(environ["TIDEMARK_JARS"]) if environ.get("TIDEMARK_JARS") else tidemark_home(environ=environ) / "jars"
 
 
 def kafka_port(environ: Mapping[str, str] | None = None) -> int:

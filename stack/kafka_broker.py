@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stack.daemon import Daemon, tail
-from stack.environment import LOOPBACK, kafka_port, tidemark_home
+from stack.environment import LOOPBACK, jars_root, kafka_port, tidemark_home
 from stack.errors import StackError
-from stack.jars import ensure_jars, group_jars, jars_root
 from stack.ports import port_answers, require_free
 
 LOG4J2_CONFIG = Path(__file__).resolve().parent / "kafka_log4j2.properties"
@@ -77,8 +76,8 @@ class KafkaBroker:
     def start(self, timeout_s: float = 60.0) -> str:
         """Start the broker and wait until it answers metadata requests; returns a message.
 
-        Already running and answering: returns at once. Downloads the broker's jars first if
-        they are missing (Maven, once).
+        Already running and answering: returns at once. The broker's jars must be fetched
+        (``tidemark jars``; ``tidemark up`` does it): the stack never fetches them itself.
         """
         if self.daemon.pid() is not None:
             if self._wait_answering(timeout_s):
@@ -92,7 +91,7 @@ class KafkaBroker:
             raise StackError(f"java not found on PATH; {JAVA_HINT}.")
         require_free(self.port, "Kafka broker", "TIDEMARK_KAFKA_PORT")
         require_free(self.controller_port, "Kafka controller = broker port + 1", "TIDEMARK_KAFKA_PORT")
-        ensure_jars(self.jars_dir, ["kafka"])
+        classpath = self._classpath()  # before any state is written: missing jars change nothing
 
         config = self._write_config()
         self._format_storage_once(config)
@@ -100,7 +99,7 @@ class KafkaBroker:
             ["java", *JVM_OPTIONS,
              f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
              f"-Dkafka.logs.dir={self.state_dir / 'logs'}",
-             "-cp", self._classpath(), "kafka.Kafka", str(config)],
+             "-cp", classpath, "kafka.Kafka", str(config)],
             env=os.environ,
             cwd=self.state_dir,
         )  # fmt: skip
@@ -165,8 +164,8 @@ class KafkaBroker:
         return False
 
     def _classpath(self) -> str:
-        if not group_jars(self.jars_dir, "kafka"):
-            raise StackError(f"No Kafka jars in {self.jars_dir / 'kafka'}; run `python -m stack jars`.")
+        if not any((self.jars_dir / "kafka").glob("*.jar")):
+            raise StackError(f"No Kafka jars in {self.jars_dir / 'kafka'}; run `tidemark jars` first.")
         return str(self.jars_dir / "kafka" / "*")
 
     def _write_config(self) -> Path:

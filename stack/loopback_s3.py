@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stack.daemon import Daemon
-from stack.environment import LOOPBACK, LOOPBACK_S3_BUCKET, LOOPBACK_S3_IDENTITY, s3_port, tidemark_home
+from stack.environment import LOOPBACK, LOOPBACK_S3_BUCKET, LOOPBACK_S3_IDENTITY, jars_root, s3_port, tidemark_home
 from stack.errors import StackError
-from stack.jars import ensure_jars, group_jars, jars_root
 from stack.ports import port_answers, require_free
 
 JVM_OPTIONS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
@@ -89,10 +88,10 @@ class LoopbackS3:
             if shutil.which("java") is None:
                 raise StackError(f"java not found on PATH; {JAVA_HINT}.")
             require_free(self.port, "loopback S3", "TIDEMARK_S3_PORT")
-            ensure_jars(self.jars_dir, ["s3proxy"])
+            jar = self._jar()  # fetched by `tidemark jars` (`tidemark up` does it); the stack never fetches
             self._write_config()
             self.daemon.launch(
-                ["java", *JVM_OPTIONS, "-jar", self._jar(), "--properties", str(self.config_file)],
+                ["java", *JVM_OPTIONS, "-jar", jar, "--properties", str(self.config_file)],
                 env={**os.environ, "LOG_LEVEL": "warn"}, cwd=self.state_dir,
             )  # fmt: skip
             if not self._wait_answering(timeout_s):
@@ -164,9 +163,9 @@ class LoopbackS3:
         self.config_file.write_text(text)
 
     def _jar(self) -> str:
-        jars = group_jars(self.jars_dir, "s3proxy")
+        jars = sorted((self.jars_dir / "s3proxy").glob("*.jar"))
         if not jars:
-            raise StackError(f"No s3proxy jar in {self.jars_dir / 's3proxy'}; run `python -m stack jars`.")
+            raise StackError(f"No s3proxy jar in {self.jars_dir / 's3proxy'}; run `tidemark jars` first.")
         return str(jars[0])
 
     def _wait_answering(self, timeout_s: float) -> bool:

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from stack.jars import ensure_jars, shared_jars_root, spark_jars
+from connectors.jars import ensure_jars, shared_jars_root, spark_jars
 from stack.kafka_broker import KafkaBroker
 from stack.loopback_s3 import LoopbackS3
 from stack.ports import free_port
@@ -58,6 +58,7 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     ``.create_topic(name, partitions)`` (idempotent). Topics are not auto-created; give each
     test its own topic name.
     """
+    ensure_jars(shared_jars_root(), ["kafka"])  # the stack runs from the jars, it never fetches them
     broker = KafkaBroker(
         state_dir=tmp_path_factory.mktemp("kafka-home") / "kafka",
         jars_dir=shared_jars_root(),
@@ -80,6 +81,7 @@ def loopback_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3
     put a stream's lake and checkpoints there; give each test its own prefix), ``.filesystem()``
     (pyarrow) and ``.create_bucket(name)``.
     """
+    ensure_jars(shared_jars_root(), ["s3proxy"])
     store = LoopbackS3(state_dir=tmp_path_factory.mktemp("s3-home") / "s3", jars_dir=shared_jars_root(), port=free_port())
     store.start()
     try:

@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from connectors.jars import JarsError
 from stack.environment import REPO_ROOT, embedded_environment, tidemark_home
 from stack.errors import StackError
 from stack.services import SERVICES
@@ -56,7 +57,7 @@ def up(services: tuple[str, ...]) -> int:
     Example:
       tidemark up
     """
-    from stack.jars import GROUPS, ensure_jars, jars_root
+    from connectors.jars import GROUPS, ensure_jars, jars_root
     from stack.services import start_services
 
     downloaded = ensure_jars(jars_root(), GROUPS)
@@ -221,10 +222,10 @@ def report(stream: StreamConfig, run_name, persistence: bool) -> int:
     Example:
       tidemark report telemetry
     """
-    from tidemark_cli.quality_report import QualitySummary, latest_summary, print_summary
+    from tidemark_cli.quality_report import latest_summary, print_summary, read_summary
 
-    summary = QualitySummary.read(latest_summary(tidemark_home() / "reports", stream.name, run_name))
-    print_summary(_console, summary)
+    path = latest_summary(tidemark_home() / "reports", stream.name, run_name)
+    print_summary(_console, read_summary(path), path)
     if persistence:
         _persistence_report(stream, configuration_path(click.get_current_context()))
     return 0
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:  # usage errors: exit 2, with the usage line
         error.show()
         return error.exit_code
-    except (CommandFailed, StackError, StreamConfigError) as error:
+    except (CommandFailed, StackError, JarsError, StreamConfigError) as error:
         # One unwrapped line (or a few): paths and commands in it must stay copyable.
         _errors.print(f"[bold red]error:[/] {escape(str(error))}", soft_wrap=True)
         return EXIT_FAILED

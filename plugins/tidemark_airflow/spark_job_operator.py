@@ -53,7 +53,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         """The stream's validated configuration; a bad one fails the task without retries."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from stack.jars import delta_classpath
+        from connectors.jars import delta_classpath
         from tidemark.stream_config import StreamConfigError, load_stream
 
         from tidemark.batch_memory import machine_memory_mib, persist_driver_memory_mib
@@ -79,7 +79,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         """
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-        from stack.jars import group_jars, jars_root
+        from connectors.jars import group_jars, jars_root
         from tidemark_airflow.spark_master import SparkConnectionError, SparkMasterUnreachable, spark_master
 
         connection = self._get_hook()._connection  # the master as the Spark provider resolves it

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # The packages a Spark job's executors import (the source's reader, decode stage, core rules,
-# Kafka client); the jobs' drivers import the same set.
-SHIPPED_PACKAGES = ("tidemark", "connectors", "spark_jobs", "stack")
+# Kafka client); the jobs' drivers import the same set. Never the embedded stack (stack/): a
+# production job needs nothing of it, and tests/unit/test_spark_master.py holds them to that.
+SHIPPED_PACKAGES = ("tidemark", "connectors", "spark_jobs")
 # spark-submit itself retries an unreachable standalone master for 60 s (3 tries of 20 s,
 # fixed in StandaloneAppClient) before "All masters are unresponsive! Giving up."; asking first
 # fails the task within this many seconds, with what to check.
@@ -79,7 +80,7 @@ class ClusterMaster:
         if not delta_jars:
             raise FileNotFoundError(
                 f"No Delta jars to ship to the executors of {self.master} ({delta_classpath} is empty): "
-                "run `python -m stack jars` first."
+                "run `tidemark jars` first."
             )
         return SubmitSettings(
             # The driver's JVM needs Delta when it starts; executors fetch the jars from the driver.

@@ -19,7 +19,7 @@ import pytest
 
 from harness.recorded_stream import RecordedStream, write_recorded_stream
 from stack.environment import embedded_environment
-from stack.jars import shared_jars_root
+from connectors.jars import shared_jars_root
 from stack.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]

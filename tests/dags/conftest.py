@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from stack.environment import embedded_environment
-from stack.jars import shared_jars_root
+from connectors.jars import shared_jars_root
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ import yaml
 
 from harness.persist_job import produce, run_persist, start_persist, telemetry_value, write_stream_config
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
-from stack.jars import ensure_jars, shared_jars_root
+from connectors.jars import ensure_jars, shared_jars_root
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from stack.environment import LOOPBACK_S3_IDENTITY
-from stack.jars import shared_jars_root
+from connectors.jars import ensure_jars, shared_jars_root
 from stack.ports import free_port, port_answers
 
 pytestmark = pytest.mark.integration
@@ -17,6 +17,7 @@ pytestmark = pytest.mark.integration
 
 def test_the_stack_starts_the_loopback_s3_with_the_lake_bucket_under_its_home_and_stops_it(tmp_path):
     port = free_port()
+    ensure_jars(shared_jars_root(), ["s3proxy"])  # the stack runs from the jars, it never fetches them
     env = {**os.environ, "TIDEMARK_HOME": str(tmp_path / "home"), "TIDEMARK_S3_PORT": str(port), "TIDEMARK_JARS": str(shared_jars_root())}
 
     def stack(*args: str) -> subprocess.CompletedProcess:

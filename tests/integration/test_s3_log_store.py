@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness.s3_requests import put_object
-from stack.jars import ensure_jars, shared_jars_root
+from connectors.jars import ensure_jars, shared_jars_root
 
 pytestmark = pytest.mark.integration
 

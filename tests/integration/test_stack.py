@@ -16,7 +16,7 @@ import pytest
 from stack.airflow_standalone import AirflowStandalone
 from stack.daemon import _group_members
 from stack.errors import StackError
-from stack.jars import shared_jars_root
+from connectors.jars import ensure_jars, shared_jars_root
 from stack.kafka_broker import KafkaBroker
 from stack.ports import free_port
 
@@ -86,6 +86,7 @@ def test_a_taken_port_names_the_port_and_the_setting(tmp_path):
 
 
 def test_stop_is_idempotent_and_data_survives_a_restart(tmp_path):
+    ensure_jars(shared_jars_root(), ["kafka"])  # the stack runs from the jars, it never fetches them
     broker = KafkaBroker(tmp_path / "kafka", shared_jars_root(), free_port(consecutive=2))
     assert broker.stop() == "Kafka is not running."
     broker.start()

@@ -113,9 +113,11 @@ def _ledger_ends(spark, lake) -> dict[int, int]:
 def own_broker(tmp_path):
     """A broker of this test's own (its own ports and folder), to stop and restart: the
     session's broker serves every other test and is never stopped."""
-    from stack.jars import shared_jars_root
+    from connectors.jars import ensure_jars, shared_jars_root
     from stack.kafka_broker import KafkaBroker
     from stack.ports import free_port
+
+    ensure_jars(shared_jars_root(), ["kafka"])
 
     broker = KafkaBroker(state_dir=tmp_path / "kafka", jars_dir=shared_jars_root(), port=free_port(consecutive=2))
     broker.start()

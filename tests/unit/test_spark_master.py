@@ -80,8 +80,9 @@ def test_a_standalone_master_ships_code_and_jars_and_names_the_driver_address_it
     assert settings.jars == tuple(str(jar) for jar in JARS)
     (zip_path,) = settings.py_files
     names = zipfile.ZipFile(zip_path).namelist()
-    for module in ("tidemark/partition_watermark.py", "spark_jobs/kafka_source/reader.py", "connectors/kafka_log.py", "stack/jars.py"):
+    for module in ("tidemark/partition_watermark.py", "spark_jobs/kafka_source/reader.py", "connectors/kafka_log.py", "connectors/jars.py"):
         assert module in names
+    assert not [name for name in names if name.startswith("stack/")]  # production jobs never need the dev stack
     assert not [name for name in names if "__pycache__" in name or not name.endswith(".py")]
 
 
@@ -133,7 +134,7 @@ def test_a_master_without_a_port_is_a_connection_error_that_says_what_to_set():
 
 
 def test_a_cluster_without_delta_jars_to_ship_says_how_to_get_them(listening_port, tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"No Delta jars to ship .* run `python -m stack jars` first"):
+    with pytest.raises(FileNotFoundError, match=r"No Delta jars to ship .* run `tidemark jars` first"):
         StandaloneMaster(f"spark://127.0.0.1:{listening_port}").submit_settings(CLASSPATH, [], REPO, tmp_path)
 
 

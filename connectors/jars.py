@@ -1,4 +1,10 @@
-"""The JVM jars of the embedded stack, downloaded once with Maven from stack/pom.xml.
+"""The JVM jars tidemark's jobs and its embedded stack run with, fetched once with Maven from
+connectors/jvm/pom.xml, and where each group of them lives.
+
+The jobs need the layout (``jars_root``, ``group_jars``, ``delta_classpath``) in production,
+where no embedded stack runs: it lives here with the connectors, not in ``stack/``. The embedded
+stack's services (the broker, the loopback S3) run from the same folders; they are handed the
+folder and never fetch (``tidemark up`` / ``tidemark jars`` fetch first).
 
 Each group of the pom lands in its own folder under the jars root (``$TIDEMARK_JARS``,
 default ``$TIDEMARK_HOME/jars``; tests point it at the checkout's copy so the jars are
@@ -30,24 +36,31 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from stack.environment import REPO_ROOT, tidemark_home
-from stack.errors import StackError
-
-POM = Path(__file__).resolve().parent / "pom.xml"
+# The checkout (or the installed tree): connectors/ sits at its top.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+POM = Path(__file__).resolve().parent / "jvm" / "pom.xml"
 GROUPS = ("kafka", "delta", "spark-kafka", "s3proxy")
 SPARK_GROUPS = frozenset({"delta", "spark-kafka"})
 # Java sources a group builds with its own pom and adds to its folder, by group.
 BUILT = {"delta": REPO_ROOT / "connectors" / "jvm" / "s3-log-store"}
 STAMP = ".stamp"
 INSTALL_HINT = "install them with `apt-get install maven openjdk-17-jdk-headless`"
+FETCH_HINT = "run `tidemark jars` first"
+
+
+class JarsError(RuntimeError):
+    """The jars cannot be fetched (Maven or Java missing, Maven failed) or a group is not there;
+    the message says what to do."""
 
 
 def jars_root(environ: Mapping[str, str] | None = None) -> Path:
-    """``$TIDEMARK_JARS``, else ``$TIDEMARK_HOME/jars``."""
+    """``$TIDEMARK_JARS``, else ``$TIDEMARK_HOME/jars``, else the checkout's ``.tidemark/jars``."""
     environ = os.environ if environ is None else environ
     if environ.get("TIDEMARK_JARS"):
         return Path(environ["TIDEMARK_JARS"])
-    return tidemark_home(environ=environ) / "jars"
+    if environ.get("TIDEMARK_HOME"):
+        return Path(environ["TIDEMARK_HOME"]) / "jars"
+    return REPO_ROOT / ".tidemark" / "jars"
 
 
 def shared_jars_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -70,25 +83,26 @@ def delta_classpath(environ: Mapping[str, str] | None = None) -> str:
 
     A directory wildcard rather than a list: the DAG's operator passes it to spark-submit without
     listing files, and every Spark job's session puts it on its classpath. Both import it from
-    here, the one module that knows the jars' layout. RuntimeError when TIDEMARK_JARS is not set.
+    here, the one module that knows the jars' layout. ``JarsError`` (a RuntimeError) when
+    TIDEMARK_JARS is not set.
     """
     environ = os.environ if environ is None else environ
     jars = environ.get("TIDEMARK_JARS")
     if not jars:
-        raise RuntimeError('TIDEMARK_JARS is not set: run `eval "$(python -m stack env)"` or `make up` first')
+        raise JarsError('TIDEMARK_JARS is not set: run `eval "$(tidemark env)"` or `make up` first')
     return f"{Path(jars) / 'delta'}/*"
 
 
 def spark_jars(root: Path, groups: Iterable[str] = ("delta",)) -> str:
     """A comma-separated jar list for Spark's ``spark.jars`` / ``spark-submit --jars``.
 
-    Raises ``StackError`` if a group has not been downloaded.
+    Raises ``JarsError`` if a group has not been downloaded.
     """
     paths: list[str] = []
     for group in groups:
         jars = group_jars(root, group)
         if not jars:
-            raise StackError(f"No jars in {root / group}; run `python -m stack jars` first.")
+            raise JarsError(f"No jars in {root / group}; {FETCH_HINT}.")
         paths.extend(str(jar) for jar in jars)
     return ",".join(paths)
 
@@ -97,12 +111,12 @@ def ensure_jars(root: Path, groups: Iterable[str] = GROUPS) -> list[str]:
     """Make every group in ``groups`` present and current under ``root``.
 
     Idempotent: a group whose stamp matches is left alone. Returns the groups it downloaded.
-    Raises ``StackError`` if java or mvn is missing or Maven fails.
+    Raises ``JarsError`` if java or mvn is missing or Maven fails.
     """
     downloaded = []
     for group in groups:
         if group not in GROUPS:
-            raise StackError(f"Unknown jar group {group!r}; expected one of {', '.join(GROUPS)}.")
+            raise JarsError(f"Unknown jar group {group!r}; expected one of {', '.join(GROUPS)}.")
         excluded = _pyspark_artifacts() if group in SPARK_GROUPS else []
         stamp = _stamp(group, excluded)
         folder = root / group
@@ -132,7 +146,7 @@ def _run_maven(group: str, root: Path, excluded: list[str]) -> None:
         output = (result.stdout + result.stderr).strip().splitlines()
         errors = [line for line in output if "ERROR" in line] or output
         detail = errors[0] if errors else f"exit code {result.returncode}"
-        raise StackError(
+        raise JarsError(
             f"Maven could not fetch the {group!r} jars (is Maven Central reachable?): {detail}"
         )
 
@@ -151,7 +165,7 @@ def _build(project: Path, build_dir: Path, folder: Path) -> None:
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip().splitlines()
         detail = "\n".join(line for line in output if "ERROR" in line or "FAIL" in line) or "\n".join(output[-20:])
-        raise StackError(f"Building {project.relative_to(REPO_ROOT)} failed (mvn package):\n{detail}")
+        raise JarsError(f"Building {project.relative_to(REPO_ROOT)} failed (mvn package):\n{detail}")
     for jar in build_dir.glob("*.jar"):
         shutil.copy2(jar, folder / jar.name)
 
@@ -160,7 +174,7 @@ def _require_tools(tools: tuple[str, ...] = ("java", "mvn")) -> None:
     # javac only where a group compiles sources: a JRE alone runs Maven but builds nothing.
     missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:
-        raise StackError(f"{' and '.join(missing)} not found on PATH; {INSTALL_HINT}.")
+        raise JarsError(f"{' and '.join(missing)} not found on PATH; {INSTALL_HINT}.")
 
 
 def _stamp(group: str, excluded: list[str]) -> str:
@@ -183,7 +197,7 @@ def _pyspark_artifacts() -> list[str]:
 def _pyspark_jars_dir() -> Path:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or spec.origin is None:
-        raise StackError("pyspark is not installed in this Python; run from the project's venv.")
+        raise JarsError("pyspark is not installed in this Python; run from the project's venv.")
     return Path(spec.origin).parent / "jars"
 
 

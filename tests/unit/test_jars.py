@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stack import jars
-from stack.errors import StackError
+from connectors import jars
 
 
 def test_artifact_ids_are_read_from_jar_names_including_digit_segments():
@@ -27,6 +26,7 @@ def test_pyspark_shipped_artifacts_include_spark_scala_and_jackson():
 def test_jars_root_honours_tidemark_jars_over_the_home():
     assert jars.jars_root({"TIDEMARK_JARS": "/cache/jars", "TIDEMARK_HOME": "/h"}) == Path("/cache/jars")
     assert jars.jars_root({"TIDEMARK_HOME": "/h"}) == Path("/h/jars")
+    assert jars.jars_root({}) == Path(__file__).resolve().parents[2] / ".tidemark" / "jars"
 
 
 def test_a_current_stamp_skips_maven(tmp_path, monkeypatch):
@@ -53,13 +53,13 @@ def test_a_changed_pom_runs_maven_again_from_an_empty_folder(tmp_path, monkeypat
 def test_missing_maven_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
 
-    with pytest.raises(StackError, match="apt-get install maven openjdk-17-jdk-headless"):
+    with pytest.raises(jars.JarsError, match="apt-get install maven openjdk-17-jdk-headless"):
         jars.ensure_jars(tmp_path, ["kafka"])
 
 
 def test_spark_jars_lists_a_group_or_says_to_download_it(tmp_path):
     (tmp_path / "delta").mkdir()
-    with pytest.raises(StackError, match="python -m stack jars"):
+    with pytest.raises(jars.JarsError, match="run `tidemark jars` first"):
         jars.spark_jars(tmp_path, ["delta"])
     (tmp_path / "delta" / "delta-spark_2.13-4.4.0.jar").touch()
 
@@ -67,7 +67,7 @@ def test_spark_jars_lists_a_group_or_says_to_download_it(tmp_path):
 
 
 def test_an_unknown_group_is_rejected(tmp_path):
-    with pytest.raises(StackError, match="Unknown jar group"):
+    with pytest.raises(jars.JarsError, match="Unknown jar group"):
         jars.ensure_jars(tmp_path, ["hbase"])
 
 
@@ -77,8 +77,8 @@ def test_test_sessions_share_the_checkout_jars_whatever_their_home():
 
 
 def test_delta_classpath_is_a_wildcard_under_tidemark_jars_and_says_what_to_do_without_it():
-    from stack.jars import delta_classpath
+    from connectors.jars import delta_classpath
 
     assert delta_classpath({"TIDEMARK_JARS": "/opt/tidemark/jars"}) == "/opt/tidemark/jars/delta/*"
-    with pytest.raises(RuntimeError, match=r"TIDEMARK_JARS is not set: run `eval"):
+    with pytest.raises(jars.JarsError, match=r"TIDEMARK_JARS is not set: run `eval"):
         delta_classpath({})
