@@ -276,63 +276,99 @@ def read_ranges(
     if not todo:
         return
 
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     next_offsets = {p: start for p, (start, _) in todo.items()}
+
+    def unfinished() -> str:
+        return ", ".join(
+            f"partition {p} at offset {next_offsets[p]} (range [{todo[p][0]}, "
+            f"{'the readable end' if todo[p][1] is None else todo[p][1]}))" for p in sorted(todo)
+        )
+
+    def batch_size() -> int:
+        # consume() returns when it has this many messages or at the timeout: never ask for more
+        # than the ranges can still deliver, since offsets without data (markers, aborted
+        # records) mean fewer messages than offsets.
+        remaining = sum(end - next_offsets[p] if end is not None else chunk for p, (_, end) in todo.items())
+        return max(1, min(chunk, remaining))
+
     consumer = Consumer(_reader_settings(bootstrap_servers))
     try:
         consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in todo.items()])
-        waited_since = time.monotonic()
-        while todo:
-            # consume() returns when it has this many messages or at the timeout: never ask for more
-            # than the ranges can still deliver, and wait briefly, since offsets without data
-            # (markers, aborted records) mean fewer messages than offsets.
-            remaining = sum(end - next_offsets[p] if end is not None else chunk for p, (_, end) in todo.items())
-            messages = consumer.consume(num_messages=max(1, min(chunk, remaining)), timeout=0.1)
-            if not messages:
-                if time.monotonic() - waited_since > timeout_s:
-                    unfinished = ", ".join(
-                        f"partition {p} at offset {next_offsets[p]} (range [{todo[p][0]}, "
-                        f"{'the readable end' if todo[p][1] is None else todo[p][1]}))" for p in sorted(todo)
-                    )
-                    raise TimeoutError(f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished}")
-                continue
-            waited_since = time.monotonic()
+        fetches = _fetches(
+            consumer, topic, todo, batch_size, poll_s=0.1, timeout_s=timeout_s,
+            silence=lambda: f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished()}",
+            lost=lambda p: _lost_while_reading(consumer, topic, p, next_offsets[p], *todo[p]),
+        )
+        for fetch in fetches:
             received: dict[int, list[RawRecord]] = {}
-            finished = []
-            for message in messages:
-                partition = message.partition()
-                if partition not in todo or partition in finished:
-                    continue  # its range is done: fetched before it was unassigned
-                start, end = todo[partition]
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        # The readable end: what is left of the range holds no data record.
-                        finished.append(partition)
-                        continue
-                    if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
-                        raise _lost_while_reading(consumer, topic, partition, next_offsets[partition], start, end)
-                    raise KafkaException(error)
-                offset = message.offset()
-                if end is not None and offset >= end:
-                    finished.append(partition)
+            for partition, message in fetch:
+                end = todo[partition][1]
+                if message is None or (end is not None and message.offset() >= end):
+                    del todo[partition]  # the readable end, or the range's: the rest holds no record of it
                     continue
+                offset = message.offset()
                 received.setdefault(partition, []).append(
                     RawRecord(offset, message.timestamp()[1], message.key(), message.value())
                 )
                 next_offsets[partition] = offset + 1
                 if end is not None and offset + 1 >= end:
-                    finished.append(partition)
-            yield from received.items()
-            if finished:
-                for partition in finished:
                     del todo[partition]
-                if todo:
-                    # Stop fetching what is done, so the others' records are not queued behind it.
-                    consumer.incremental_unassign([TopicPartition(topic, p) for p in finished])
+            yield from received.items()
     finally:
         consumer.close()
+
+
+def _fetches(consumer, topic: str, open_partitions, batch_size, poll_s: float, timeout_s: float, silence, lost):
+    """The consume loop of a reader with assigned partitions, shared by ``read_ranges`` and
+    ``first_records``: yields one iterator per consume() call over its messages, as
+    (partition, message), or (partition, None) for a partition's end-of-partition event (its
+    readable end). Only partitions still in ``open_partitions`` (a set or dict of partition
+    numbers) are passed on: the caller removes a partition from it, even mid-fetch, once it is
+    done; after the fetch the loop unassigns it (so the others' records are not queued behind
+    it) and ends when none is open.
+
+    ``batch_size()``: how many messages to ask the next consume() for; it returns with them or
+    after ``poll_s`` seconds. Raises TimeoutError(``silence()``) when nothing arrives for
+    ``timeout_s`` seconds while a partition is open, ``lost(partition)`` (a RetentionLossError)
+    when a partition's position is no longer retained, and KafkaException for any other error.
+    """
+    from confluent_kafka import TopicPartition
+
+    waited_since = time.monotonic()
+    while open_partitions:
+        messages = consumer.consume(num_messages=batch_size(), timeout=poll_s)
+        if not messages:
+            if time.monotonic() - waited_since > timeout_s:
+                raise TimeoutError(silence())
+            continue
+        waited_since = time.monotonic()
+        fetched = set(open_partitions)
+        yield _open_messages(messages, open_partitions, lost)
+        done = fetched.difference(open_partitions)
+        if done:
+            consumer.incremental_unassign([TopicPartition(topic, p) for p in sorted(done)])
+
+
+def _open_messages(messages, open_partitions, lost) -> Iterator[tuple[int, object]]:
+    """The messages of partitions still open, checked as they are reached (a partition the
+    caller closed earlier in the same fetch is skipped, its errors included): see ``_fetches``."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    for message in messages:
+        partition = message.partition()
+        if partition not in open_partitions:
+            continue  # done: fetched before it was unassigned
+        error = message.error()
+        if error is None:
+            yield partition, message
+        elif error.code() == KafkaError._PARTITION_EOF:
+            yield partition, None
+        elif error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
+            raise lost(partition)
+        else:
+            raise KafkaException(error)
 
 
 def _lost_while_reading(consumer, topic: str, partition: int, offset: int, start: int, end: int | None) -> RetentionLossError:
@@ -373,53 +409,34 @@ def first_records(
     reused with the reader settings took ~100 ms a question; with these settings reuse would
     save about 2 ms a call, not worth that state.
     """
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     answers: dict[int, LoggedRecord | None] = {}
     if not offsets:
         return answers
+    unanswered = set(offsets)
     consumer = Consumer(_probe_settings(bootstrap_servers))
     try:
         consumer.assign([TopicPartition(topic, partition, offset) for partition, offset in offsets.items()])
-        waited_since = time.monotonic()
-        while len(answers) < len(offsets):
-            # As many messages as answers are missing, waiting briefly: consume() returns when it
-            # has them all or at the timeout, and a partition at its readable end sends one
-            # end-of-partition event, then nothing. Thousands of partitions are answered in a
-            # few calls, not one call per message.
-            messages = consumer.consume(num_messages=len(offsets) - len(answers), timeout=0.05)
-            if not messages:
-                if time.monotonic() - waited_since > timeout_s:
-                    missing = sorted(set(offsets) - set(answers))
-                    raise TimeoutError(
-                        f"partitions {missing} of {topic!r}: nothing received for {timeout_s:.0f}s "
-                        f"from offsets {[offsets[p] for p in missing]}"
-                    )
-                continue
-            waited_since = time.monotonic()
-            answered = []
-            for message in messages:
-                partition = message.partition()
-                if partition in answers:
-                    continue  # already answered; fetched before it was unassigned
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        answers[partition] = None  # only offsets without data before the readable end
-                    elif error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
-                        raise RetentionLossError(
-                            f"partition {partition} of {topic!r}: offset {offsets.get(partition)} is no longer retained"
-                        )
-                    else:
-                        raise KafkaException(error)
+        # As many messages as answers are missing, waiting briefly: consume() returns when it has
+        # them all or at the timeout, and a partition at its readable end sends one
+        # end-of-partition event, then nothing. Thousands of partitions are answered in a few
+        # calls, not one call per message.
+        fetches = _fetches(
+            consumer, topic, unanswered, lambda: len(unanswered), poll_s=0.05, timeout_s=timeout_s,
+            silence=lambda: f"partitions {sorted(unanswered)} of {topic!r}: nothing received for {timeout_s:.0f}s "
+            f"from offsets {[offsets[p] for p in sorted(unanswered)]}",
+            lost=lambda p: RetentionLossError(f"partition {p} of {topic!r}: offset {offsets.get(p)} is no longer retained"),
+        )
+        for fetch in fetches:
+            for partition, message in fetch:
+                if message is None:
+                    answers[partition] = None  # only offsets without data before the readable end
                 elif message.offset() < offsets[partition]:
                     continue  # before the offset asked: not delivered by a fetch from it, never an answer
                 else:
                     answers[partition] = LoggedRecord(message.offset(), message.timestamp()[1])
-                answered.append(partition)
-            if answered:
-                # Stop fetching the answered ones, so the others' answers are not queued behind their records.
-                consumer.incremental_unassign([TopicPartition(topic, partition) for partition in answered])
+                unanswered.discard(partition)
     finally:
         consumer.close()
     return answers
