@@ -44,9 +44,11 @@ from pyspark.sql.streaming.datasource import (
 from spark_jobs.kafka_source.options import SOURCE_NAME, KafkaSourceOptions
 from spark_jobs.kafka_source.rows import PartitionRange, range_batch, record_batch, summary_batch
 from tidemark.batch_planner import BatchPlanner
+from tidemark.chaos_freeze import freeze_partitions
 from tidemark.event_time_text import format_event_time
 from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus
+from tidemark.pinned_watermark import pin_global_watermark
 from tidemark.planned_range import RAW_RECORD_SCHEMA, PlannedRange
 from tidemark.source_state import PartitionState, SourceState
 
@@ -189,21 +191,9 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         planned = self._planner.plan_batch(previous, log_ends, feedback, log, max_records, unstable_ends)
         if planned is not previous and self._options.pinned_global_watermark_ms is not None:
-            positions = previous.positions()
-            if planned.positions() == positions and all(positions[p] >= end for p, end in log_ends.items()):
-                # Read to its ends, a run under a pinned G (recovery) is done. The planner would
-                # plan a batch to move G, the pin would hold G back, and the next trigger would
-                # plan it again: a caught-up recovery wrote an empty batch a trigger until its
-                # partitions turned idle (446 of them, 3 minutes, in one test).
-                return start
-            pinned = self._options.pinned_global_watermark_ms
-            planned = dataclasses.replace(
-                planned,
-                global_watermark_ms=pinned,
-                steps=tuple(dataclasses.replace(step, global_watermark_ms=pinned) for step in planned.steps),
-            )
+            planned = pin_global_watermark(previous, planned, log_ends, self._options.pinned_global_watermark_ms)
         if planned is not previous and self._options.frozen_partitions:
-            planned = self._freeze(previous, planned)
+            planned = freeze_partitions(previous, planned, self._options.frozen_partitions)
         if planned is previous:
             return start
         self._log_open_transactions(previous, planned)
@@ -232,35 +222,6 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             write_lost_offsets(self._options.feedback_dir, lost)  # for the driver: see spark_jobs.retention_stop
         raise RetentionLossError(message, lost)
-
-    def _freeze(self, previous: SourceState, planned: SourceState) -> SourceState:
-        """The chaos switch: a frozen partition keeps its position (nothing of it is read) while
-        its log end, status and W_p are planned as usual, as a stalled consumer leaves them. When
-        the frozen partitions were all the plan would have read, nothing changed: ``previous``."""
-        partitions = dict(planned.partitions)
-        for partition in self._options.frozen_partitions:
-            if partition in partitions and partition in previous.partitions:
-                partitions[partition] = dataclasses.replace(
-                    partitions[partition],
-                    position=previous.partitions[partition].position,
-                    next_record_at_least_ms=None,
-                )
-        steps = tuple(
-            dataclasses.replace(step, ends={p: end for p, end in step.ends.items() if p not in self._options.frozen_partitions})
-            for step in planned.steps
-        )
-        frozen = dataclasses.replace(planned, partitions=partitions, steps=steps)
-        if frozen.positions() == previous.positions() and frozen.global_watermark_ms == previous.global_watermark_ms:
-            # Still one batch whenever a frozen partition's log end moved: its ledger row is
-            # how the stall shows (read position constant while the log end grows).
-            grew = any(
-                partitions[p].log_end != previous.partitions[p].log_end
-                for p in self._options.frozen_partitions
-                if p in partitions and p in previous.partitions
-            )
-            if not grew:
-                return previous
-        return frozen
 
     def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:
         """Say when a partition starts or stops being held by an open transaction: silence is the
