@@ -30,7 +30,6 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict
 from datetime import datetime, timezone
 
 from spark_jobs.crash_switch import CrashSwitch
@@ -38,11 +37,11 @@ from spark_jobs.streaming_checkpoint import planned_ranges
 from spark_jobs.event_time_feedback import write_feedback
 from spark_jobs.lake_tables import LakeTables
 from spark_jobs.overlap_guard import OverlapGuard
-from tidemark.batch_planner import watermark_after
+from tidemark.batch_summary import event_hours, partition_totals, read_batch_summary, route_totals, watermarks_after_steps
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
 from tidemark.planned_range import RANGE_ROW, PlannedRange
-from tidemark.step_counts import EVENTS, LATE, QUARANTINE, SUMMARY_ROW, StepCounts
+from tidemark.step_counts import EVENTS, LATE, QUARANTINE, SUMMARY_ROW
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 
@@ -161,7 +160,7 @@ class PersistBatch:
             ranges, step_stats, totals, insert_only, left_out = self._write_from_cache(raw, writer, insert_only, left_out)
         batch = next(iter(ranges.values()))
         g = batch.global_watermark_ms
-        stats = _partition_totals(step_stats)
+        stats = partition_totals(step_stats)
         sealed = self._newly_sealed(batch, ranges) if self._mode == "live" else []
         ledger, watermarks = self._ledger(spark, ranges, step_stats, writer)
         commits = [(self._seals(spark, sealed, batch, batch_id), "seals")] if sealed else []
@@ -187,7 +186,7 @@ class PersistBatch:
         self.batches += 1
         self.sealed_hours.extend(sealed)
         self.global_watermark_ms = g
-        self.event_hours.update(_event_hours(stats))
+        self.event_hours.update(event_hours(stats))
         self.insert_only_batches += int(insert_only)
         if self._progress is not None:
             self._progress(ranges, totals)
@@ -270,8 +269,8 @@ class PersistBatch:
             # driver can hold up): read the range and summary rows on their own.
             log.warning({"event": "observation_missing", "stream": self._stream.name, "detail": "batch summary read again"})
             rows = _summary_rows(raw)
-        ranges, step_stats = _summary(rows)
-        totals = _totals(step_stats)
+        ranges, step_stats = read_batch_summary(rows)
+        totals = route_totals(step_stats)
         self._write_rare_routes(raw, totals, lambda frame, table: self._append(frame, table, writer))
         return ranges, step_stats, totals
 
@@ -284,8 +283,8 @@ class PersistBatch:
 
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            ranges, step_stats = _summary(_summary_rows(decoded))
-            totals = _totals(step_stats)
+            ranges, step_stats = read_batch_summary(_summary_rows(decoded))
+            totals = route_totals(step_stats)
             offset_ranges = _offset_ranges(ranges)
             if left_out is None:
                 left_out = self._guard.claimed(offset_ranges)
@@ -357,10 +356,8 @@ class PersistBatch:
             state = planned.state
             hold = state.open_transaction
             watermark = None
-            for step in planned.steps:
+            for step, watermark in zip(planned.steps, watermarks_after_steps(planned, step_stats, bound)):
                 counts = step_stats.get((partition, step.seq), {})
-                after = watermark_after(step.watermark_ms, step.next_record_at_least_ms, counts.get("max_event_time_ms"), bound)
-                watermark = after if watermark is None or (after is not None and after > watermark) else watermark
                 rows.append(
                     (
                         self._stream.name,
@@ -410,23 +407,6 @@ def _summary_rows(decoded) -> list:
     return decoded.where(_is_summary_row()).select("row_kind", "range_state").collect()
 
 
-def _summary(rows) -> tuple[dict[int, PlannedRange], dict[tuple[int, int], dict]]:
-    """The batch's planned ranges by partition (from its range rows) and, per (partition, step's
-    batch id), the counts of its summary rows (tidemark.step_counts.StepCounts as a dict).
-    ``rows``: the batch's range and summary rows (row_kind, range_state)."""
-    ranges = {}
-    step_stats = {}
-    for row in rows:
-        if row.row_kind == RANGE_ROW:
-            planned = PlannedRange.from_text(row.range_state)
-            ranges[planned.partition] = planned
-        else:
-            # A replayed task yields the same counts again: the last one stands, never a sum.
-            counts = StepCounts.from_text(row.range_state)
-            step_stats[(counts.partition, counts.seq)] = asdict(counts)
-    return ranges, step_stats
-
-
 def _observed_rows(observation, wait_s: float = 5.0) -> list | None:
     """The range and summary rows ``observation`` collected, or None when the write it rode on
     never read its input (Delta skips an append it already holds). Spark hands observed metrics
@@ -438,10 +418,6 @@ def _observed_rows(observation, wait_s: float = 5.0) -> list | None:
             return None
         time.sleep(0.005)
     return observation.get["rows"]
-
-
-def _totals(step_stats: dict[tuple[int, int], dict]) -> dict[str, int]:
-    return {key: sum(s[key] for s in step_stats.values()) for key in ("records", "late", "quarantined")}
 
 
 def _routed(decoded, route: str):
@@ -469,34 +445,9 @@ def _ledger_batch_ids(ranges: dict[int, PlannedRange]) -> list[int]:
     return [seqs[0], seqs[-1]]
 
 
-def _partition_totals(step_stats: dict[tuple[int, int], dict]) -> dict[int, dict]:
-    """The per-step counts summed per partition (min/max event time: over the steps)."""
-    totals: dict[int, dict] = {}
-    for (partition, _), counts in step_stats.items():
-        total = totals.setdefault(
-            partition, {"records": 0, "late": 0, "quarantined": 0, "data_records": 0, "min_event_time_ms": None, "max_event_time_ms": None}
-        )
-        for key in ("records", "late", "quarantined", "data_records"):
-            total[key] += counts[key]
-        for key, pick in (("min_event_time_ms", min), ("max_event_time_ms", max)):
-            if counts[key] is not None:
-                total[key] = counts[key] if total[key] is None else pick(total[key], counts[key])
-    return totals
-
-
 def _offset_ranges(ranges: dict[int, PlannedRange]) -> dict[int, tuple[int, int]]:
     """The batch's non-empty offset ranges, {partition: (start, end)}."""
     return {p: (r.start_offset, r.end_offset) for p, r in ranges.items() if r.end_offset > r.start_offset}
-
-
-def _event_hours(stats: dict) -> set[int]:
-    """The event-time hours (start, ms) the batch's valid records span, per partition min to max."""
-    hours = set()
-    for partition_stats in stats.values():
-        first, last = partition_stats.get("min_event_time_ms"), partition_stats.get("max_event_time_ms")
-        if first is not None and last is not None:
-            hours.update(range(first - first % 3_600_000, last + 1, 3_600_000))
-    return hours
 
 
 def _events(records, stream: StreamConfig, *extra_columns):
