@@ -2,7 +2,8 @@
 and the recovery requests it implies. Offsets are [start, end) pairs; times are ms since the
 epoch (UTC) with an ISO-8601 twin in the JSON.
 
-JSON shape (``QualityRunResult.to_json()``)::
+The run's summary (``QualityRunResult.summary()``) is one typed value, tidemark.quality_summary's
+``QualitySummary``: summary.json, the quality task's result and its XCom are it. JSON shape::
 
     {"stream", "run_name", "now_ms", "now", "hours": ["2026-11-22T01:00:00Z", ...], "success",
      "status_order": ["OK", "WARN", "LAGGING", "STALL", "STOP", "HOLE", "LOST"],
@@ -16,7 +17,8 @@ JSON shape (``QualityRunResult.to_json()``)::
                         "failed_checks", "reasons"}],
      "checks": [{"name", "ran", "success", "rows", "failed_rules", "warned_rules",
                  "facts_seconds", "gx_seconds"}],
-     "recovery_requests": [{"stream", "partition", "ranges": [[s, e]], "reason"}],
+     "recovery_requests": [{"stream", "partition", "ranges": [{"start", "end"}], "reason",
+                            "restart_live"}],  # each a RecoveryRequest's JSON: the recover DAG's conf
      "sweep": false,
      "damage": [{"table", "version", "operation", "committed_at_ms", "committed_at", "kind", "rows",
                  "hours": [...], "reason"}],
@@ -35,12 +37,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import msgspec
+
 from expectations.hour_scope import hour_text
 from expectations.lake_damage import LakeDamage
 from expectations.offset_spans import spans_json
 from expectations.quality_status import STATUS_ORDER, QualityStatus
 from tidemark.event_time_text import format_event_time, format_optional_event_time
 from tidemark.offset_coverage import OffsetRange
+from tidemark.quality_summary import (
+    CheckOutcome,
+    HoleRange,
+    HourSummary,
+    LakeDamageSummary,
+    PartitionSummary,
+    QualitySummary,
+    SummaryPaths,
+)
 from tidemark.recovery_request import RecoveryRequest
 
 
@@ -63,26 +76,29 @@ class PartitionQuality:
     reason: str  # the sentence behind the status (the worst finding's, or the reader's state when OK)
     reasons: tuple[str, ...]  # every finding's sentence
 
+    def summary(self) -> PartitionSummary:
+        return PartitionSummary(
+            partition=self.partition,
+            status=self.status,
+            reason=self.reason,
+            records=self.records,
+            late=self.late,
+            quarantined=self.quarantined,
+            position=self.position,
+            log_earliest=self.log_earliest,
+            log_end=self.log_end,
+            lag=self.lag,
+            partition_watermark_ms=self.partition_watermark_ms,
+            partition_watermark=format_optional_event_time(self.partition_watermark_ms),
+            holes=_spans(self.holes),
+            hole_ranges=tuple(msgspec.convert(hole.to_json(), HoleRange) for hole in self.hole_ranges),
+            lost=_spans(self.lost),
+            failed_checks=tuple(self.failed_checks),
+            reasons=tuple(self.reasons),
+        )
+
     def to_json(self) -> dict:
-        return {
-            "partition": self.partition,
-            "status": self.status.value,
-            "reason": self.reason,
-            "records": self.records,
-            "late": self.late,
-            "quarantined": self.quarantined,
-            "position": self.position,
-            "log_earliest": self.log_earliest,
-            "log_end": self.log_end,
-            "lag": self.lag,
-            "partition_watermark_ms": self.partition_watermark_ms,
-            "partition_watermark": format_optional_event_time(self.partition_watermark_ms),
-            "holes": spans_json(self.holes),
-            "hole_ranges": [hole.to_json() for hole in self.hole_ranges],
-            "lost": spans_json(self.lost),
-            "failed_checks": list(self.failed_checks),
-            "reasons": list(self.reasons),
-        }
+        return msgspec.to_builtins(self.summary())
 
 
 @dataclass(frozen=True)
@@ -102,24 +118,27 @@ class HourPartitionFigures:
     failed_checks: tuple[str, ...]
     reasons: tuple[str, ...]
 
+    def summary(self) -> HourSummary:
+        return HourSummary(
+            hour=hour_text(self.hour_ms),
+            hour_ms=self.hour_ms,
+            partition=self.partition,
+            status=self.status,
+            records=self.records,
+            late=self.late,
+            quarantined=self.quarantined,
+            ranges=self.ranges,
+            data_records=self.data_records,
+            persisted=self.persisted,
+            duplicated_offsets=self.duplicated_offsets,
+            active_history_hours=self.active_history_hours,
+            longest_event_time_gap_ms=self.longest_event_time_gap_ms,
+            failed_checks=tuple(self.failed_checks),
+            reasons=tuple(self.reasons),
+        )
+
     def to_json(self) -> dict:
-        return {
-            "hour": hour_text(self.hour_ms),
-            "hour_ms": self.hour_ms,
-            "partition": self.partition,
-            "status": self.status.value,
-            "records": self.records,
-            "late": self.late,
-            "quarantined": self.quarantined,
-            "ranges": self.ranges,
-            "data_records": self.data_records,
-            "persisted": self.persisted,
-            "duplicated_offsets": self.duplicated_offsets,
-            "active_history_hours": self.active_history_hours,
-            "longest_event_time_gap_ms": self.longest_event_time_gap_ms,
-            "failed_checks": list(self.failed_checks),
-            "reasons": list(self.reasons),
-        }
+        return msgspec.to_builtins(self.summary())
 
 
 @dataclass(frozen=True)
@@ -136,27 +155,25 @@ class CheckSummary:
     facts_seconds: float
     gx_seconds: float
 
+    def summary(self) -> CheckOutcome:
+        return CheckOutcome(
+            name=self.name,
+            ran=self.ran,
+            success=self.success,
+            rows=self.rows,
+            failed_rules=tuple(self.failed_rules),
+            warned_rules=tuple(self.warned_rules),
+            facts_seconds=round(self.facts_seconds, 3),
+            gx_seconds=round(self.gx_seconds, 3),
+        )
+
     def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "ran": self.ran,
-            "success": self.success,
-            "rows": self.rows,
-            "failed_rules": list(self.failed_rules),
-            "warned_rules": list(self.warned_rules),
-            "facts_seconds": round(self.facts_seconds, 3),
-            "gx_seconds": round(self.gx_seconds, 3),
-        }
+        return msgspec.to_builtins(self.summary())
 
 
 def recovery_request_json(request: RecoveryRequest) -> dict:
-    """The recover DAG's params: ranges as [[start, end], ...]."""
-    return {
-        "stream": request.stream,
-        "partition": request.partition,
-        "ranges": spans_json(request.ranges),
-        "reason": request.reason,
-    }
+    """The recover DAG's conf: the request's own JSON (``RecoveryRequest.to_json``), unchanged."""
+    return request.to_json()
 
 
 @dataclass(frozen=True)
@@ -209,27 +226,37 @@ class QualityRunResult:
                 return check
         raise KeyError(f"no check named {name!r}")
 
+    def summary(self) -> QualitySummary:
+        """The run as the one typed value summary.json, the result file and the XCom hold."""
+        return QualitySummary(
+            stream=self.stream,
+            run_name=self.run_name,
+            now_ms=self.now_ms,
+            now=format_event_time(self.now_ms),
+            hours=tuple(hour_text(h) for h in self.hours_ms),
+            success=self.success,
+            status_order=STATUS_ORDER,
+            partitions=tuple(p.summary() for p in self.partitions),
+            hours_checked=tuple(h.summary() for h in self.hours),
+            checks=tuple(c.summary() for c in self.checks),
+            recovery_requests=tuple(self.recovery_requests),
+            paths=SummaryPaths(
+                summary_json=self.summary_json,
+                summary_html=self.summary_html,
+                data_docs_index=self.data_docs_index,
+                hour_reports=tuple(self.hour_reports),
+            ),
+            sweep=self.sweep,
+            damage=tuple(msgspec.convert(d.to_json(), LakeDamageSummary) for d in self.damage),
+            seconds=round(self.seconds, 3),
+            stage_seconds={stage: round(seconds, 3) for stage, seconds in self.stage_seconds},
+        )
+
     def to_json(self) -> dict:
-        return {
-            "stream": self.stream,
-            "run_name": self.run_name,
-            "now_ms": self.now_ms,
-            "now": format_event_time(self.now_ms),
-            "hours": [hour_text(h) for h in self.hours_ms],
-            "success": self.success,
-            "status_order": [status.value for status in STATUS_ORDER],
-            "partitions": [p.to_json() for p in self.partitions],
-            "hours_checked": [h.to_json() for h in self.hours],
-            "checks": [c.to_json() for c in self.checks],
-            "recovery_requests": [recovery_request_json(r) for r in self.recovery_requests],
-            "sweep": self.sweep,
-            "damage": [d.to_json() for d in self.damage],
-            "paths": {
-                "summary_json": self.summary_json,
-                "summary_html": self.summary_html,
-                "data_docs_index": self.data_docs_index,
-                "hour_reports": list(self.hour_reports),
-            },
-            "seconds": round(self.seconds, 3),
-            "stage_seconds": {stage: round(seconds, 3) for stage, seconds in self.stage_seconds},
-        }
+        """The summary as plain JSON values."""
+        return msgspec.to_builtins(self.summary())
+
+
+def _spans(spans) -> tuple[tuple[int, int], ...]:
+    """[start, end) pairs: the shape the summary keeps holes and lost offsets in."""
+    return tuple((span.start, span.end) for span in spans)

@@ -29,7 +29,6 @@ held at WARNING.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -61,6 +60,7 @@ from expectations.quality_tables import QualityTables, QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
 from tidemark.offset_coverage import OffsetRange, merge_ranges
+from tidemark.quality_summary import write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 from tidemark.structured_log import configure_json_logging
 
@@ -423,8 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"quality_run: stream {stream.name!r}: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
     if args.result:
-        args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+        # The operator reads it back with the same type (tidemark.quality_summary).
+        write_quality_summary(args.result, result.summary())
     print(_one_screen(result))
     return 0
 

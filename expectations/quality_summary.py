@@ -1,6 +1,7 @@
 """The per-run summary a person reads at a glance: summary.json and summary.html.
 
-Both land in ``<report_dir>/<stream>/runs/<run_name>/``. The HTML page is one file: inline CSS,
+Both land in ``<report_dir>/<stream>/runs/<run_name>/``. summary.json is the run's one typed
+value (tidemark.quality_summary.QualitySummary), written and read by that type. The HTML page is one file: inline CSS,
 no scripts, no external assets, every value HTML-escaped. It shows one row per partition
 (status coloured), the hours checked, each check's outcome, the recovery requests, the figures
 per hour and partition, and a link to the Data Docs index.
@@ -8,16 +9,17 @@ per hour and partition, and a link to the Data Docs index.
 
 from __future__ import annotations
 
-import json
 import os
 from html import escape
 from pathlib import Path
 
 from expectations.hour_scope import hour_text
 from expectations.offset_spans import spans_text
-from expectations.quality_result import QualityRunResult, recovery_request_json
+from expectations.quality_result import QualityRunResult
 from expectations.quality_status import STATUS_ORDER, QualityStatus
 from tidemark.duration import format_duration_ms
+from tidemark.event_time_text import format_event_time, format_optional_event_time
+from tidemark.quality_summary import write_quality_summary
 
 _STATUS_COLOURS = {
     QualityStatus.OK: ("#1b5e20", "#e8f5e9"),
@@ -47,11 +49,9 @@ def summary_folder(report_dir: str | Path, stream: str, run_name: str) -> Path:
 
 
 def write_summary(result: QualityRunResult) -> None:
-    """Write result.summary_json and result.summary_html."""
-    json_path, html_path = Path(result.summary_json), Path(result.summary_html)
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(result.to_json(), indent=2) + "\n")
-    html_path.write_text(render_html(result))
+    """Write result.summary_json (the run's QualitySummary) and result.summary_html."""
+    write_quality_summary(result.summary_json, result.summary())
+    Path(result.summary_html).write_text(render_html(result))
 
 
 def render_html(result: QualityRunResult) -> str:
@@ -68,7 +68,7 @@ def render_html(result: QualityRunResult) -> str:
         f"<title>tidemark quality: {e(result.stream)} / {e(result.run_name)}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>Quality of stream {e(result.stream)}</h1>",
-        f'<p class="meta">run {e(result.run_name)} at {e(result.to_json()["now"])} '
+        f'<p class="meta">run {e(result.run_name)} at {e(format_event_time(result.now_ms))} '
         f'&middot; <span class="{"pass" if result.success else "fail"}">{e(verdict)}</span></p>',
         f'<p class="meta">hours checked (UTC, [H, H+1h)): {e(hours)}</p>',
         _data_docs_link(result),
@@ -94,7 +94,7 @@ def _partitions_table(result: QualityRunResult) -> str:
     header = ("partition", "status", "records", "lag", "W_p", "holes", "late", "quarantined", "lost", "reason")
     rows = []
     for p in result.partitions:
-        watermark = p.to_json()["partition_watermark"]
+        watermark = format_optional_event_time(p.partition_watermark_ms)
         rows.append(
             "<tr>"
             + _cell(p.partition, numeric=True)
@@ -142,10 +142,9 @@ def _recovery_list(result: QualityRunResult) -> str:
         return '<p class="meta">none</p>'
     items = []
     for request in result.recovery_requests:
-        document = recovery_request_json(request)
         items.append(
-            f"<li>partition {_text(document['partition'])}: offsets {_text(spans_text(request.ranges, limit=10))} "
-            f"&mdash; {_text(document['reason'])}</li>"
+            f"<li>partition {_text(request.partition)}: offsets {_text(spans_text(request.ranges, limit=10))} "
+            f"&mdash; {_text(request.reason)}</li>"
         )
     return "<ul>" + "".join(items) + "</ul>"
 

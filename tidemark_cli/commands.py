@@ -222,10 +222,10 @@ def report(stream: StreamConfig, run_name, persistence: bool) -> int:
     Example:
       tidemark report telemetry
     """
-    from tidemark_cli.quality_report import QualitySummary, latest_summary, print_summary
+    from tidemark_cli.quality_report import latest_summary, print_summary, read_summary
 
-    summary = QualitySummary.read(latest_summary(tidemark_home() / "reports", stream.name, run_name))
-    print_summary(_console, summary)
+    path = latest_summary(tidemark_home() / "reports", stream.name, run_name)
+    print_summary(_console, read_summary(path), path)
     if persistence:
         _persistence_report(stream, configuration_path(click.get_current_context()))
     return 0

@@ -1,14 +1,12 @@
 """A stream's latest quality run, read from its summary.json and shown as tables: no Spark.
 
 The quality DAG writes each run's summary under ``$TIDEMARK_HOME/reports/<stream>/runs/<run>/``
-(summary.json, summary.html beside it, which links the Data Docs); its shape is documented in
-expectations/quality_result.py. Only the fields shown here are read, once, into typed classes.
+(summary.json, summary.html beside it, which links the Data Docs). summary.json is one typed value,
+tidemark.quality_summary.QualitySummary, read here by that type.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich import box
@@ -16,89 +14,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tidemark.quality_status import QualityStatus
+from tidemark.quality_summary import QualitySummary, QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.status_colours import status_text
 
 
-@dataclass(frozen=True)
-class PartitionLine:
-    partition: int
-    status: str
-    records: int
-    late: int
-    quarantined: int
-    lag: int | None
-    partition_watermark: str | None  # ISO-8601, UTC
-    holes: tuple[tuple[int, int], ...]
-    lost: tuple[tuple[int, int], ...]
-    reason: str
-
-
-@dataclass(frozen=True)
-class CheckLine:
-    name: str
-    ran: bool
-    success: bool
-    failed_rules: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class QualitySummary:
-    stream: str
-    run_name: str
-    checked_at: str  # ISO-8601, UTC
-    hours: tuple[str, ...]
-    success: bool
-    partitions: tuple[PartitionLine, ...]
-    checks: tuple[CheckLine, ...]
-    recovery_requests: tuple[dict, ...]  # the recover DAG's params, as the run triggered them
-    summary_json: Path
-    summary_html: Path
-    data_docs_index: Path | None  # None: no check ran, nothing was validated
-
-    @classmethod
-    def read(cls, path: Path) -> "QualitySummary":
-        """Read one run's summary.json; CommandFailed naming the file when it is not one."""
-        try:
-            data = json.loads(path.read_text())
-            paths = data.get("paths") or {}
-            docs = paths.get("data_docs_index")
-            return cls(
-                stream=data["stream"],
-                run_name=data["run_name"],
-                checked_at=data["now"],
-                hours=tuple(data.get("hours") or ()),
-                success=bool(data["success"]),
-                partitions=tuple(_partition(p) for p in data["partitions"]),
-                checks=tuple(
-                    CheckLine(c["name"], bool(c["ran"]), bool(c["success"]), tuple(c.get("failed_rules") or ()))
-                    for c in data.get("checks") or ()
-                ),
-                recovery_requests=tuple(data.get("recovery_requests") or ()),
-                summary_json=path,
-                summary_html=Path(paths.get("summary_html") or path.with_suffix(".html")),
-                data_docs_index=Path(docs) if docs else None,
-            )
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise CommandFailed(
-                f"{path} is not a quality summary this CLI can read ({type(error).__name__}: {error}); "
-                "open its summary.html beside it, or run the quality DAG again"
-            ) from None
-
-
-def _partition(data: dict) -> PartitionLine:
-    return PartitionLine(
-        partition=int(data["partition"]),
-        status=str(data["status"]),
-        records=int(data.get("records") or 0),
-        late=int(data.get("late") or 0),
-        quarantined=int(data.get("quarantined") or 0),
-        lag=data.get("lag"),
-        partition_watermark=data.get("partition_watermark"),
-        holes=tuple((int(s), int(e)) for s, e in data.get("holes") or ()),
-        lost=tuple((int(s), int(e)) for s, e in data.get("lost") or ()),
-        reason=str(data.get("reason") or ""),
-    )
+def read_summary(path: Path) -> QualitySummary:
+    """Read one run's summary.json; CommandFailed naming the file (and the field) when it is not one."""
+    try:
+        return read_quality_summary(path)
+    except QualitySummaryError as error:
+        raise CommandFailed(str(error)) from None
 
 
 def runs_folder(reports_root: Path, stream: str) -> Path:
@@ -128,16 +55,13 @@ def latest_summary(reports_root: Path, stream: str, run: str | None = None) -> P
     return summaries[-1]
 
 
-def print_summary(console: Console, summary: QualitySummary) -> None:
+def print_summary(console: Console, summary: QualitySummary, summary_json: Path) -> None:
     """The run's verdict, one row per partition (status in colour), the checks, the recovery
-    requests, and where the HTML summary and the Data Docs are (paths never wrapped)."""
-    verdict = (
-        Text("all checks passed", style="bold green")
-        if summary.success
-        else Text("checks failed: " + ", ".join(c.name for c in summary.checks if c.ran and not c.success), style="bold red")
-    )
+    requests, and where the HTML summary (beside ``summary_json``, the file read) and the Data
+    Docs are (paths never wrapped)."""
+    verdict = Text(summary.verdict, style="bold green" if summary.success else "bold red")
     console.print(
-        Text.assemble((f"Quality of stream {summary.stream}", "bold"), f", run {summary.run_name} at {summary.checked_at}: ", verdict)
+        Text.assemble((f"Quality of stream {summary.stream}", "bold"), f", run {summary.run_name} at {summary.now}: ", verdict)
     )
     hours = ", ".join(summary.hours) or "none (the stream-wide stall and retention checks only)"
     console.print(Text(f"Hours checked (UTC, [H, H+1h)): {hours}"))
@@ -147,10 +71,10 @@ def print_summary(console: Console, summary: QualitySummary) -> None:
     if summary.recovery_requests:
         console.print(Text("Recovery requested:", style="bold"))
         for request in summary.recovery_requests:
-            ranges = ", ".join(f"{s}-{e}" for s, e in request.get("ranges", []))
-            console.print(Text(f"  partition {request.get('partition')}: offsets {ranges}: {request.get('reason', '')}"))
-    console.print(Text(f"HTML summary: {summary.summary_html}"), soft_wrap=True)
-    docs = summary.data_docs_index or "none (no check ran, nothing was validated)"
+            ranges = ", ".join(f"{r.start}-{r.end}" for r in request.ranges)
+            console.print(Text(f"  partition {request.partition}: offsets {ranges}: {request.reason}"))
+    console.print(Text(f"HTML summary: {summary_json.with_suffix('.html')}"), soft_wrap=True)
+    docs = summary.paths.data_docs_index or "none (no check ran, nothing was validated)"
     console.print(Text(f"Data Docs:    {docs}"), soft_wrap=True)
 
 
@@ -163,7 +87,7 @@ def partitions_table(summary: QualitySummary) -> Table:
     for p in summary.partitions:
         row = [
             str(p.partition),
-            status_text(p.status),
+            status_text(p.status.value),
             _second(p.partition_watermark),
             "" if p.lag is None else f"{p.lag:,}",
             f"{p.records:,}",
@@ -177,8 +101,8 @@ def partitions_table(summary: QualitySummary) -> Table:
 def _print_reasons(console: Console, summary: QualitySummary) -> None:
     """Why each partition that is not OK is not: the sentence behind its status."""
     for p in summary.partitions:
-        if p.status != "OK":
-            console.print(Text.assemble(f"partition {p.partition} ", status_text(p.status), f": {p.reason}"))
+        if p.status is not QualityStatus.OK:
+            console.print(Text.assemble(f"partition {p.partition} ", status_text(p.status.value), f": {p.reason}"))
 
 
 def checks_table(summary: QualitySummary) -> Table:

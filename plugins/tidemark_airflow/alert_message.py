@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from tidemark.alert_settings import ALARM_STATUSES
 from tidemark.duration import format_duration_ms
 from tidemark.event_time_text import format_event_time
+from tidemark.quality_summary import QualitySummary, quality_summary_from
 
 QUALITY, RECOVERY_LOST, PERSIST_FAILED, UNSEALED_HOUR = "quality", "recovery_lost", "persist_failed", "unsealed_hour"
 HOUR_MS = 3_600_000
@@ -112,26 +113,24 @@ class Alarm:
         )
 
 
-def quality_alarm(result: dict, task: TaskIdentity) -> Alarm | None:
-    """The alarm for a quality run's result (expectations.quality_result JSON): one message for
-    every partition whose status is one of ALARM_STATUSES, worst first; None when none is."""
-    findings = [
-        PartitionFinding(
-            partition=int(p["partition"]), status=p["status"], reasons=tuple(p.get("reasons") or [p.get("reason", "")]),
-            holes=_pairs(p.get("holes")), lost=_pairs(p.get("lost")),
-        )  # fmt: skip
-        for p in result.get("partitions", [])
-        if p["status"] in ALARM_STATUSES
-    ]
-    if not findings:
+def quality_alarm(result: QualitySummary | Mapping[str, Any], task: TaskIdentity) -> Alarm | None:
+    """The alarm for a quality run's result (its QualitySummary, or the XCom that holds one):
+    one message for every partition whose status is one of ALARM_STATUSES, worst first; None
+    when none is. QualitySummaryError naming the result when it is not a summary."""
+    summary = quality_summary_from(result, "the quality task's result (XCom)")
+    alarming = sorted(
+        (p for p in summary.partitions if p.status.value in ALARM_STATUSES),
+        key=lambda p: (-summary.status_order.index(p.status) if p.status in summary.status_order else 0, p.partition),
+    )
+    if not alarming:
         return None
-    order = list(result.get("status_order") or ALARM_STATUSES)
-    findings.sort(key=lambda f: (-order.index(f.status) if f.status in order else 0, f.partition))
+    findings = tuple(
+        PartitionFinding(p.partition, p.status.value, p.reasons_or_reason, holes=p.holes, lost=p.lost) for p in alarming
+    )
     title = ", ".join(f"partition {f.partition} {f.status}" for f in findings)
-    paths = result.get("paths") or {}
     return Alarm(
-        QUALITY, result["stream"], title, task, tuple(findings), paths.get("summary_html"), paths.get("summary_json"),
-        {"hours_checked": list(result.get("hours", [])), "recovery_requested": [r["partition"] for r in result.get("recovery_requests", [])]},
+        QUALITY, summary.stream, title, task, findings, summary.paths.summary_html, summary.paths.summary_json,
+        {"hours_checked": list(summary.hours), "recovery_requested": [r.partition for r in summary.recovery_requests]},
     )  # fmt: skip
 
 

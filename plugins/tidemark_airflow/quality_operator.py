@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from tidemark.quality_summary import QualitySummary, quality_summary_builtins, read_quality_summary
 from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator, reports_root
 
 
@@ -17,7 +17,8 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
     yet, so an hour whose asset event was lost is still checked. The stream-wide stall and
     retention checks run every time, also with no hour to check.
 
-    Returns the run's result (see expectations.quality_result): per partition status, the
+    Returns the run's summary (tidemark.quality_summary.QualitySummary, as plain JSON values for
+    the XCom; readers convert it back with ``quality_summary_from``): per partition status, the
     recovery requests, and the paths of the summary (JSON, HTML) and of Data Docs, which the task
     log also shows. The task fails when the stream's tables do not exist (nothing is passed
     silently); checks that find problems do not fail it: the result says so, and the DAG acts on it.
@@ -52,17 +53,14 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
                 arguments += ["--sweep"]
             self.log.info("Checking stream %s: hours %s%s", stream.name, hours or "none given", ", plus unchecked sealed hours" if self.reconcile else "")
             self.submit(context, arguments)
-            result = json.loads(result_path.read_text())
-        for line in _report_lines(result):
+            summary = read_quality_summary(result_path)
+        for line in _report_lines(summary):
             self.log.info("%s", line)
-        return result
+        return quality_summary_builtins(summary)
 
 
-def _report_lines(result: dict) -> list[str]:
+def _report_lines(summary: QualitySummary) -> list[str]:
     """Where the reports are, as links (the job's own lines above already list each partition)."""
-    lines = []
-    paths = result.get("paths", {})
-    for label, key in (("Quality summary (HTML)", "summary_html"), ("Quality summary (JSON)", "summary_json"), ("Data Docs", "data_docs_index")):
-        if paths.get(key):
-            lines.append(f"{label}: file://{paths[key]}")
-    return lines
+    paths = summary.paths
+    links = (("Quality summary (HTML)", paths.summary_html), ("Quality summary (JSON)", paths.summary_json), ("Data Docs", paths.data_docs_index))
+    return [f"{label}: file://{path}" for label, path in links if path]

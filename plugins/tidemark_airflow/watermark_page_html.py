@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from tidemark.event_time_text import format_event_time
 from tidemark.stream_overview import ATTENTION, NO_LEDGER, StreamOverview
-from tidemark_airflow.quality_reports import StreamReports
+from tidemark_airflow.quality_reports import QualityRunReport, StreamReports
 from tidemark_airflow.watermark_chart import line_chart
 
 _STYLE = """
@@ -100,6 +100,12 @@ def _deadline(deadline_ms: int | None, lag: int | None) -> str:
     return "unknown" if deadline_ms is None else _time(deadline_ms)
 
 
+def _outcome(run: QualityRunReport) -> str:
+    if run.problem:
+        return f'<b>summary unreadable</b> <span class="meta">({escape(run.problem)})</span>'
+    return "passed" if run.success else "<b>failed</b>"
+
+
 def _reports(stream: str, reports: StreamReports, prefix: str, airflow_base: str) -> str:
     base = f"{escape(prefix)}/streams/{quote(stream)}/reports"
     parts = ["<h2>Data quality</h2>"]
@@ -110,7 +116,7 @@ def _reports(stream: str, reports: StreamReports, prefix: str, airflow_base: str
     else:
         dag = f"tidemark_quality__{stream}"
         items = "".join(
-            f'<li>{escape(run.finished)} {"passed" if run.success else "<b>failed</b>"}: '
+            f'<li>{escape(run.finished)} {_outcome(run)}: '
             f'<a href="{base}/{quote(run.summary_html)}">summary</a> · '
             f'<a target="_top" href="{escape(airflow_base.rstrip("/"))}/dags/{quote(dag)}/runs/{quote(run.dag_run_id, safe="")}">DAG run {escape(run.dag_run_id)}</a></li>'
             for run in reports.runs

@@ -6,13 +6,13 @@ seals; one quality run's reports; a streams.yaml naming it plus a stream never w
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from generator.ledger_history import LedgerHistory
 from harness.persist_job import REPO
+from tidemark.quality_summary import QualitySummary, SummaryPaths, write_quality_summary
 from tidemark.stream_config import StreamConfig, load_stream
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 
@@ -107,7 +107,13 @@ def _write_reports(folder: Path, now_ms: int, start_ms: int) -> str:
     run = f"manual__{datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc).isoformat()}.check"
     runs = folder / "runs" / run
     runs.mkdir(parents=True)
-    (runs / "summary.json").write_text(json.dumps({"stream": STREAM, "run_name": run, "now_ms": now_ms, "now": "recorded", "success": False}))
+    write_quality_summary(
+        runs / "summary.json",
+        QualitySummary(
+            stream=STREAM, run_name=run, now_ms=now_ms, now="recorded", hours=(), success=False,
+            paths=SummaryPaths(summary_json=str(runs / "summary.json"), summary_html=str(runs / "summary.html")),
+        ),
+    )
     (runs / "summary.html").write_text("<html><body><h1>recorded quality summary</h1></body></html>")
     hours = folder / "hours"
     hours.mkdir()

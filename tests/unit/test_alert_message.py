@@ -1,9 +1,12 @@
-"""Alarm messages built from typed values: the quality result's JSON, the recovery's result, the
-seal deadline's figures. Exact subjects and fields; no connection detail ever in them."""
+"""Alarm messages built from typed values: the quality run's summary (as its XCom holds it), the
+recovery's result, the seal deadline's figures. Exact subjects and fields; no connection detail
+ever in them."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from tidemark_airflow.alert_message import (
     Alarm,
@@ -15,25 +18,38 @@ from tidemark_airflow.alert_message import (
     unsealed_hour_alarm,
 )
 
+from tidemark.offset_coverage import OffsetRange
+from tidemark.quality_status import QualityStatus
+from tidemark.quality_summary import (
+    PartitionSummary,
+    QualitySummary,
+    QualitySummaryError,
+    SummaryPaths,
+    quality_summary_builtins,
+)
+from tidemark.recovery_request import RecoveryRequest
+
 HOUR_MS = 3_600_000
 TASK = TaskIdentity("tidemark_quality__telemetry", "scheduled__2026-11-25T03:00:00+00:00", "verdict", 1, "http://airflow/log?x=1")
 
 
 def _partition(partition, status, reasons=(), holes=(), lost=()):
-    return {
-        "partition": partition, "status": status, "reason": reasons[0] if reasons else "reading", "reasons": list(reasons),
-        "records": 10, "late": 0, "quarantined": 0, "holes": [list(h) for h in holes], "lost": [list(s) for s in lost],
-        "failed_checks": [],
-    }  # fmt: skip
+    return PartitionSummary(
+        partition=partition, status=QualityStatus(status), reason=reasons[0] if reasons else "reading",
+        reasons=tuple(reasons), records=10, holes=tuple(holes), lost=tuple(lost),
+    )  # fmt: skip
 
 
 def _result(*partitions):
-    return {
-        "stream": "telemetry", "run_name": "r1", "hours": ["2026-11-25T01:00:00Z"],
-        "status_order": ["OK", "WARN", "LAGGING", "STALL", "STOP", "HOLE", "LOST"], "partitions": list(partitions),
-        "recovery_requests": [{"stream": "telemetry", "partition": 2, "ranges": [[0, 150]], "reason": "STOP"}],
-        "paths": {"summary_json": "/r/telemetry/runs/r1/summary.json", "summary_html": "/r/telemetry/runs/r1/summary.html"},
-    }  # fmt: skip
+    """The quality task's XCom: the run's summary as plain JSON values."""
+    return quality_summary_builtins(
+        QualitySummary(
+            stream="telemetry", run_name="r1", now_ms=1_795_573_800_000, now="2026-11-25T02:30:00.000Z",
+            hours=("2026-11-25T01:00:00Z",), success=False, partitions=tuple(partitions),
+            recovery_requests=(RecoveryRequest("telemetry", 2, (OffsetRange(0, 150),), "STOP"),),
+            paths=SummaryPaths(summary_json="/r/telemetry/runs/r1/summary.json", summary_html="/r/telemetry/runs/r1/summary.html"),
+        )
+    )  # fmt: skip
 
 
 def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
@@ -62,6 +78,19 @@ def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
 
 def test_no_alarm_when_no_partition_is_in_an_alarm_status():
     assert quality_alarm(_result(_partition(0, "OK"), _partition(1, "WARN"), _partition(2, "LAGGING")), TASK) is None
+
+
+def test_a_result_that_is_not_a_quality_summary_is_named_with_its_field():
+    result = _result(_partition(2, "STOP"))
+    result["partitions"][0]["status"] = "BROKEN"
+
+    with pytest.raises(QualitySummaryError) as failure:
+        quality_alarm(result, TASK)
+
+    assert str(failure.value).startswith(
+        "the quality task's result (XCom) is not a quality summary tidemark can read "
+        "(Invalid enum value 'BROKEN' - at `$.partitions[0].status`)"
+    )
 
 
 def test_reasons_are_escaped_in_the_email_and_kept_as_they_are_in_the_json():

@@ -18,7 +18,7 @@ from tidemark.recovery_request import RecoveryRequest
 from tidemark.stream_overview import NO_LEDGER
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.commands import main
-from tidemark_cli.quality_report import QualitySummary, latest_summary, print_summary
+from tidemark_cli.quality_report import latest_summary, print_summary, read_summary
 from tidemark_cli.status_colours import STATUS_STYLES, status_text
 
 HOUR_MS = 1_795_338_000_000  # 2026-11-22T09:00:00Z
@@ -72,7 +72,8 @@ def test_the_newest_run_is_shown_with_each_partition_its_status_and_where_the_ht
     reports, newer = two_runs
     console = Console(record=True, width=200)
 
-    print_summary(console, QualitySummary.read(latest_summary(reports, "telemetry")))
+    path = latest_summary(reports, "telemetry")
+    print_summary(console, read_summary(path), path)
 
     lines = [line.rstrip() for line in console.export_text().splitlines()]
     assert lines[0] == (
@@ -98,7 +99,7 @@ def test_a_status_has_the_same_colour_wherever_it_is_shown():
 def test_a_run_asked_for_by_name_and_a_run_that_is_not_there(two_runs):
     reports, _ = two_runs
 
-    assert QualitySummary.read(latest_summary(reports, "telemetry", "scheduled__older")).run_name == "scheduled__older"
+    assert read_summary(latest_summary(reports, "telemetry", "scheduled__older")).run_name == "scheduled__older"
     with pytest.raises(CommandFailed, match=r"no quality run 'nope' .*the runs there: scheduled__newer, scheduled__older"):
         latest_summary(reports, "telemetry", "nope")
 
@@ -114,8 +115,13 @@ def test_a_file_that_is_not_a_summary_is_named(tmp_path):
     path = tmp_path / "summary.json"
     path.write_text('{"stream": "telemetry"}')
 
-    with pytest.raises(CommandFailed, match=rf"{path} is not a quality summary this CLI can read \(KeyError"):
-        QualitySummary.read(path)
+    with pytest.raises(CommandFailed) as failure:
+        read_summary(path)
+
+    assert str(failure.value) == (
+        f"{path} is not a quality summary tidemark can read (Object missing required field `run_name`); "
+        "open the summary.html beside it, or run the quality DAG again to write a new one"
+    )
 
 
 def test_the_report_command_reads_the_summary_under_tidemark_home(cli_home, capsys):
