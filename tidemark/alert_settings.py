@@ -17,38 +17,88 @@ and its authentication. This module only says where; delivery is Airflow's (its 
         conn_id: tidemark_webhook      # an Airflow HTTP connection (its host is the base URL)
         endpoint: hooks/tidemark       # optional path below the connection's base URL
       unsealed_hour_after: 2h          # optional: no such alarm when unset
+
+The section is part of the stream configuration's typed contract (tidemark.stream_config): the
+types below are what tidemark.config_document decodes it into, and their rules fail loading
+naming ``streams.<name>.alerts.<key>``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated
+
+import msgspec
+
+from tidemark.config_values import ConfigRuleError, PositiveMilliseconds, written_as
 
 # Quality statuses that send an alarm: reading stopped or data is missing. LAGGING and WARN are
 # shown in the reports only (a person is not woken for a slow partition).
 ALARM_STATUSES = ("STALL", "STOP", "HOLE", "LOST")
 
-# Airflow's own rule for connection ids (letters, digits, '_', '.', '-').
-_CONN_ID = re.compile(r"^[\w.-]{1,250}$")
 _EMAIL = re.compile(r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$")
 
 
-@dataclass(frozen=True)
-class EmailReceiver:
-    conn_id: str  # Airflow SMTP connection
-    to: tuple[str, ...]
-    from_email: str | None  # None: the connection's from_email
+_CONN_ID = re.compile(r"^[\w.-]{1,250}$")
 
 
-@dataclass(frozen=True)
-class WebhookReceiver:
-    conn_id: str  # Airflow HTTP connection: host (and schema, port) make the base URL
-    endpoint: str  # path below the base URL; "" posts to the base URL itself
+def connection_id(raw: object) -> str:
+    """An Airflow connection id (Airflow's own rule: letters, digits, '_', '.', '-')."""
+    if not isinstance(raw, str) or not _CONN_ID.match(raw):
+        raise ValueError(f"{raw!r} is not an Airflow connection id (letters, digits, '_', '.', '-')")
+    return raw
 
 
-@dataclass(frozen=True)
-class AlertSettings:
+def email_address(raw: object) -> str:
+    """One e-mail address like oncall@example.com (no display name, no list)."""
+    if not isinstance(raw, str) or not _EMAIL.match(raw):
+        raise ValueError(f"{raw!r} is not an e-mail address like tidemark@example.com")
+    return raw
+
+
+def recipients(raw: object) -> tuple[str, ...]:
+    """Who receives the mail: one address or a list of them, written either way in the file."""
+    items = raw if isinstance(raw, list) else [raw]
+    if not items or not all(isinstance(item, str) and item for item in items):
+        raise ValueError(f"expected a non-empty string or a list of them, got {raw!r}")
+    for address in items:
+        if not _EMAIL.match(address):
+            raise ValueError(f"{address!r} is not an e-mail address like oncall@example.com")
+    return tuple(items)
+
+
+def endpoint_path(raw: object) -> str:
+    """A path below an HTTP connection's base URL ('' is the base URL itself); a leading '/' is dropped."""
+    if not isinstance(raw, str):
+        raise ValueError(f"expected a path like hooks/tidemark, got {raw!r}")
+    if "://" in raw:
+        raise ValueError("a path below the connection's base URL; put the URL's host in the Airflow connection")
+    return raw.lstrip("/")
+
+
+ConnectionId = Annotated[str, msgspec.Meta(extra=written_as(connection_id))]
+EmailAddress = Annotated[str, msgspec.Meta(extra=written_as(email_address))]
+Recipients = Annotated[tuple[str, ...], msgspec.Meta(extra=written_as(recipients))]
+EndpointPath = Annotated[str, msgspec.Meta(extra=written_as(endpoint_path))]
+
+
+class EmailReceiver(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    conn_id: ConnectionId = "smtp_default"  # Airflow SMTP connection
+    # Required; the default only keeps the positional order (conn_id, to, from_email).
+    to: Recipients = ()
+    from_email: EmailAddress | None = msgspec.field(default=None, name="from")  # None: the connection's from_email
+
+    def __post_init__(self):
+        if not self.to:
+            raise ConfigRuleError("to", "missing required key")
+
+
+class WebhookReceiver(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    conn_id: ConnectionId  # Airflow HTTP connection: host (and schema, port) make the base URL
+    endpoint: EndpointPath = ""  # path below the base URL; "" posts to the base URL itself
+
+
+class AlertSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The receivers of one stream's alarms; at least one of ``email`` and ``webhook``.
 
     ``unsealed_hour_after_ms``: an event-time hour [H, H + 1h) must be sealed by wall-clock
@@ -58,7 +108,13 @@ class AlertSettings:
 
     email: EmailReceiver | None = None
     webhook: WebhookReceiver | None = None
-    unsealed_hour_after_ms: int | None = None
+    unsealed_hour_after_ms: PositiveMilliseconds | None = msgspec.field(default=None, name="unsealed_hour_after")
+
+    def __post_init__(self):
+        if self.email is None and self.webhook is None:
+            raise ConfigRuleError(
+                "", "name at least one receiver: an 'email:' (Airflow SMTP connection) or a 'webhook:' (Airflow HTTP connection)"
+            )
 
     def connections(self) -> tuple[tuple[str, str], ...]:
         """(configuration key, connection id) of every receiver, for messages about a missing one."""
@@ -68,51 +124,3 @@ class AlertSettings:
         if self.webhook:
             named.append(("alerts.webhook.conn_id", self.webhook.conn_id))
         return tuple(named)
-
-
-def parse_alerts(section: Any) -> AlertSettings:
-    """The ``alerts:`` section, read through stream_config's key-path-aware section reader
-    (``fail`` raises StreamConfigError naming ``streams.<name>.alerts.<key>``)."""
-    _only(section, ("email", "webhook", "unsealed_hour_after"))
-    email = _parse_email(section.optional_section("email")) if section.has("email") else None
-    webhook = _parse_webhook(section.optional_section("webhook")) if section.has("webhook") else None
-    unsealed = section.duration("unsealed_hour_after", minimum_ms=1) if section.has("unsealed_hour_after") else None
-    if email is None and webhook is None:
-        section.fail("", "name at least one receiver: an 'email:' (Airflow SMTP connection) or a 'webhook:' (Airflow HTTP connection)")
-    return AlertSettings(email, webhook, unsealed)
-
-
-def _parse_email(section: Any) -> EmailReceiver:
-    _only(section, ("conn_id", "to", "from"))
-    conn_id = _conn_id(section, "smtp_default")
-    to = section.text_list("to")
-    for address in to:
-        if not _EMAIL.match(address):
-            section.fail("to", f"{address!r} is not an e-mail address like oncall@example.com")
-    from_email = section.text("from") if section.has("from") else None
-    if from_email is not None and not _EMAIL.match(from_email):
-        section.fail("from", f"{from_email!r} is not an e-mail address like tidemark@example.com")
-    return EmailReceiver(conn_id, to, from_email)
-
-
-def _parse_webhook(section: Any) -> WebhookReceiver:
-    _only(section, ("conn_id", "endpoint"))
-    conn_id = _conn_id(section, None)
-    endpoint = section.text("endpoint") if section.has("endpoint") else ""
-    if "://" in endpoint:
-        section.fail("endpoint", "a path below the connection's base URL; put the URL's host in the Airflow connection")
-    return WebhookReceiver(conn_id, endpoint.lstrip("/"))
-
-
-def _conn_id(section: Any, default: str | None) -> str:
-    conn_id = section.text("conn_id", default=default)
-    if not _CONN_ID.match(conn_id):
-        section.fail("conn_id", f"{conn_id!r} is not an Airflow connection id (letters, digits, '_', '.', '-')")
-    return conn_id
-
-
-def _only(section: Any, known: tuple[str, ...]) -> None:
-    """Fail on the first key that is not one of ``known`` (optional keys may be absent)."""
-    for key in sorted(section.keys()):
-        if key not in known:
-            section.fail(key, f"unknown key; expected one of {', '.join(sorted(known))}")

@@ -10,15 +10,38 @@ when it is decoded, see spark_jobs/decode_stage.py); the rest of the driver's he
 Delta's own, whatever the budget.
 
 Units: bytes for a record, MiB for memory.
+
+This module holds the arithmetic only; the configuration's types (tidemark.stream_config) call it
+to refuse a budget at load time. It names what it reads of them as Protocols, so the two modules
+do not import each other.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol, Sequence
 
-if TYPE_CHECKING:
-    from tidemark.stream_config import PayloadSchema, StreamConfig
+
+class _TypedField(Protocol):
+    type: str  # the payload field's type: "string" or a number type
+
+
+class RowShape(Protocol):
+    """What the arithmetic reads of a stream's payload (tidemark.stream_config.PayloadSchema)."""
+
+    fields: Sequence[_TypedField]
+
+
+class _BatchSettings(Protocol):
+    max_records_per_batch: int
+    driver_memory_mib: int | None
+
+
+class BatchedStream(Protocol):
+    """What the arithmetic reads of a stream (tidemark.stream_config.StreamConfig)."""
+
+    payload: RowShape
+    persist: _BatchSettings
 
 # Spark's own heap (execution, Delta's snapshot state of a table, the query's planning): a
 # persist job with a tiny budget runs in this (measured: 640 MiB left headroom for 1,000 records).
@@ -34,18 +57,23 @@ _ROUND_TO_MIB = 128
 
 
 class BatchMemoryError(ValueError):
-    """The row budget cannot fit the memory the job may use; the message names the key and a
-    value that fits."""
+    """The row budget cannot fit the memory the job may use. ``key``: the configuration key to
+    change; ``reason``: why, and a value that fits. The message is "<key>: <reason>"."""
+
+    def __init__(self, key: str, reason: str):
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
 
 
-def record_bytes(payload: "PayloadSchema") -> int:
+def record_bytes(payload: RowShape) -> int:
     """Estimated bytes one decoded record takes in a cached batch."""
     return _FIXED_ROW_BYTES + sum(
         _STRING_FIELD_BYTES if field.type == "string" else _NUMBER_FIELD_BYTES for field in payload.fields
     )
 
 
-def driver_memory_mib(max_records_per_batch: int, payload: "PayloadSchema") -> int:
+def driver_memory_mib(max_records_per_batch: int, payload: RowShape) -> int:
     """The driver heap a persist batch of ``max_records_per_batch`` records needs (MiB), rounded
     up to 128 MiB."""
     batch_mib = max_records_per_batch * record_bytes(payload) * _WORKING_COPIES / 2**20
@@ -53,13 +81,13 @@ def driver_memory_mib(max_records_per_batch: int, payload: "PayloadSchema") -> i
     return int(-(-needed // _ROUND_TO_MIB) * _ROUND_TO_MIB)
 
 
-def largest_fitting_budget(limit_mib: int, payload: "PayloadSchema") -> int:
+def largest_fitting_budget(limit_mib: int, payload: RowShape) -> int:
     """The largest row budget whose batch fits ``limit_mib`` of driver heap (0 if none does)."""
     room = (limit_mib - BASE_HEAP_MIB) * 2**20
     return max(0, int(room // (record_bytes(payload) * _WORKING_COPIES)) // 1_000 * 1_000)
 
 
-def check_batch_fits(max_records_per_batch: int, payload: "PayloadSchema", limit_mib: int, limit_source: str) -> int:
+def check_batch_fits(max_records_per_batch: int, payload: RowShape, limit_mib: int, limit_source: str) -> int:
     """The driver heap (MiB) for the budget; raises BatchMemoryError when it exceeds
     ``limit_mib`` (``limit_source`` says where that limit comes from, for the message)."""
     needed = driver_memory_mib(max_records_per_batch, payload)
@@ -72,7 +100,8 @@ def check_batch_fits(max_records_per_batch: int, payload: "PayloadSchema", limit
         else f"no row budget fits: {limit_source} must be at least {BASE_HEAP_MIB + _ROUND_TO_MIB} MiB"
     )
     raise BatchMemoryError(
-        f"persist.max_records_per_batch: a batch of {max_records_per_batch:,} records needs about {needed:,} MiB "
+        "persist.max_records_per_batch",
+        f"a batch of {max_records_per_batch:,} records needs about {needed:,} MiB "
         f"of driver memory, more than the {limit_mib:,} MiB of {limit_source}; {advice}"
     )
 
@@ -82,7 +111,7 @@ def machine_memory_mib() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
 
 
-def persist_driver_memory_mib(stream: "StreamConfig", machine_mib: int, max_records_per_batch: int | None = None) -> int:
+def persist_driver_memory_mib(stream: BatchedStream, machine_mib: int, max_records_per_batch: int | None = None) -> int:
     """The driver heap (MiB) a job reading ``stream`` in batches runs with: ``persist.driver_memory``
     when set, else sized to the row budget. Raises BatchMemoryError when the budget does not fit
     that, or (sized) half of the machine's ``machine_mib``: the rest is the JVM's own memory, the

@@ -112,8 +112,8 @@ def test_existing_constructors_keep_working_without_quality():
         ("max_late_per_hour", -1, r"quality\.max_late_per_hour: expected a whole number >= 0, got -1"),
         ("max_quarantined_per_hour", 2.5, r"quality\.max_quarantined_per_hour: expected a whole number >= 0"),
         ("history_hours", 0, r"quality\.history_hours: expected a whole number >= 1, got 0"),
-        ("schedule", "  ", r"quality\.schedule: expected a non-empty string"),
-        ("sweep_schedule", "daily", r"quality\.sweep_schedule: 'daily' is not a cron expression of five fields"),
+        ("schedule", "  ", r"quality\.schedule: expected a cron expression like '\*/10 \* \* \* \*', got ''"),
+        ("sweep_schedule", "daily", r"quality\.sweep_schedule: 'daily' is not a cron expression \("),
         ("stall_windwo", 6, r"quality\.stall_windwo: unknown key; expected one of"),
     ],
 )

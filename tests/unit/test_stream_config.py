@@ -80,7 +80,7 @@ def test_missing_section_and_bad_field_type(tmp_path):
         _load(tmp_path, document)
     document = _shipped()
     document["streams"]["telemetry"]["payload"]["fields"]["battery"]["type"] = "float"
-    with pytest.raises(StreamConfigError, match=r"payload\.fields\.battery\.type: expected one of string, double"):
+    with pytest.raises(StreamConfigError, match=r"payload\.fields\.battery\.type: expected one of boolean, double, int, long, string, got 'float'"):
         _load(tmp_path, document)
 
 
@@ -113,3 +113,44 @@ def test_partition_limit_and_read_tasks_default_and_can_be_set(tmp_path):
     document["streams"]["telemetry"]["source"].update(max_partitions=4096, read_tasks=8)
     stream = _load(tmp_path, document)["telemetry"]
     assert (stream.source.max_partitions, stream.source.read_tasks) == (4096, 8)
+
+
+def test_the_contract_crosses_a_process_boundary_as_one_json_value():
+    import msgspec
+
+    from tidemark.stream_config import StreamConfig
+
+    stream = load_stream(REPO / "conf" / "streams.yaml", "telemetry", ENV)
+    sent = msgspec.json.encode(stream)
+    assert b'"idle_timeout":300000' in sent, "durations travel as milliseconds under the file's key"
+    assert msgspec.json.decode(sent, type=StreamConfig) == stream
+
+
+def test_the_source_says_its_kind(tmp_path):
+    document = _shipped()
+    del document["streams"]["telemetry"]["source"]["kind"]
+    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.source\.kind: missing required key; expected 'kafka'"):
+        _load(tmp_path, document)
+    document["streams"]["telemetry"]["source"]["kind"] = "kinesis"
+    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.source\.kind: expected one of kafka, got 'kinesis'"):
+        _load(tmp_path, document)
+
+
+def test_an_empty_key_is_unset_and_an_empty_stream_names_its_first_missing_section(tmp_path):
+    document = _shipped()
+    document["streams"]["telemetry"]["source"]["read_tasks"] = None
+    assert _load(tmp_path, document)["telemetry"].source.read_tasks is None
+    document["streams"]["clicks"] = None
+    with pytest.raises(StreamConfigError, match=r"streams\.clicks\.source: missing required section"):
+        _load(tmp_path, document)
+
+
+def test_the_memory_arithmetic_does_not_import_the_configuration():
+    """The configuration calls the arithmetic; the arithmetic names what it reads as Protocols
+    (not even a TYPE_CHECKING import back, which made the two a circle)."""
+    import ast
+
+    tree = ast.parse((REPO / "tidemark" / "batch_memory.py").read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not {name for name in imported if name.startswith("tidemark.")}, imported
