@@ -1,11 +1,13 @@
 # tidemark — the two commands of the README:
 #   make demo   start the embedded stack (Kafka, Airflow), generate data, run the persist DAG, report
 #   make test   install everything and run the whole test suite (unit first, then DAGs, integration, browser)
-# Everything stateful lives under .tidemark/ (git-ignored); the venv is .venv/.
+# Everything stateful lives under .tidemark/ (git-ignored); the venv is .venv/. The targets call the
+# `tidemark` CLI (tidemark_cli/), which is also the embedded stack's only command line.
 
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+TIDEMARK := $(VENV)/bin/tidemark
 INSTALLED := $(VENV)/.installed
 
 .PHONY: install up down status demo test unit bench bench-persist bench-alignment clean
@@ -19,19 +21,20 @@ $(INSTALLED): pyproject.toml
 	touch $(INSTALLED)
 
 install: $(INSTALLED)
-	$(PY) -m stack jars
+	$(TIDEMARK) jars
 
 up: install
-	$(PY) -m stack start
+	$(TIDEMARK) up
 
+# Without install: stopping needs nothing new, and a checkout never installed has nothing running.
 down:
-	$(PY) -m stack stop
+	@test ! -x $(TIDEMARK) || $(TIDEMARK) down
 
 status:
-	$(PY) -m stack status
+	$(TIDEMARK) services
 
 demo: install
-	$(PY) -m stack demo
+	$(TIDEMARK) demo
 
 # Unit tests first (tests/conftest.py), then the services'; each test's time kept in a file.
 test: install

@@ -57,7 +57,7 @@ def _explain(error: str, access: S3Access, bucket: str) -> str:
     if "NETWORK_CONNECTION" in error or "curlCode" in error or "timed out" in error.lower():
         return (
             f"the S3 endpoint {access.where} does not answer (bucket {bucket!r}): check TIDEMARK_S3_ENDPOINT and "
-            "that the store runs (embedded: `python -m stack start s3`)"
+            "that the store runs (embedded: `tidemark up s3`)"
         )
     return f"bucket {bucket!r} at {access.where} cannot be used: {error}"
 

@@ -131,18 +131,18 @@ def _check_topic(bootstrap: str, topic_name: str, partitions_needed: int) -> Non
     except KafkaException:
         raise KafkaTargetError(
             f"Kafka at {bootstrap} is not reachable: start it with `make up` or "
-            f"`python -m stack start kafka`, or point --bootstrap at a running broker"
+            f"`tidemark up kafka`, or point --bootstrap at a running broker"
         ) from None
     topic = metadata.topics.get(topic_name)
     if topic is None or topic.error is not None:
         raise KafkaTargetError(
             f"topic {topic_name!r} does not exist at {bootstrap}: create it with "
-            f"`python -m stack create-topic {topic_name} --partitions {partitions_needed}`"
+            f"`tidemark create-topic {topic_name} --partitions {partitions_needed}`"
         )
     if len(topic.partitions) < partitions_needed:
         raise KafkaTargetError(
             f"topic {topic_name!r} at {bootstrap} has {len(topic.partitions)} partitions but {partitions_needed} "
             f"are needed (one per profile, and at least the stream's configured partitions): recreate it with "
-            f"`python -m stack create-topic {topic_name} --partitions {partitions_needed}` after deleting it, "
+            f"`tidemark create-topic {topic_name} --partitions {partitions_needed}` after deleting it, "
             f"or fix source.partitions in the stream configuration"
         )

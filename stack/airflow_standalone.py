@@ -84,7 +84,7 @@ class AirflowStandalone:
                 return f"Airflow is already running at {self.url}. {self._login(first_start=False)}"
             raise StackError(
                 f"Airflow runs but its API server does not answer at {self.url}; see "
-                f"{self.daemon.log_file}, or restart it with `python -m stack stop airflow`."
+                f"{self.daemon.log_file}, or restart it with `tidemark down airflow`."
             )
         require_free(self.port, "Airflow API server", "TIDEMARK_AIRFLOW_PORT")
         self.airflow_home.mkdir(parents=True, exist_ok=True)

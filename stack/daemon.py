@@ -1,6 +1,6 @@
 """A detached background process tracked by a pid file.
 
-The broker and Airflow outlive the ``python -m stack start`` that launched them, so they run
+The broker and Airflow outlive the ``tidemark up`` that launched them, so they run
 detached: in a new session (leader of their own process group, out of reach of the
 terminal's Ctrl-C), stdin closed, stdout and stderr appended to a log file, pid in a pid file.
 Stopping signals the whole process group, so whatever the daemon spawned (Airflow's

@@ -84,7 +84,7 @@ class KafkaBroker:
                 return f"Kafka is already running on {self.bootstrap}."
             raise StackError(
                 f"Kafka (pid {self.daemon.pid()}) runs but does not answer on {self.bootstrap}; "
-                f"see {self.log_file}, or restart it with `python -m stack stop kafka`.\n"
+                f"see {self.log_file}, or restart it with `tidemark down kafka`.\n"
                 + self._log_tails()
             )
         if shutil.which("java") is None:

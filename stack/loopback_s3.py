@@ -104,7 +104,7 @@ class LoopbackS3:
         else:
             raise StackError(
                 f"The loopback S3 (pid {self.daemon.pid()}) runs but does not answer on {self.endpoint}; "
-                f"see {self.daemon.log_file}, or restart it with `python -m stack stop s3`."
+                f"see {self.daemon.log_file}, or restart it with `tidemark down s3`."
             )
         for bucket in self.buckets:
             self.create_bucket(bucket)

@@ -1,6 +1,6 @@
 """The embedded services by name, and the order they start and stop in.
 
-``python -m stack`` and the ``tidemark`` CLI both start and stop them through here: Kafka first,
+The ``tidemark`` CLI (up, down, services, demo) starts and stops them through here: Kafka first,
 the loopback S3 second, Airflow last (its tasks talk to both), and the reverse on the way down. Each function
 yields a service's one-line message as soon as that service is done (starting Airflow takes a
 minute: the Kafka line should not wait for it); an expected failure raises ``StackError``.

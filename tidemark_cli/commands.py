@@ -2,12 +2,17 @@
 
 Exit codes: 0 done; 1 a failure, with "error: ..." on stderr saying what was wrong and what to
 do (a DAG run that failed adds its failed tasks, the exception each failed with and where its
-log is); 2 a usage error (an unknown stream, a bad param: nothing was started); 130 interrupted.
+log is); 2 a usage error (an unknown stream, a bad param: nothing was started); 3 `tidemark
+services` found a service not running; 130 interrupted.
+
+The embedded stack's commands (up, down, services, env, jars, create-topic, demo) are here too:
+the stack itself (stack/) has no command line of its own.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from datetime import datetime, timezone
@@ -25,6 +30,8 @@ from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.stream_argument import configuration_path, stream_argument
 
 EXIT_FAILED = 1
+EXIT_SERVICE_DOWN = 3  # `tidemark services`: a service does not run
+STACK_ENVIRONMENT = "stack_environment"  # context.obj key: what main() added to the environment
 
 _console = Console(highlight=False)
 _errors = Console(stderr=True, highlight=False)
@@ -64,7 +71,7 @@ def up(services: tuple[str, ...]) -> int:
     if downloaded:
         _console.print(f"Downloaded jar groups {', '.join(downloaded)} into {jars_root()}.")
     for message in start_services(services):
-        _console.print(escape(message))
+        _console.print(escape(message), soft_wrap=True)
     return 0
 
 
@@ -82,7 +89,7 @@ def down(services: tuple[str, ...]) -> int:
     from stack.services import stop_services
 
     for message in stop_services(services):
-        _console.print(escape(message))
+        _console.print(escape(message), soft_wrap=True)
     return 0
 
 
@@ -97,9 +104,84 @@ def demo(hours: int) -> int:
     Example:
       tidemark demo --hours 2
     """
-    from stack.demo import run_demo
+    from tidemark_cli.demo import run_demo
 
     return run_demo(hours=hours)
+
+
+@cli.command("services", short_help="Show whether the embedded stack's services run.")
+@click.argument("services", nargs=-1, type=click.Choice(SERVICES))
+def services_status(services: tuple[str, ...]) -> int:
+    """Whether Kafka, the loopback S3 and Airflow (or only SERVICES) run and answer, one line each.
+
+    Exit code 3 when one of them does not run. (`tidemark status STREAM` is a stream's partitions.)
+
+    \b
+    Example:
+      tidemark services
+    """
+    from stack.services import service
+
+    all_running = True
+    for name in services or SERVICES:
+        handle = service(name)
+        _console.print(escape(handle.status()), soft_wrap=True)
+        all_running = all_running and handle.is_running()
+    return 0 if all_running else EXIT_SERVICE_DOWN
+
+
+@cli.command(short_help="Print the stack's settings as shell export lines.")
+@click.pass_context
+def env(context: click.Context) -> int:
+    """Print `export NAME=value` lines for the settings the embedded stack needs that this shell
+    lacks (PATH always, with the venv first): a shell that evaluates them runs spark-submit,
+    airflow and the tests as the stack does. A variable already exported keeps its value.
+
+    \b
+    Example:
+      tidemark env
+      eval "$(tidemark env)"
+    """
+    for name, value in sorted(context.obj[STACK_ENVIRONMENT].items()):
+        click.echo(f"export {name}={shlex.quote(value)}")
+    return 0
+
+
+@cli.command(short_help="Download the pinned JVM jars (Maven), once.")
+def jars() -> int:
+    """Download the pinned JVM jars the jobs and the stack need (Delta, Kafka, s3proxy, ...) into
+    $TIDEMARK_JARS, with Maven; nothing when they are there. `tidemark up` does it too.
+
+    \b
+    Example:
+      tidemark jars
+    """
+    from connectors.jars import GROUPS, ensure_jars, jars_root
+
+    root = jars_root()
+    downloaded = ensure_jars(root, GROUPS)
+    if downloaded:
+        _console.print(f"Downloaded jar groups {', '.join(downloaded)} into {root}.", soft_wrap=True)
+    else:
+        _console.print(f"Jars are up to date in {root}.", soft_wrap=True)
+    return 0
+
+
+@cli.command("create-topic", short_help="Create a Kafka topic on the embedded broker (idempotent).")
+@click.argument("name")
+@click.option("--partitions", type=click.IntRange(min=1), required=True, help="How many partitions the topic has.")
+def create_topic(name: str, partitions: int) -> int:
+    """Create topic NAME with PARTITIONS partitions on the broker at $TIDEMARK_KAFKA_BOOTSTRAP;
+    a topic that exists is left as it is (and said so).
+
+    \b
+    Example:
+      tidemark create-topic telemetry --partitions 4
+    """
+    from stack.kafka_broker import create_topic as create
+
+    _console.print(escape(create(os.environ["TIDEMARK_KAFKA_BOOTSTRAP"], name, partitions)), soft_wrap=True)
+    return 0
 
 
 @cli.command(short_help="Show each partition of a stream: position, lag, watermark, status.")
@@ -234,9 +316,10 @@ def report(stream: StreamConfig, run_name, persistence: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The console script. Returns the exit code (see the module's docstring)."""
     try:
-        # Every command runs with the embedded environment, as `python -m stack` and Airflow do.
-        os.environ.update(embedded_environment())
-        code = cli.main(args=argv, prog_name="tidemark", standalone_mode=False)
+        # Every command runs with the embedded environment, as Airflow and Spark do; `env` prints it.
+        stack_environment = embedded_environment()
+        os.environ.update(stack_environment)
+        code = cli.main(args=argv, prog_name="tidemark", standalone_mode=False, obj={STACK_ENVIRONMENT: stack_environment})
     except click.exceptions.Exit as done:  # --help
         return done.exit_code
     except click.ClickException as error:  # usage errors: exit 2, with the usage line

@@ -104,7 +104,7 @@ def test_stop_is_idempotent_and_data_survives_a_restart(tmp_path):
 
 
 def _isolated_environment(tmp_path: Path, **settings: str) -> dict[str, str]:
-    # The developer's shell may hold `eval "$(python -m stack env)"` output; those values
+    # The developer's shell may hold `eval "$(tidemark env)"` output; those values
     # would win over the test's and point it at the real .tidemark/.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIDEMARK_", "AIRFLOW"))}
     env.update(TIDEMARK_HOME=str(tmp_path / "home"), TIDEMARK_JARS=str(shared_jars_root()), **settings)
@@ -117,7 +117,7 @@ def test_cli_reports_a_taken_port_in_one_line_without_traceback(tmp_path):
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
         result = subprocess.run(
-            [sys.executable, "-m", "stack", "start", "kafka"],
+            [sys.executable, "-m", "tidemark_cli", "up", "kafka"],
             cwd=REPO,
             env=_isolated_environment(tmp_path, TIDEMARK_KAFKA_PORT=str(port)),
             capture_output=True,
@@ -134,7 +134,7 @@ def test_cli_without_java_says_how_to_install_it(tmp_path):
     no_java = tmp_path / "bin"
     no_java.mkdir()
     result = subprocess.run(
-        [sys.executable, "-m", "stack", "start", "kafka"],
+        [sys.executable, "-m", "tidemark_cli", "up", "kafka"],
         cwd=REPO,
         env={**_isolated_environment(tmp_path, TIDEMARK_KAFKA_PORT=str(free_port(2))), "PATH": str(no_java)},
         capture_output=True,

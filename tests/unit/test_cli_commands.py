@@ -3,7 +3,9 @@ anything starts (exit 2, naming the option), and a stack that is not up (exit 1,
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +17,10 @@ COMMANDS = sorted(cli.commands)
 DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
 
 
-def test_the_cli_has_the_commands_of_the_issue():
-    assert COMMANDS == ["backfill", "demo", "down", "recover", "report", "status", "up"]
+def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
+    assert COMMANDS == [
+        "backfill", "create-topic", "demo", "down", "env", "jars", "recover", "report", "services", "status", "up"
+    ]
 
 
 @pytest.mark.parametrize("command", [[], *([name] for name in COMMANDS)], ids=["tidemark", *COMMANDS])
@@ -139,3 +143,27 @@ def test_down_stops_airflow_then_the_loopback_s3_then_kafka_through_the_stacks_o
 def test_an_unknown_service_is_a_usage_error(cli_home, capsys):
     assert main(["up", "spark"]) == 2
     assert "'spark' is not one of 'kafka', 's3', 'airflow'" in capsys.readouterr().err
+
+
+def test_services_says_which_run_and_exits_3_when_one_does_not(cli_home, capsys):
+    assert main(["services"]) == 3
+    assert capsys.readouterr().out.splitlines() == ["kafka: not running", "s3: not running", "airflow: not running"]
+
+
+def test_env_prints_an_export_line_for_each_setting_the_shell_lacks_and_keeps_what_it_has(cli_home, capsys):
+    import os
+
+    os.environ["TIDEMARK_CONF"] = "/somewhere/streams.yaml"  # exported by the user: theirs wins, not printed
+
+    assert main(["env"]) == 0
+
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert "TIDEMARK_CONF" not in exports and "TIDEMARK_HOME" not in exports
+    assert exports["TIDEMARK_KAFKA_BOOTSTRAP"] == f"127.0.0.1:{os.environ['TIDEMARK_KAFKA_PORT']}"
+    assert exports["AIRFLOW_HOME"] == str(cli_home / "airflow")
+    assert exports["PATH"].startswith(str(Path(sys.executable).parent) + ":")
+
+
+def test_create_topic_needs_a_partition_count(cli_home, capsys):
+    assert main(["create-topic", "orders"]) == 2
+    assert "Missing option '--partitions'" in capsys.readouterr().err

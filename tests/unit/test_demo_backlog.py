@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stack.demo_backlog import HOUR_MS, MINUTE_MS, demo_backlog
+from tidemark_cli.demo_backlog import HOUR_MS, MINUTE_MS, demo_backlog
 
 NOW = 1_795_399_980_000 + 12_345  # 12.345 s past a whole minute
 

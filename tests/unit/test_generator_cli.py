@@ -78,7 +78,7 @@ def test_an_unreachable_broker_fails_with_exit_1_and_says_how_to_start_it(capsys
     assert main(["--bootstrap", "127.0.0.1:1", "backlog", "--hours", "1"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "Kafka at 127.0.0.1:1 is not reachable: start it with `make up` or `python -m stack start kafka`" in captured.err
+    assert "Kafka at 127.0.0.1:1 is not reachable: start it with `make up` or `tidemark up kafka`" in captured.err
     assert "Traceback" not in captured.err
 
 

@@ -1,10 +1,13 @@
-"""``make demo``: the embedded stack end to end, as a newcomer first sees it.
+"""``tidemark demo`` (``make demo``): the embedded stack end to end, as a newcomer first sees it.
 
 Starts the broker and Airflow, creates the demo topic, produces a few simulated hours with all
 four partition profiles (and some bad records), runs the persist DAG through Airflow's API, and
 prints per partition what was produced, persisted and quarantined, then where the UI is.
 Idempotent: run it again and it adds another backlog and persists it; that backlog starts after
-the stream's global watermark (stack.demo_backlog), so none of it is late.
+the stream's global watermark (tidemark_cli.demo_backlog), so none of it is late.
+
+The demo lives in the CLI, not in the stack: it starts the stack's services, then reads the lake
+(connectors.lake_reader) and the quality summary (tidemark.quality_summary) as a user would.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import sys
 import time
 from pathlib import Path
 
-from stack.airflow_api import AirflowApi
-from connectors.lake_reader import last_global_watermark_ms
-from stack.airflow_standalone import AirflowStandalone
-from stack.demo_backlog import demo_backlog
-from stack.environment import tidemark_home
-from stack.errors import StackError
 from connectors.jars import GROUPS, ensure_jars, jars_root
+from connectors.lake_reader import last_global_watermark_ms
+from stack.airflow_api import AirflowApi
+from stack.airflow_standalone import AirflowStandalone
+from stack.environment import tidemark_home
 from stack.kafka_broker import KafkaBroker, create_topic
+from tidemark.quality_summary import QualitySummaryError, read_quality_summary
+from tidemark_cli.command_failed import CommandFailed
+from tidemark_cli.demo_backlog import demo_backlog
 
 DEMO_STREAM = "telemetry"
 
@@ -31,7 +35,7 @@ DEMO_STREAM = "telemetry"
 def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     from tidemark.duration import format_duration_ms
     from tidemark.event_time_text import format_event_time
-    from tidemark.stream_config import StreamConfigError, load_stream
+    from tidemark.stream_config import load_stream
 
     ensure_jars(jars_root(), GROUPS)
     _step("Starting the local Kafka broker")
@@ -46,10 +50,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())
 
-    try:
-        stream = load_stream(os.environ["TIDEMARK_CONF"], DEMO_STREAM)
-    except StreamConfigError as error:
-        raise StackError(str(error)) from None
+    stream = load_stream(os.environ["TIDEMARK_CONF"], DEMO_STREAM)
     create_topic(stream.source.bootstrap_servers, stream.source.topic, stream.source.partitions)
 
     reports = tidemark_home() / "reports"
@@ -72,14 +73,14 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)")
     password = airflow.admin_password()
     if password is None:
-        raise StackError(f"no admin password in {airflow.password_file}; restart Airflow with `make down up`")
+        raise CommandFailed(f"no admin password in {airflow.password_file}; restart Airflow with `tidemark down airflow` then `tidemark up`")
     api = AirflowApi(airflow.url, "admin", password)
     api.wait_for_dag(dag_id)
     api.unpause(dag_id)
     run_id = api.trigger(dag_id)
     state = api.wait_for_run(dag_id, run_id)
     if state != "success":
-        raise StackError(f"the run {run_id} ended {state}; its task log is in the UI: {airflow.url}/dags/{dag_id}")
+        raise CommandFailed(f"the run {run_id} ended {state}; its task log is in the UI: {airflow.url}/dags/{dag_id}")
     print(f"Run {run_id}: {state}")
 
     _step("Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread")
@@ -139,7 +140,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         f"Quality:     {summary_html}  (and Data Docs, linked from it)\n"
         f"Backfill:    {airflow.url}/dags/{backfill_dag}  (Trigger with params for any range; daily reconciliation at "
         f"{stream.backfill.reconcile_schedule} UTC)\n"
-        f"Stop with:   make down"
+        f"Stop with:   tidemark down  (or make down)"
     )
     return 0
 
@@ -167,13 +168,16 @@ def _print_quality_summary(runs: Path) -> Path | None:
     if not summaries:
         print("(no quality summary was written; see the check task's log in the UI)")
         return None
-    summary = json.loads(summaries[-1].read_text())
+    try:
+        summary = read_quality_summary(summaries[-1])
+    except QualitySummaryError as error:
+        print(f"({error})")
+        return summaries[-1].with_suffix(".html")
     checked = sorted(path.stem for path in (runs.parent / "hours").glob("*.json"))
-    print(f"Hours checked by this run: {', '.join(summary['hours']) or 'none new'}; sealed hours checked so far: {len(checked)}"
+    print(f"Hours checked by this run: {', '.join(summary.hours) or 'none new'}; sealed hours checked so far: {len(checked)}"
           + (f", the latest {checked[-1]}" if checked else ""))  # fmt: skip
-    for partition in summary["partitions"]:
-        reasons = "; ".join(partition.get("reasons") or [])
-        print(f"  partition {partition['partition']}: {partition['status']:<8} {reasons}")
+    for partition in summary.partitions:
+        print(f"  partition {partition.partition}: {partition.status.value:<8} {'; '.join(partition.reasons)}")
     return summaries[-1].with_suffix(".html")
 
 
@@ -185,4 +189,4 @@ def _run(command: list[str], quiet: bool = False) -> None:
     result = subprocess.run(command, capture_output=quiet, text=True)
     if result.returncode != 0:
         detail = (result.stderr or "")[-2000:] if quiet else ""
-        raise StackError(f"`{' '.join(command[1:4])} ...` failed with exit code {result.returncode}\n{detail}")
+        raise CommandFailed(f"`{' '.join(command[1:4])} ...` failed with exit code {result.returncode}\n{detail}")
