@@ -12,12 +12,12 @@ import os
 from pathlib import Path
 
 import pendulum
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import Param, dag, task
 from airflow.timetables.trigger import CronTriggerTimetable
 
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.backfill_operator import BackfillOperator
+from tidemark_airflow.recovery_trigger import trigger_recovery
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
@@ -90,13 +90,7 @@ it can be and the run fails, naming the lost offsets and event times.
             conn_id=stream.persist.spark_conn_id,
         )  # fmt: skip
 
-        @task
-        def recovery_requests(result: dict) -> list[dict]:
-            return (result.get("comparison") or {}).get("recovery_requests", [])
-
-        triggered = TriggerDagRunOperator.partial(
-            task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream.name}"
-        ).expand(conf=recovery_requests(backfilled.output))
+        triggered = trigger_recovery(stream.name, backfilled.output, within="comparison")
 
         @task(trigger_rule="all_done")
         def verdict(result: dict) -> None:

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pendulum
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag, task
 from airflow.timetables.trigger import CronTriggerTimetable
 
@@ -17,6 +16,7 @@ from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import QualityFindings
 from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.recovery_trigger import trigger_recovery
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
@@ -46,13 +46,7 @@ against persisted rows), no hour report is rewritten; a hole triggers
             conn_id=stream.persist.spark_conn_id,
         )  # fmt: skip
 
-        @task
-        def recovery_requests(result: dict) -> list[dict]:
-            return result.get("recovery_requests", [])
-
-        triggered = TriggerDagRunOperator.partial(
-            task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream.name}"
-        ).expand(conf=recovery_requests(check.output))
+        triggered = trigger_recovery(stream.name, check.output)
 
         # A failed verdict sends one alarm for the run (the stream's alerts:, if any).
         @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name, check_task_id="sweep")))
