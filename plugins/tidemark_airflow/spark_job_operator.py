@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 # The project's root: spark-submit needs the jobs as file paths, not module names.
@@ -33,37 +35,78 @@ _FORWARDED_ENVIRONMENT = (
 )
 
 
+@dataclass(frozen=True)
+class DerivedSubmit:
+    """What tidemark adds to one spark-submit: spark properties (the master's placement and the
+    driver's heap), files to ship, the job's environment and its arguments."""
+
+    conf: dict[str, str]
+    py_files: tuple[str, ...]
+    jars: tuple[str, ...]
+    env_vars: dict[str, str]
+    application_args: list[str]
+
+
 class TidemarkSparkJobOperator(SparkSubmitOperator):
     """Runs one of tidemark's Spark jobs for ``stream``; subclasses set the job and its arguments.
 
     The stream's configuration is validated when the task starts, before anything is submitted:
     a bad value fails the task at once, without retries, naming the key. The Spark master comes
     from the connection ``conn_id`` (``{"conn_type": "spark", "host": "local[*]"}`` embedded).
+
+    The driver's heap is tidemark's to size: ``spark.driver.memory`` is ``TIDEMARK_DRIVER_MEMORY``
+    when set, else the heap the stream's row budget needs (tidemark.batch_memory), unless the
+    operator's own ``conf`` sets it. No ``--driver-memory`` is passed: spark-submit lets that flag
+    override ``spark.driver.memory``, so a ``driver_memory`` argument is refused.
+
+    The provider is extended where it expects: settings go through ``__init__``, and tidemark's
+    derived ones reach the hook through ``_get_hook()``. One ``submit`` per task run: the provider
+    keeps the hook it built (``on_kill`` stops that spark-submit).
     """
 
     template_fields = (*SparkSubmitOperator.template_fields, "stream")
 
-    def __init__(self, *, stream: str, conf_path: str, job: str, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        stream: str,
+        conf_path: str,
+        job: str,
+        conn_id: str = "spark_default",
+        deploy_mode: str | None = None,
+        driver_memory: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if driver_memory is not None:
+            raise ValueError(
+                f"driver_memory={driver_memory!r}: tidemark sizes the driver of its jobs itself (spark-submit's "
+                "--driver-memory would override it); set the stream's persist.driver_memory, or "
+                "TIDEMARK_DRIVER_MEMORY in the environment of Airflow's workers, or conf={'spark.driver.memory': ...}."
+            )
         kwargs.setdefault("name", f"tidemark-{Path(job).stem}-{stream}")
-        super().__init__(application=str(PROJECT / job), **kwargs)
+        super().__init__(application=str(PROJECT / job), conn_id=conn_id, deploy_mode=deploy_mode, **kwargs)
         self.stream = stream
         self.conf_path = conf_path
+        self.conn_id = conn_id
+        self.deploy_mode = deploy_mode
+        self._driver_conf: dict[str, str] | None = None  # load_stream() sizes the driver
+        self._derived: DerivedSubmit | None = None  # set for the length of submit()
+        self._submitted = False
 
     def load_stream(self):
-        """The stream's validated configuration; a bad one fails the task without retries."""
+        """The stream's validated configuration; a bad one fails the task without retries.
+
+        Also sizes the driver (``spark.driver.memory``): a budget that cannot fit fails here too.
+        """
         from airflow.sdk.exceptions import AirflowFailException
 
-        from connectors.jars import delta_classpath
+        from connectors.spark_session import batch_job_conf
         from tidemark.stream_config import StreamConfigError, load_stream
-
-        from tidemark.batch_memory import machine_memory_mib, persist_driver_memory_mib
 
         try:
             stream = load_stream(self.conf_path, self.stream)
-            self._classpath = delta_classpath()
-            # The driver's heap is sized to the stream's row budget; one that cannot fit fails here.
-            self._driver_memory = f"{persist_driver_memory_mib(stream, machine_memory_mib())}m"
-        except (StreamConfigError, RuntimeError, ValueError) as error:
+            self._driver_conf = batch_job_conf(stream)
+        except (StreamConfigError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream
 
@@ -74,53 +117,91 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         on ``local[...]`` Delta on the classpath; on a cluster also the Delta jars and tidemark's
         code shipped to the executors, and on a standalone master the driver's address, after the
         master has been reached: one that cannot be fails the task within seconds, naming the
-        master and what to check (retried as the task's retries say). Settings in the operator's
-        ``conf`` win over the derived ones.
+        master and what to check (retried as the task's retries say). A connection that does not
+        exist, or that Spark cannot use, fails the task without retries. Settings in the operator's
+        ``conf`` win over the derived ones. A spark-submit that exits non-zero raises the
+        provider's ``AirflowException`` with its exit code and its last lines of output.
         """
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-        from connectors.jars import group_jars, jars_root
+        from connectors.jars import JarsError, delta_classpath, group_jars, jars_root
+        from tidemark_airflow.aws_connection import apply_aws_connection
         from tidemark_airflow.spark_master import SparkConnectionError, SparkMasterUnreachable, spark_master
 
-        connection = self._get_hook()._connection  # the master as the Spark provider resolves it
-        users = (self.conf, self.py_files, self.jars)
+        if self._driver_conf is None:
+            raise RuntimeError("load_stream() sizes the driver: call it before submit()")
+        if self._submitted:
+            raise RuntimeError("one spark-submit per task run: the provider keeps the hook of the first")
+        self._submitted = True
+        connection = self.spark_connection()
         with tempfile.TemporaryDirectory(prefix="tidemark-submit-") as workspace:
             try:
-                master = spark_master(connection["master"], connection["deploy_mode"], self._conn_id)
+                master = spark_master(connection.master, connection.deploy_mode, connection.conn_id)
                 placement = master.submit_settings(
-                    self._classpath, group_jars(jars_root(), "delta"), PROJECT, Path(workspace)
+                    delta_classpath(), group_jars(jars_root(), "delta"), PROJECT, Path(workspace)
                 )
             except SparkMasterUnreachable as error:
                 raise AirflowException(str(error)) from None
-            except (SparkConnectionError, FileNotFoundError) as error:
+            except (SparkConnectionError, FileNotFoundError, JarsError) as error:
                 raise AirflowFailException(str(error)) from None
-            self.log.info("Spark master %s: %s", connection["master"], type(master).__name__)
-            from tidemark_airflow.aws_connection import apply_aws_connection
-
+            self.log.info("Spark master %s: %s", connection.master, type(master).__name__)
             aws_conn_id = apply_aws_connection()
             if aws_conn_id:
                 self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
-            self.application_args = arguments
-            self.conf = {
-                **placement.conf,
-                "spark.driver.memory": os.environ.get("TIDEMARK_DRIVER_MEMORY", self._driver_memory),
-                **(self.conf or {}),
-            }
-            self.py_files = ",".join(filter(None, [*placement.py_files, self.py_files]))
-            self.jars = ",".join(filter(None, [*placement.jars, self.jars]))
-            self.env_vars = {
-                **{name: os.environ[name] for name in _FORWARDED_ENVIRONMENT if name in os.environ},
-                **(self.env_vars or {}),
-            }
+            self._derived = DerivedSubmit(
+                conf={**placement.conf, **self._driver_conf},
+                py_files=placement.py_files,
+                jars=placement.jars,
+                env_vars={name: os.environ[name] for name in _FORWARDED_ENVIRONMENT if name in os.environ},
+                application_args=list(arguments),
+            )
             try:
-                self.submit_job(context)
+                # The shipped zip lives as long as this spark-submit.
+                self.run_spark_submit(context, self._derived.application_args)
             finally:
-                # The shipped zip lives as long as this submit; a second submit derives afresh.
-                self.conf, self.py_files, self.jars = users
-                self._hook = None
+                self._derived = None
 
-    def submit_job(self, context: Any) -> None:
-        """Run spark-submit with the prepared arguments (tests replace this with a fake job)."""
+    def spark_connection(self):
+        """The master and deploy mode of ``conn_id``, read through Airflow's Connection API as the
+        provider reads them (tidemark_airflow.spark_connection). A connection that does not exist
+        fails the task, naming it (the provider would fall back to YARN)."""
+        from airflow.sdk import BaseHook
+        from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+        from tidemark_airflow.spark_connection import SparkConnection
+
+        try:
+            connection = BaseHook.get_connection(self.conn_id)
+        except AirflowNotFoundException:
+            raise AirflowFailException(
+                f"The Spark connection {self.conn_id!r} is not defined: add it in Airflow, or set "
+                f"AIRFLOW_CONN_{self.conn_id.upper()}='{{\"conn_type\": \"spark\", \"host\": \"local[*]\"}}' "
+                "in the environment of Airflow's workers (the stream's persist.spark_conn_id names it)."
+            ) from None
+        return SparkConnection.of(self.conn_id, connection, self.deploy_mode)
+
+    def _get_hook(self) -> SparkSubmitHook:
+        """The provider's hook, built by the provider from the operator's settings with what this
+        submit derives added: the operator's own ``conf``, ``py_files``, ``jars`` and ``env_vars``
+        win or come along. The provider builds its hook from those public settings, so they are
+        presented merged for the length of the call and left as the user set them."""
+        derived = self._derived
+        if derived is None:  # on_kill before any submit, or a caller of the provider's own
+            return super()._get_hook()
+        own = (self.conf, self.py_files, self.jars, self.env_vars, self.application_args)
+        self.conf = {**derived.conf, **(self.conf or {})}
+        self.py_files = ",".join(filter(None, [*derived.py_files, self.py_files]))
+        self.jars = ",".join(filter(None, [*derived.jars, self.jars]))
+        self.env_vars = {**derived.env_vars, **(self.env_vars or {})}
+        self.application_args = derived.application_args
+        try:
+            return super()._get_hook()
+        finally:
+            self.conf, self.py_files, self.jars, self.env_vars, self.application_args = own
+
+    def run_spark_submit(self, context: Any, arguments: list[str]) -> None:
+        """Run spark-submit through the provider; ``arguments`` (the job's) reach it through
+        ``_get_hook()``. Tests replace this with a fake job that reads them here."""
         super().execute(context)
 
 

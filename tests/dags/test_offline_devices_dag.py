@@ -31,8 +31,7 @@ class FakeJobOfflineDevicesOperator(OfflineDevicesOperator):
         super().__init__(**kwargs)
         self.writes_summary = writes_summary
 
-    def submit_job(self, context):
-        args = self.application_args
+    def run_spark_submit(self, context, args):
         if self.writes_summary:
             with open(args[args.index("--result") + 1], "w") as summary_file:
                 json.dump({{"slices": 2, "records": 1200, "read_until": "2026-11-21T20:00:00.000Z",

@@ -30,8 +30,7 @@ class FakeJobPersistStreamOperator(PersistStreamOperator):
         super().__init__(**kwargs)
         self.summary = summary
 
-    def submit_job(self, context):
-        args = self.application_args
+    def run_spark_submit(self, context, args):
         if self.summary is not None:
             with open(args[args.index("--run-summary") + 1], "w") as summary_file:
                 json.dump(self.summary, summary_file)

@@ -5,6 +5,7 @@ No Airflow here: tidemark_airflow.spark_master is the pure half of the operator'
 
 from __future__ import annotations
 
+import ast
 import socket
 import time
 import zipfile
@@ -16,6 +17,7 @@ from tidemark_airflow.spark_master import (
     ClusterMaster,
     LocalMaster,
     SparkConnectionError,
+    SHIPPED_PACKAGES,
     SparkMasterUnreachable,
     StandaloneMaster,
     package_code,
@@ -145,3 +147,21 @@ def test_the_code_zip_is_the_same_for_the_same_checkout_and_refuses_a_folder_tha
 
     with pytest.raises(FileNotFoundError, match="is not a Python package: is .* tidemark's checkout"):
         package_code(tmp_path, tmp_path / "c.zip")
+
+
+def test_nothing_shipped_to_the_executors_imports_the_dev_stack():
+    """Executors get SHIPPED_PACKAGES only: a module of theirs importing stack/ would fail there."""
+    importing_stack = []
+    for package in SHIPPED_PACKAGES:
+        for source in sorted((REPO / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(source.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                else:
+                    continue
+                if any(name == "stack" or name.startswith("stack.") for name in names):
+                    importing_stack.append(str(source.relative_to(REPO)))
+    assert "stack" not in SHIPPED_PACKAGES
+    assert importing_stack == []
