@@ -240,8 +240,8 @@ def _tidemark_run(
     per_batch: dict[int, dict[int, int]] = {}
     records_per_batch: dict[int, int] = {}
     for row in admitted:
-        per_batch.setdefault(row["batch_id"], {})[row["source_partition"]] = row["max_event_time_ms"]
-        records_per_batch[row["batch_id"]] = records_per_batch.get(row["batch_id"], 0) + row["records"] + row.get("late", 0)
+        per_batch.setdefault(row["step_id"], {})[row["source_partition"]] = row["max_event_time_ms"]
+        records_per_batch[row["step_id"]] = records_per_batch.get(row["step_id"], 0) + row["records"] + row.get("late", 0)
     read = {p: 0 for p in partitions}
     for row in lake["ledger"]:
         read[row["source_partition"]] += row["records"] + row["quarantined"] + row.get("late", 0)

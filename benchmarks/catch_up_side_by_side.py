@@ -513,9 +513,9 @@ def tidemark_lake_figures(stream) -> dict:
         path = stream.table_path(table)
         return DeltaTable(path).count() if DeltaTable.is_deltatable(path) else 0
 
-    ledger = pa.table(DeltaTable(stream.table_path("ledger")).scan(columns=["batch_id", "records", "late", "quarantined"]))
+    ledger = pa.table(DeltaTable(stream.table_path("ledger")).scan(columns=["step_id", "records", "late", "quarantined"]))
     admitting = pc.greater(pc.add(pc.add(ledger["records"], ledger["late"]), ledger["quarantined"]), 0)
-    aligned_slices = len(pc.unique(ledger.filter(admitting)["batch_id"]))
+    aligned_slices = len(pc.unique(ledger.filter(admitting)["step_id"]))
     late_per_partition: dict[int, int] = {}
     if DeltaTable.is_deltatable(stream.table_path("late")):
         partitions = pa.table(DeltaTable(stream.table_path("late")).scan(columns=["source_partition"]))["source_partition"]

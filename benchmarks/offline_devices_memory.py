@@ -210,11 +210,11 @@ from deltalake import DeltaTable
 events = pa.table(DeltaTable({str(lake / 'events')!r}).scan(columns=["source_partition", "event_time"]))
 hours = pa.table(DeltaTable({str(lake / 'seals')!r}).scan(columns=["hour"])).column("hour").cast(pa.int64())
 ledger = pa.table(DeltaTable({str(lake / 'ledger')!r}).scan(
-    columns=["batch_id", "source_partition", "records", "min_event_time", "max_event_time"])).to_pylist()
+    columns=["step_id", "source_partition", "records", "min_event_time", "max_event_time"])).to_pylist()
 parts = events.column("source_partition")
 # How far behind partition {FROZEN}'s records reached the lake: the oldest record of its first batch
 # after the freeze against the newest record the other partitions had persisted before it.
-read = sorted(r["batch_id"] for r in ledger if r["source_partition"] == {FROZEN} and r["records"])
+read = sorted(r["step_id"] for r in ledger if r["source_partition"] == {FROZEN} and r["records"])
 resumed = next(b for a, b in zip(read, read[1:]) if b > a + 1)
 others = max(r["max_event_time"] for r in ledger if r["source_partition"] != {FROZEN} and r["records"] and r["batch_id"] < resumed)
 oldest = min(r["min_event_time"] for r in ledger if r["source_partition"] == {FROZEN} and r["batch_id"] == resumed)

@@ -4,7 +4,7 @@
 
 Prints one JSON object on stdout:
 
-    ledger   one entry per ledger row: batch_id, source_partition, records, quarantined, late,
+    ledger   one entry per ledger row: step_id, source_partition, records, quarantined, late,
              min/max event time (ms since the epoch, UTC), partition_watermark_ms,
              partition_status, slicing (columns the ledger does not have yet are left out)
     late_per_partition   rows of the late table per source partition ({} when there is no table)
@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 _TIME_COLUMNS = ("min_event_time", "max_event_time", "partition_watermark")
-_PLAIN_COLUMNS = ("batch_id", "source_partition", "records", "quarantined", "late", "partition_status", "slicing")
+_PLAIN_COLUMNS = ("step_id", "source_partition", "records", "quarantined", "late", "partition_status", "slicing")
 
 
 def main() -> int:
@@ -46,7 +46,7 @@ def main() -> int:
     columns = [F.col(name) for name in _PLAIN_COLUMNS if name in present] + [
         F.unix_millis(name).alias(f"{name}_ms") for name in _TIME_COLUMNS if name in present
     ]
-    rows = [row.asDict() for row in ledger.select(*columns).orderBy("batch_id", "source_partition").collect()]
+    rows = [row.asDict() for row in ledger.select(*columns).orderBy("step_id", "source_partition").collect()]
 
     late_per_partition = {}
     if Path(f"{root}/late/_delta_log").is_dir():

@@ -156,18 +156,18 @@ def _read_lake(lake: Path, env: dict) -> dict:
         if (lake / table / "_delta_log").exists():
             rows = spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect()
             offsets += [(r.source_partition, r.source_offset) for r in rows]
-    ledger = [row.asDict() for row in spark.read.format("delta").load(str(lake / "ledger")).orderBy("batch_id", "source_partition").collect()]
+    ledger = [row.asDict() for row in spark.read.format("delta").load(str(lake / "ledger")).orderBy("step_id", "source_partition").collect()]
     spark.stop()
-    columns = ("batch_id", "source_partition", "start_offset", "end_offset", "data_records", "records", "late", "quarantined")
+    columns = ("step_id", "source_partition", "start_offset", "end_offset", "data_records", "records", "late", "quarantined")
 
     def offsets_without_data(row) -> int:
         return row["end_offset"] - row["start_offset"] - row.get("data_records", row["records"] + row["late"] + row["quarantined"])
 
-    showing = next((row["batch_id"] for row in ledger if offsets_without_data(row) > 0), ledger[-1]["batch_id"] if ledger else None)
+    showing = next((row["step_id"] for row in ledger if offsets_without_data(row) > 0), ledger[-1]["step_id"] if ledger else None)
     return {
         "offsets": offsets,
-        "batches": len({row["batch_id"] for row in ledger}),
-        "one_batch": [{c: row[c] for c in columns if c in row} for row in ledger if row["batch_id"] == showing],
+        "batches": len({row["step_id"] for row in ledger}),
+        "one_batch": [{c: row[c] for c in columns if c in row} for row in ledger if row["step_id"] == showing],
     }
 
 

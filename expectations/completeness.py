@@ -37,7 +37,7 @@ class HoleRange:
     start: int
     end: int
     mode: str
-    batch_id: int
+    step_id: int
     data_records: int
     persisted: int
     missing: tuple[OffsetRange, ...]
@@ -47,7 +47,7 @@ class HoleRange:
             "start": self.start,
             "end": self.end,
             "mode": self.mode,
-            "batch_id": self.batch_id,
+            "step_id": self.step_id,
             "data_records": self.data_records,
             "persisted": self.persisted,
             "missing": spans_json(self.missing),
@@ -65,7 +65,7 @@ class RangeFacts:
     def row(self, row_id: int) -> tuple:
         e = self.entry
         return (
-            row_id, hour_text(self.hour_ms), e.partition, e.mode, e.batch_id, e.start, e.end,
+            row_id, hour_text(self.hour_ms), e.partition, e.mode, e.step_id, e.start, e.end,
             e.data_records, self.persisted, offsets_in(self.unread),
         )  # fmt: skip
 
@@ -77,7 +77,7 @@ def family() -> CheckFamily:
         name=NAME,
         columns=(
             ("row_id", "INT"), ("hour", "STRING"), ("source_partition", "INT"), ("mode", "STRING"),
-            ("batch_id", "BIGINT"), ("start_offset", "BIGINT"), ("end_offset", "BIGINT"),
+            ("step_id", "BIGINT"), ("start_offset", "BIGINT"), ("end_offset", "BIGINT"),
             ("data_records", "BIGINT"), ("persisted", "BIGINT"), ("unread_next_to", "BIGINT"),
         ),  # fmt: skip
         index_columns=("row_id", "hour", "source_partition", "start_offset", "end_offset"),
@@ -156,7 +156,7 @@ def findings(outcome: FamilyOutcome, rows: list[RangeFacts]) -> list[Finding]:
     found = []
     for fact in unexpected_rows(outcome, "persisted_equals_data_records", rows):
         e = fact.entry
-        where = f"hour {hour_text(fact.hour_ms)}: {e.mode} range [{e.start}, {e.end}) of batch {e.batch_id}"
+        where = f"hour {hour_text(fact.hour_ms)}: {e.mode} range [{e.start}, {e.end}) of step {e.step_id}"
         if fact.persisted < e.data_records:
             without_data = e.end - e.start - e.data_records
             note = (
@@ -164,7 +164,7 @@ def findings(outcome: FamilyOutcome, rows: list[RangeFacts]) -> list[Finding]:
                 if without_data > 0
                 else ""
             )
-            hole = HoleRange(e.partition, e.start, e.end, e.mode, e.batch_id, e.data_records, fact.persisted, fact.missing)
+            hole = HoleRange(e.partition, e.start, e.end, e.mode, e.step_id, e.data_records, fact.persisted, fact.missing)
             found.append(
                 Finding(
                     e.partition, NAME, QualityStatus.HOLE,

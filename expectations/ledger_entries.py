@@ -21,7 +21,7 @@ class LedgerEntry:
     """One ledger row. ``data_records`` is the row's own count, or records + late + quarantined
     in rows written before the ledger counted data records."""
 
-    batch_id: int
+    step_id: int
     partition: int
     mode: str
     start: int
@@ -73,7 +73,7 @@ def read_ledger(ledger_frame) -> list[LedgerEntry]:
         F.col("data_records"), F.col("records") + F.col("late") + F.col("quarantined"), F.lit(0)
     )
     rows = ledger_frame.select(
-        F.col("batch_id"),
+        F.col("step_id"),
         F.col("source_partition"),
         F.col("mode"),
         F.col("start_offset"),
@@ -87,7 +87,7 @@ def read_ledger(ledger_frame) -> list[LedgerEntry]:
         millis("read_time").alias("read_time_ms"),
     ).collect()
     entries = [LedgerEntry(*row) for row in rows]
-    return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.batch_id))
+    return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.step_id))
 
 
 def live_position(entries: list[LedgerEntry], partition: int) -> int | None:

@@ -52,7 +52,7 @@ def partition_quality(
     hole_ranges = {}
     for finding in found:
         if finding.hole_range is not None:
-            hole_ranges.setdefault((finding.hole_range.start, finding.hole_range.end, finding.hole_range.batch_id), finding.hole_range)
+            hole_ranges.setdefault((finding.hole_range.start, finding.hole_range.end, finding.hole_range.step_id), finding.hole_range)
     reasons = list(dict.fromkeys(finding.reason for finding in found)) or [stall_fact.verdict.reason]
     status = worst(finding.status for finding in found)
     reason = next((finding.reason for finding in found if finding.status is status), reasons[0])

@@ -43,14 +43,14 @@ class LedgerHistory:
         watermarks: list[int | None] = [None] * self.partitions
         global_watermark: int | None = None
         rows = []
-        for batch_id, read_ms in enumerate(range(self.start_ms, self.end_ms, self.interval_ms)):
+        for step_id, read_ms in enumerate(range(self.start_ms, self.end_ms, self.interval_ms)):
             stalled_now = self.stalled_since_ms is not None and read_ms >= self.stalled_since_ms
             ceiling = None if not stalled_now or global_watermark is None else global_watermark + self.max_drift_ms - self.bound_ms - 1
             batch = []
             for p in range(self.partitions):
                 start = positions[p]
                 newest_event = read_ms - MINUTE_MS
-                if p == self.idle_partition and batch_id > 0:
+                if p == self.idle_partition and step_id > 0:
                     status, read = "IDLE", 0
                 elif p == self.stalled_partition and stalled_now:
                     log_ends[p] += self.records_per_batch
@@ -74,7 +74,7 @@ class LedgerHistory:
             for p, start, read, status, newest_event in batch:
                 rows.append(
                     (
-                        self.stream, batch_id, p, "live", start, start + read, log_ends[p], read, 0, 0, read,
+                        self.stream, step_id, p, "live", start, start + read, log_ends[p], read, 0, 0, read,
                         _datetime(newest_event - self.interval_ms) if read else None, _datetime(newest_event) if read else None,
                         _datetime(watermarks[p]), _datetime(global_watermark), status, "event_time", _datetime(read_ms),
                         None, False, self.writer,

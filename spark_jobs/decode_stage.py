@@ -103,7 +103,7 @@ class BatchDecoder:
         values = batch.column("value").to_pylist()
         read_times = batch.column("read_time_ms").to_pylist()
         partitions = batch.column("source_partition").to_pylist()
-        steps = batch.column("batch_seq").to_pylist()
+        steps = batch.column("step_id").to_pylist()
         routed_under = batch.column("global_watermark_ms").to_pylist()
         if self._routing is not None:
             offsets = batch.column("source_offset").to_pylist()

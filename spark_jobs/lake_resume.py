@@ -30,11 +30,11 @@ def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
     from pyspark.sql import functions as F
 
     furthest = Window.partitionBy("source_partition").orderBy(
-        F.col("end_offset").desc(), F.col("read_time").desc(), F.col("batch_id").desc()
+        F.col("end_offset").desc(), F.col("read_time").desc(), F.col("step_id").desc()
     )
     live = tables.read("ledger").where(F.col("mode") == "live")
     rows = live.withColumn("rank", F.row_number().over(furthest)).where(F.col("rank") == 1).collect()
-    last_batch_id = live.agg(F.max("batch_id")).first()[0]
+    last_step_id = live.agg(F.max("step_id")).first()[0]
     positions = [
         LedgerPosition(
             partition=row.source_partition,
@@ -49,7 +49,7 @@ def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
         for row in rows
     ]
     sealed_g = tables.read("seals").agg(F.max("global_watermark")).first()[0]
-    state = resume_state(positions, _ms(sealed_g), now_ms, -1 if last_batch_id is None else last_batch_id)
+    state = resume_state(positions, _ms(sealed_g), now_ms, -1 if last_step_id is None else last_step_id)
     if state is None:
         return None
     beyond = _written_beyond(tables, state.positions())

@@ -10,6 +10,7 @@ Each commit's user metadata names its writer (see ``recent_commits``).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from spark_jobs.streaming_checkpoint import hadoop_file_system
@@ -20,10 +21,13 @@ from tidemark.table_schemas import (
     EVENTS_PARTITIONING,
     LEDGER_COLUMNS,
     QUARANTINE_COLUMNS,
+    RENAMED_COLUMNS,
     SEALS_COLUMNS,
     events_columns,
     late_columns,
 )
+
+_log = logging.getLogger("tidemark.lake_tables")
 
 TABLES = ("events", "late", "quarantine", "ledger", "seals", "claims")
 
@@ -115,6 +119,7 @@ class LakeTables:
 
         properties = _AUTO_COMPACT if table in _SMALL_APPEND_TABLES else {}
         if DeltaTable.isDeltaTable(self._spark, self.path(table)):
+            self._rename_old_columns(table)
             self._add_missing_columns(table, columns)
             self._add_missing_properties(table, properties)
             return False
@@ -154,6 +159,34 @@ class LakeTables:
             settings = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
             self._spark.sql(f"ALTER TABLE delta.`{self.path(table)}` SET TBLPROPERTIES ({settings})")
 
+    def _rename_old_columns(self, table: str) -> None:
+        """A table written by an older tidemark gains the columns' new names
+        (tidemark.table_schemas.RENAMED_COLUMNS) without losing a row: Delta column mapping by name
+        turns a rename into one metadata commit; the Parquet files keep the old name underneath.
+
+        Readers: Spark and deltalake's QueryBuilder read the new name. deltalake 1.6.6's pyarrow
+        reader (``to_pyarrow_table``) returns nulls for a renamed column of such a table, so
+        tidemark's deltalake reads never select a renamed column (they read neither).
+        """
+        existing = {field.name for field in self.read(table).schema.fields}
+        pending = [(old, new) for old, new in RENAMED_COLUMNS.get(table, ()) if old in existing and new not in existing]
+        if not pending:
+            return
+        path = self.path(table)
+        try:
+            self._spark.sql(
+                f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+                "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+            )
+            for old, new in pending:
+                self._spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `{old}` TO `{new}`")
+        except _delta_conflicts():
+            # Another job of the stream renamed it at the same moment: theirs is the same rename.
+            renamed = {field.name for field in self.read(table).schema.fields}
+            if any(new not in renamed for _, new in pending):
+                raise
+        _log.info({"event": "columns_renamed", "table": path, "renamed": [f"{old} -> {new}" for old, new in pending]})
+
     def _add_missing_columns(self, table: str, columns: list[tuple[str, str]]) -> None:
         """A table written by an older tidemark gains the columns added since (null in old rows),
         each in its place in the schema, so every lake has one layout; without this the next
@@ -170,12 +203,12 @@ class LakeTables:
         """Append ``frame`` to ``table``; the commit's user metadata names ``writer``."""
         frame.write.format("delta").mode("append").option("userMetadata", writer).save(self.path(table))
 
-    def holds_ledger_batch(self, writer: str, batch_ids: list[int]) -> bool:
-        """Whether the ledger has rows of ``writer`` under any of ``batch_ids`` (a batch's ledger
+    def holds_ledger_steps(self, writer: str, step_ids: list[int]) -> bool:
+        """Whether the ledger has rows of ``writer`` under any of ``step_ids`` (a batch's ledger
         rows are one commit: one of them there means all are)."""
         from pyspark.sql import functions as F
 
-        rows = self.read("ledger").where((F.col("writer") == writer) & F.col("batch_id").isin(batch_ids))
+        rows = self.read("ledger").where((F.col("writer") == writer) & F.col("step_id").isin(step_ids))
         return rows.limit(1).count() > 0
 
     def sealed_among(self, hours_ms: list[int]) -> set[int]:
@@ -332,3 +365,4 @@ class LakeTables:
 
     def read(self, table: str):
         return self._spark.read.format("delta").load(self.path(table))
+

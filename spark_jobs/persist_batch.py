@@ -139,15 +139,15 @@ class PersistBatch:
         self._tables_ready = tables_ready
         self._crash = crash or CrashSwitch(None)
 
-    def __call__(self, raw, batch_id: int) -> None:
+    def __call__(self, raw, micro_batch_id: int) -> None:
         started = time.monotonic()
         if self._tables_ready is not None:
             self._tables_ready.result()  # raises what went wrong creating or upgrading the tables
         writer = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
         self._crash.batch_started()
         spark = raw.sparkSession
-        replay = batch_id == self._replayed_batch
-        planned = planned_ranges(spark, self._checkpoint, batch_id) if self._checkpoint else None
+        replay = micro_batch_id == self._replayed_batch
+        planned = planned_ranges(spark, self._checkpoint, micro_batch_id) if self._checkpoint else None
         left_out = self._left_out(planned)
         insert_only = self._insert_only(planned, replay, left_out)
         # In one pass only a plain append of a batch that reads offsets and leaves none out: a
@@ -163,7 +163,7 @@ class PersistBatch:
         stats = partition_totals(step_stats)
         sealed = self._newly_sealed(batch, ranges) if self._mode == "live" else []
         ledger, watermarks = self._ledger(spark, ranges, step_stats, writer)
-        commits = [(self._seals(spark, sealed, batch, batch_id), "seals")] if sealed else []
+        commits = [(self._seals(spark, sealed, batch, micro_batch_id=micro_batch_id), "seals")] if sealed else []
         commits.append((ledger, "ledger"))
         if replay:
             commits = self._not_yet_committed(commits, writer, ranges, sealed)
@@ -195,9 +195,9 @@ class PersistBatch:
                 "event": "batch_persisted",
                 "stream": self._stream.name,
                 "mode": self._mode,
-                "batch_id": batch_id,
-                # The ledger counts aligned steps, Spark micro-batches: say which ledger batch ids this was.
-                "ledger_batch_ids": _ledger_batch_ids(ranges),
+                "micro_batch_id": micro_batch_id,
+                # The ledger counts aligned steps, Spark micro-batches: say which steps this one packed.
+                "step_ids": _first_and_last_step(ranges),
                 **totals,
                 # A wide topic's batch reads few of its partitions: say how many, of how many.
                 "partitions_read": f"{sum(1 for planned in ranges.values() if planned.offsets)} of {len(ranges)}",
@@ -261,7 +261,7 @@ class PersistBatch:
         from pyspark.sql import functions as F
 
         observation = Observation()
-        observed = raw.observe(observation, F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "range_state"))).alias("rows"))
+        observed = raw.observe(observation, F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "planned_range", "step_counts"))).alias("rows"))
         self._append(_events(_routed(observed, EVENTS), self._stream), "events", writer)
         rows = _observed_rows(observation)
         if rows is None:
@@ -333,7 +333,7 @@ class PersistBatch:
         seals table lacks."""
         kept = []
         for frame, table in commits:
-            if table == "ledger" and self._tables.holds_ledger_batch(writer, _step_ids(ranges)):
+            if table == "ledger" and self._tables.holds_ledger_steps(writer, _step_ids(ranges)):
                 continue
             if table == "seals":
                 present = self._tables.sealed_among(sealed)
@@ -387,9 +387,9 @@ class PersistBatch:
         # One file a commit: a few rows each (see lake_tables, auto compaction).
         return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)).coalesce(1), watermarks
 
-    def _seals(self, spark, hours: list[int], batch: PlannedRange, batch_id: int):
+    def _seals(self, spark, hours: list[int], batch: PlannedRange, micro_batch_id: int):
         rows = [
-            (self._stream.name, _timestamp(hour), _timestamp(batch.read_time_ms), _timestamp(batch.global_watermark_ms), batch_id)
+            (self._stream.name, _timestamp(hour), _timestamp(batch.read_time_ms), _timestamp(batch.global_watermark_ms), micro_batch_id)
             for hour in hours
         ]
         return spark.createDataFrame(rows, ddl(SEALS_COLUMNS)).coalesce(1)
@@ -403,8 +403,8 @@ def _is_summary_row():
 
 
 def _summary_rows(decoded) -> list:
-    """The range and summary rows of ``decoded`` (row_kind, range_state), read on their own."""
-    return decoded.where(_is_summary_row()).select("row_kind", "range_state").collect()
+    """The range and summary rows of ``decoded`` (row_kind, planned_range, step_counts), read on their own."""
+    return decoded.where(_is_summary_row()).select("row_kind", "planned_range", "step_counts").collect()
 
 
 def _observed_rows(observation, wait_s: float = 5.0) -> list | None:
@@ -435,12 +435,12 @@ def _step_watermarks(ranges: dict[int, PlannedRange]) -> list[int | None]:
 
 
 def _step_ids(ranges: dict[int, PlannedRange]) -> list[int]:
-    """The ledger batch ids (aligned steps) of the micro-batch, in order."""
+    """The aligned steps (the ledger's step ids) of the micro-batch, in order."""
     return sorted({step.seq for planned in ranges.values() for step in planned.steps})
 
 
-def _ledger_batch_ids(ranges: dict[int, PlannedRange]) -> list[int]:
-    """The first and last ledger batch id (aligned step) of the micro-batch."""
+def _first_and_last_step(ranges: dict[int, PlannedRange]) -> list[int]:
+    """The first and last aligned step (ledger step id) of the micro-batch."""
     seqs = _step_ids(ranges)
     return [seqs[0], seqs[-1]]
 
@@ -462,7 +462,7 @@ def _events(records, stream: StreamConfig, *extra_columns):
         event_time.alias("event_time"),
         F.col("record_key"),
         *[F.col(field.name) for field in stream.payload.fields],
-        F.col("batch_seq").alias("batch_id"),
+        F.col("step_id"),
         F.to_date(event_time).alias("event_date"),
         F.hour(event_time).alias("event_hour"),
         *extra_columns,
@@ -480,7 +480,7 @@ def _quarantine(records):
         F.col("value").alias("raw_value"),
         F.col("reject_reason").alias("reason"),
         F.col("reject_detail").alias("detail"),
-        F.col("batch_seq").alias("batch_id"),
+        F.col("step_id"),
         F.timestamp_millis(F.col("read_time_ms")).alias("read_time"),
     )
 

@@ -19,18 +19,18 @@ HOUR_MS = 3_600_000
 
 
 def read_batch_summary(rows: Iterable) -> tuple[dict[int, PlannedRange], dict[tuple[int, int], dict]]:
-    """The batch's planned ranges by partition (from its range rows) and, per (partition, step's
-    batch id), the counts of its summary rows (a StepCounts as a dict). ``rows``: the batch's
-    range and summary rows, anything with ``row_kind`` and ``range_state`` (Spark's Row)."""
+    """The batch's planned ranges by partition (from its range rows) and, per (partition, step
+    id), the counts of its summary rows (a StepCounts as a dict). ``rows``: the batch's
+    range and summary rows, anything with ``row_kind``, ``planned_range`` and ``step_counts`` (Spark's Row)."""
     ranges = {}
     step_stats = {}
     for row in rows:
         if row.row_kind == RANGE_ROW:
-            planned = PlannedRange.from_text(row.range_state)
+            planned = PlannedRange.from_text(row.planned_range)
             ranges[planned.partition] = planned
         else:
             # A replayed task yields the same counts again: the last one stands, never a sum.
-            counts = StepCounts.from_text(row.range_state)
+            counts = StepCounts.from_text(row.step_counts)
             step_stats[(counts.partition, counts.seq)] = asdict(counts)
     return ranges, step_stats
 

@@ -6,11 +6,11 @@ records, one *range row* carrying a ``PlannedRange``; the persist batch routes, 
 the ledger from those rows alone, so a replayed batch decides exactly as its first run.
 
 The raw rows a source yields (``RAW_RECORD_SCHEMA``) are of two kinds: ``RANGE_ROW`` (one per
-partition and batch, ``range_state`` holds ``PlannedRange.to_text()``) and ``RECORD_ROW`` (one per
-data record of the range, ``range_state`` null, ``batch_seq`` the aligned step it was planned in
-(StepRange.seq: its batch in the ledger) and ``global_watermark_ms`` that step's G, the G it is
-routed under unless live routed it). A decoding source adds ``SUMMARY_ROW``s after a partition's
-records (tidemark.step_counts).
+partition and batch, ``planned_range`` holds ``PlannedRange.to_text()``) and ``RECORD_ROW`` (one per
+data record of the range, ``step_id`` the aligned step it was planned in (StepRange.seq: the
+ledger's step id) and ``global_watermark_ms`` that step's G, the G it is routed under unless live
+routed it). A decoding source adds ``SUMMARY_ROW``s after a partition's records, ``step_counts``
+holding ``StepCounts.to_text()`` (tidemark.step_counts). A column a kind does not use is null.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tidemark.source_state import PartitionState, SourceState
 RAW_RECORD_SCHEMA = (
     "row_kind STRING, source_partition INT, source_offset BIGINT, log_timestamp_ms BIGINT, "
     "record_key BINARY, value BINARY, range_end BIGINT, log_end_offset BIGINT, read_time_ms BIGINT, "
-    "range_state STRING, batch_seq BIGINT, global_watermark_ms BIGINT"
+    "planned_range STRING, step_counts STRING, step_id BIGINT, global_watermark_ms BIGINT"
 )
 RANGE_ROW = "range"
 RECORD_ROW = "record"
@@ -32,7 +32,7 @@ RECORD_ROW = "record"
 @dataclass(frozen=True)
 class StepRange:
     """Offsets [start, end) of one partition read in one aligned step of a batch: the step's
-    number ``seq`` (its batch id in the ledger), the G it is routed under and its target T, W_p
+    number ``seq`` (its step id in the ledger), the G it is routed under and its target T, W_p
     before it and, when it was cut at T, that bound (ms, UTC)."""
 
     seq: int

@@ -42,7 +42,7 @@ class HoleRange(_Part, kw_only=True):
     start: int
     end: int
     mode: str  # live, backfill or recovery
-    batch_id: int
+    step_id: int | None = None  # the ledger row's aligned step; None in summaries written before it had the name
     data_records: int
     persisted: int
     missing: tuple[OffsetSpan, ...] = ()

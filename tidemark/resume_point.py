@@ -32,15 +32,15 @@ class LedgerPosition:
 
 
 def resume_state(
-    positions: Sequence[LedgerPosition], sealed_global_watermark_ms: int | None, now_ms: int, last_batch_id: int = -1
+    positions: Sequence[LedgerPosition], sealed_global_watermark_ms: int | None, now_ms: int, last_step_id: int = -1
 ) -> SourceState | None:
     """The initial source state that continues the ledger, or None when it holds no live row.
 
     ``sealed_global_watermark_ms`` is the largest G in the seals table (rows of older ledgers
     carry no G). Partitions the ledger does not know are not in the state: the source registers
     them at their earliest offset, like partitions added to a topic. ``plan_seq`` is
-    ``last_batch_id``, the largest batch id of the live ledger: the batch ids go on where the
-    ledger stopped, so a record's ``batch_id`` is the same whether or not the checkpoint was lost
+    ``last_step_id``, the largest step id of the live ledger: the step ids go on where the
+    ledger stopped, so a record's ``step_id`` is the same whether or not the checkpoint was lost
     (-1, as for any initial state, on a ledger without one). The watermarks are in the state
     itself: the planner finds no feedback of a batch in a new checkpoint, and needs none.
     """
@@ -62,7 +62,7 @@ def resume_state(
         for p in positions
     }
     return SourceState(
-        plan_seq=last_batch_id,
+        plan_seq=last_step_id,
         read_time_ms=now_ms,
         slicing=positions[0].slicing,
         global_watermark_ms=max(known) if known else None,

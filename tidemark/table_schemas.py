@@ -20,7 +20,7 @@ def events_columns(payload: PayloadSchema) -> list[tuple[str, str]]:
         _RECORD_IDENTITY
         + [("event_time", "TIMESTAMP"), ("record_key", "BINARY")]
         + [(field.name, _PAYLOAD_SQL_TYPES[field.type]) for field in payload.fields]
-        + [("batch_id", "BIGINT"), ("event_date", "DATE"), ("event_hour", "INT")]
+        + [("step_id", "BIGINT"), ("event_date", "DATE"), ("event_hour", "INT")]
     )
 
 
@@ -34,7 +34,7 @@ SEALS_COLUMNS = [
     ("hour", "TIMESTAMP"),  # start of the sealed hour [hour, hour + 1h), UTC
     ("sealed_at", "TIMESTAMP"),  # the read time of the batch that sealed it
     ("global_watermark", "TIMESTAMP"),  # G that sealed it: G >= hour + 1h + allowed lateness
-    ("batch_id", "BIGINT"),
+    ("micro_batch_id", "BIGINT"),  # Spark's micro-batch that sealed it (its streaming checkpoint's)
 ]
 
 QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
@@ -42,16 +42,16 @@ QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
     ("raw_value", "BINARY"),  # the bytes exactly as read, so the record can be repaired and replayed
     ("reason", "STRING"),  # a tidemark.record_decoder.RejectReason code
     ("detail", "STRING"),
-    ("batch_id", "BIGINT"),
+    ("step_id", "BIGINT"),
     ("read_time", "TIMESTAMP"),
 ]
 
 LEDGER_COLUMNS = [
     ("stream", "STRING"),
-    # The batch: one aligned step, with its own G. A Spark micro-batch packs consecutive steps
-    # up to the row budget (tidemark.batch_planner.plan_batch): it writes a row per step a
-    # partition read in, and one per partition for its last step.
-    ("batch_id", "BIGINT"),
+    # The aligned step: one step of the planner, with its own G. A Spark micro-batch packs
+    # consecutive steps up to the row budget (tidemark.batch_planner.plan_batch): it writes a row
+    # per step a partition read in, and one per partition for its last step.
+    ("step_id", "BIGINT"),
     ("source_partition", "INT"),
     ("mode", "STRING"),  # live | backfill | recovery
     ("start_offset", "BIGINT"),  # first offset of the range read (inclusive)
@@ -77,8 +77,8 @@ LEDGER_COLUMNS = [
     ("open_transaction_since", "TIMESTAMP"),
     # True once that has lasted longer than source.open_transaction_timeout.
     ("held_by_open_transaction", "BOOLEAN"),
-    # The writer: tidemark:<stream>:<mode>:<streaming query id>. batch_id counts per writer, so
-    # rows of a recovery run and of the live job may share a batch_id, never a writer.
+    # The writer: tidemark:<stream>:<mode>:<streaming query id>. step_id counts per writer, so
+    # rows of a recovery run and of the live job may share a step_id, never a writer.
     ("writer", "STRING"),
 ]
 
@@ -98,6 +98,19 @@ CLAIMS_COLUMNS = [
     ("global_watermark", "TIMESTAMP"),
     ("claimed_at", "TIMESTAMP"),
 ]
+
+
+# Columns renamed since a table was first written, (old name, new name) per table, oldest first.
+# ``batch_id`` meant two things: the aligned step in events, late, quarantine and the ledger, and
+# Spark's micro-batch in seals (issue 26). A table that still has the old name gains the new one
+# in place (Delta column mapping: a metadata commit, no rows rewritten; spark_jobs.lake_tables).
+RENAMED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "events": (("batch_id", "step_id"),),
+    "late": (("batch_id", "step_id"),),
+    "quarantine": (("batch_id", "step_id"),),
+    "ledger": (("batch_id", "step_id"),),
+    "seals": (("batch_id", "micro_batch_id"),),
+}
 
 
 def ddl(columns: list[tuple[str, str]]) -> str:

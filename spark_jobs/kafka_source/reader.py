@@ -323,7 +323,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         decoder = self._options.decode.decoder() if self._options.decode is not None else None
         decode = decoder.decode if decoder is not None else (lambda batch: batch)
         ranges = {r.partition: r for r in task.ranges}
-        planned = {r.partition: PlannedRange.from_text(r.range_state) for r in task.ranges if r.end > r.start}
+        planned = {r.partition: PlannedRange.from_text(r.planned_range) for r in task.ranges if r.end > r.start}
         yield decode(range_batch(pa, task.ranges))
         to_read = {p: (ranges[p].start, ranges[p].end) for p in planned}
         for partition, records in read_ranges(task.bootstrap_servers, task.topic, to_read):

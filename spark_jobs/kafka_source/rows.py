@@ -24,7 +24,7 @@ class PartitionRange:
     read_time_ms: int
     # The planned range as text (tidemark.planned_range.PlannedRange): carried in the range row
     # so the persist job routes and seals with exactly the planned state.
-    range_state: str
+    planned_range: str
 
 
 def arrow_schema(pa):
@@ -41,22 +41,23 @@ def arrow_schema(pa):
             ("range_end", pa.int64()),
             ("log_end_offset", pa.int64()),
             ("read_time_ms", pa.int64()),
-            ("range_state", pa.string()),
-            ("batch_seq", pa.int64()),
+            ("planned_range", pa.string()),
+            ("step_counts", pa.string()),
+            ("step_id", pa.int64()),
             ("global_watermark_ms", pa.int64()),
         ]
     )
 
 
 def summary_batch(pa, counts: list):
-    """One summary row per tidemark.step_counts.StepCounts: its text in ``range_state``."""
+    """One summary row per tidemark.step_counts.StepCounts: its text in ``step_counts``."""
     return pa.RecordBatch.from_pylist(
         [
             {
                 "row_kind": SUMMARY_ROW,
                 "source_partition": step.partition,
-                "batch_seq": step.seq,
-                "range_state": step.to_text(),
+                "step_id": step.seq,
+                "step_counts": step.to_text(),
             }
             for step in counts
         ],
@@ -78,8 +79,9 @@ def range_batch(pa, ranges: tuple[PartitionRange, ...]):
                 "range_end": planned.end,
                 "log_end_offset": planned.log_end,
                 "read_time_ms": planned.read_time_ms,
-                "range_state": planned.range_state,
-                "batch_seq": None,
+                "planned_range": planned.planned_range,
+                "step_counts": None,
+                "step_id": None,
                 "global_watermark_ms": None,
             }
             for planned in ranges
@@ -98,7 +100,7 @@ def record_batch(pa, partition: PartitionRange, planned: PlannedRange, records):
     # A step holds offsets [its start, its end): the first step whose end > the offset.
     which = np.searchsorted(np.array([step.end for step in steps], dtype=np.int64), offsets, side="right")
     which = pa.array(np.minimum(which, len(steps) - 1))
-    batch_seqs = pa.array([step.seq for step in steps], pa.int64()).take(which)
+    step_ids = pa.array([step.seq for step in steps], pa.int64()).take(which)
     step_watermarks = pa.array([step.global_watermark_ms for step in steps], pa.int64()).take(which)
     return pa.RecordBatch.from_arrays(
         [
@@ -112,7 +114,8 @@ def record_batch(pa, partition: PartitionRange, planned: PlannedRange, records):
             pa.array([partition.log_end] * count, pa.int64()),
             pa.array([partition.read_time_ms] * count, pa.int64()),
             pa.nulls(count, pa.string()),
-            batch_seqs,
+            pa.nulls(count, pa.string()),
+            step_ids,
             step_watermarks,
         ],
         schema=arrow_schema(pa),

@@ -92,18 +92,18 @@ def test_persist_dag_on_a_standalone_cluster_writes_exactly_what_was_produced(
     # What local[*] writes is what was produced (the other persist tests show it, on this same
     # layout); the cluster's lake must be exactly that, payload included.
     lake = tmp_path / "cluster" / "lake" / "telemetry"
-    events = _rows(lake / "events", drop=("batch_id",))
+    events = _rows(lake / "events", drop=("step_id",))
     assert [(r["source_partition"], r["source_offset"], int(r["event_time"].timestamp() * 1000)) for r in events] == sorted(
         (p, offset, t) for p, t, offset in good
     )
     assert {(r["source_partition"], r["device_id"], r["lat"], r["lon"], r["battery"]) for r in events} == {
         (p, f"scooter-{p}", 52.0, 4.9, 50) for p in range(PARTITIONS)
     }
-    quarantine = _rows(lake / "quarantine", drop=("batch_id", "read_time"))
+    quarantine = _rows(lake / "quarantine", drop=("step_id", "read_time"))
     assert [(r["source_partition"], r["source_offset"], r["reason"]) for r in quarantine] == [
         (p, offset, "unparsable_event_time") for p, offset in bad
     ]
-    late_rows = _rows(lake / "late", drop=("batch_id",))
+    late_rows = _rows(lake / "late", drop=("step_id",))
     assert [(r["source_partition"], r["source_offset"], int(r["event_time"].timestamp() * 1000)) for r in late_rows] == [
         (p, offset, t) for p, t, offset in late
     ]

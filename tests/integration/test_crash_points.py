@@ -42,7 +42,7 @@ KEY = ["source_partition", "source_offset"]
 # What a clean run and a repaired one must agree on, per table (run-specific columns left out:
 # when a quarantined record was read).
 COMPARED = {
-    "events": [*KEY, "log_timestamp", "event_time", "record_key", "device_id", "lat", "lon", "battery", "batch_id", "event_date", "event_hour"],
+    "events": [*KEY, "log_timestamp", "event_time", "record_key", "device_id", "lat", "lon", "battery", "step_id", "event_date", "event_hour"],
     "late": [*KEY, "event_time", "device_id", "global_watermark"],
     "quarantine": [*KEY, "reason", "detail", "raw_value"],
 }
@@ -112,20 +112,20 @@ def _table(stream_folder: Path, table: str, shadow: str | None = None, columns: 
     return DeltaTable(str(lake / table if shadow is None else lake / "shadow" / shadow / table)).to_pyarrow_table(columns=columns).to_pylist()
 
 
-def _rows(stream_folder: Path, table: str, shadow: str | None = None, batch_ids: bool = True) -> list[tuple]:
-    columns = [c for c in COMPARED[table] if batch_ids or c != "batch_id"]
+def _rows(stream_folder: Path, table: str, shadow: str | None = None, step_ids: bool = True) -> list[tuple]:
+    columns = [c for c in COMPARED[table] if step_ids or c != "step_id"]
     return sorted(tuple(row[c] for c in columns) for row in _table(stream_folder, table, shadow, columns))
 
 
-def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog, shadow: str | None = None, batch_ids: bool = True) -> None:
+def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog, shadow: str | None = None, step_ids: bool = True) -> None:
     """The same rows in the same tables as the reference, no (partition, offset) twice, each hour
     sealed once (the same hours), and every partition's live ledger contiguous from 0 to its end.
-    ``shadow``: compare that shadow set's tables instead; ``batch_ids``: compare them too (a
+    ``shadow``: compare that shadow set's tables instead; ``step_ids``: compare them too (a
     recovery or a backfill numbers its own batches)."""
     offsets = []
     for table in COMPARED:
-        found = _rows(folder, table, shadow, batch_ids)
-        expected = _rows(backlog.reference, table, batch_ids=batch_ids)
+        found = _rows(folder, table, shadow, step_ids)
+        expected = _rows(backlog.reference, table, step_ids=step_ids)
         twice = [key for key, n in Counter(row[:2] for row in found).items() if n > 1]
         assert twice == [], f"{table}: {len(twice)} (partition, offset) pairs written twice, e.g. {twice[:3]}"
         assert found == expected, f"{table}: {len(set(found) - set(expected))} rows too many, {len(set(expected) - set(found))} missing"
@@ -248,7 +248,7 @@ def test_a_recovery_dies_after_a_commit_and_the_next_recovery_restores_exactly_t
     assert f"crash point: after {point} of batch 0" in str(crashed.value)
 
     assert _recover(conf, backlog, tmp_path / "again.log") == 0
-    assert_lake_equals_one_clean_run(spark, tmp_path, backlog, batch_ids=False)
+    assert_lake_equals_one_clean_run(spark, tmp_path, backlog, step_ids=False)
 
 
 @pytest.mark.skipif(not FULL_MATRIX, reason="the whole crash matrix: TIDEMARK_CRASH_MATRIX=full (test_backfill.py crashes one in the suite)")
@@ -271,7 +271,7 @@ def test_a_backfill_into_events_dies_after_a_commit_and_the_next_run_restores_ex
         if checkpoint == "deleted":
             shutil.rmtree(folder / "checkpoints" / "telemetry" / "backfill", ignore_errors=True)
         assert _backfill(conf, backlog, tmp_path / f"{checkpoint}.log", "events") == 0, f"checkpoint {checkpoint}"
-        assert_lake_equals_one_clean_run(spark, folder, backlog, batch_ids=False)
+        assert_lake_equals_one_clean_run(spark, folder, backlog, step_ids=False)
 
 
 @pytest.mark.parametrize("point", SHADOW_SUITE_POINTS)
@@ -290,7 +290,7 @@ def test_a_backfill_into_a_shadow_set_dies_after_a_commit_and_its_resumed_run_eq
     kept = tmp_path / "kept"
     kept.mkdir()
     assert _backfill(_copy(crashed, kept, backlog.bootstrap), backlog, tmp_path / "kept.log", "shadow") == 0
-    assert_lake_equals_one_clean_run(spark, kept, backlog, shadow="crash", batch_ids=False)
+    assert_lake_equals_one_clean_run(spark, kept, backlog, shadow="crash", step_ids=False)
 
     deleted = tmp_path / "deleted"
     deleted.mkdir()

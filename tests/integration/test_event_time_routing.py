@@ -37,7 +37,7 @@ def test_skewed_catch_up_stays_aligned_seals_hours_and_routes_late_records(kafka
     assert spark.read.format("delta").load(str(lake / "events")).count() == len(slow) + len(heavy)
 
     # The largest spread of admitted event time across partitions in any batch.
-    per_batch = ledger.where("records > 0").groupBy("batch_id").agg(
+    per_batch = ledger.where("records > 0").groupBy("step_id").agg(
         (F.max(F.col("max_event_time").cast("double")) - F.min(F.col("max_event_time").cast("double"))).alias("spread_s")
     )
     largest_spread_ms = per_batch.agg(F.max("spread_s")).first()[0] * 1000
@@ -45,7 +45,7 @@ def test_skewed_catch_up_stays_aligned_seals_hours_and_routes_late_records(kafka
 
     # Partition watermarks never decrease from batch to batch.
     for partition in range(3):
-        marks = [r.partition_watermark for r in ledger.where(f"source_partition = {partition}").orderBy("batch_id").collect()]
+        marks = [r.partition_watermark for r in ledger.where(f"source_partition = {partition}").orderBy("step_id").collect()]
         marks = [m for m in marks if m is not None]
         assert marks == sorted(marks)
 

@@ -76,8 +76,8 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     live_ranges = spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'live' AND source_partition = 1").collect()
     left_out, expected_left_out = [], []
     for batch in batches_persisted(tmp_path / "live.log"):
-        first, last = batch["ledger_batch_ids"]
-        ranges = [(r.start_offset, r.end_offset) for r in live_ranges if first <= r.batch_id <= last and r.end_offset > r.start_offset]
+        first, last = batch["step_ids"]
+        ranges = [(r.start_offset, r.end_offset) for r in live_ranges if first <= r.step_id <= last and r.end_offset > r.start_offset]
         left_out.append(batch.get("left_out", {}))
         overlap = [[max(100, start), min(250, end)] for start, end in sorted(ranges) if start < 250 and 100 < end]
         merged = [[overlap[0][0], overlap[-1][1]]] if overlap else []  # one batch's steps are contiguous

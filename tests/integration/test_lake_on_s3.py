@@ -54,8 +54,8 @@ def test_killed_mid_run_on_s3_and_restarted_persists_every_record_exactly_once(k
     events = open_delta_table(stream.table_path("events"), environ=environment).to_pyarrow_table(columns=["source_partition", "source_offset"])
     pairs = Counter(zip(events["source_partition"].to_pylist(), events["source_offset"].to_pylist()))
     assert pairs == Counter({(p, offset): 1 for p, total in produced.items() for offset in range(total)})
-    ledger = open_delta_table(stream.table_path("ledger"), environ=environment).to_pyarrow_table(columns=["batch_id", "source_partition", "mode"])
-    rows = Counter(zip(ledger["batch_id"].to_pylist(), ledger["source_partition"].to_pylist()))
+    ledger = open_delta_table(stream.table_path("ledger"), environ=environment).to_pyarrow_table(columns=["step_id", "source_partition", "mode"])
+    rows = Counter(zip(ledger["step_id"].to_pylist(), ledger["source_partition"].to_pylist()))
     assert max(rows.values()) == 1, "each (batch, partition) ledger row once, the replayed batch's included"
     with pytest.MonkeyPatch.context() as patch:  # the reader takes its settings from the environment
         for name, value in environment.items():

@@ -1,4 +1,5 @@
-"""spark_jobs.lake_tables on a lake an older tidemark wrote: its tables gain the new columns."""
+"""spark_jobs.lake_tables on a lake an older tidemark wrote: its tables gain the new columns and
+the new names of renamed ones (tidemark.table_schemas.RENAMED_COLUMNS), keeping every row."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 
 from spark_jobs.lake_tables import LakeTables
 from tidemark.stream_config import load_stream
-from tidemark.table_schemas import LEDGER_COLUMNS, ddl
+from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 from harness.persist_job import REPO
 
 pytestmark = pytest.mark.integration
@@ -14,22 +15,33 @@ pytestmark = pytest.mark.integration
 ADDED_SINCE = ("data_records", "open_transaction_since", "held_by_open_transaction")
 
 
+def _old_names(columns, renamed_to: str) -> list[tuple[str, str]]:
+    """``columns`` as an older tidemark named them: ``renamed_to`` was ``batch_id``."""
+    return [("batch_id" if name == renamed_to else name, sql_type) for name, sql_type in columns]
+
+
 def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, tmp_path):
     stream = load_stream(
         REPO / "conf" / "streams.yaml", "telemetry",
         {"TIDEMARK_LAKE_ROOT": str(tmp_path / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(tmp_path / "checkpoints")},
     )  # fmt: skip
-    old_columns = [(name, sql_type) for name, sql_type in LEDGER_COLUMNS if name not in ADDED_SINCE]
+    old_columns = _old_names([(n, t) for n, t in LEDGER_COLUMNS if n not in ADDED_SINCE], renamed_to="step_id")
     old_row = {name: None for name, _ in old_columns} | {"stream": "telemetry", "batch_id": 0, "source_partition": 3,
                                                           "start_offset": 0, "end_offset": 10, "records": 10}  # fmt: skip
     spark.createDataFrame([tuple(old_row[n] for n, _ in old_columns)], ddl(old_columns)).write.format("delta").save(
         stream.table_path("ledger")
     )
 
+    # Seals where batch_id was Spark's micro-batch: it becomes micro_batch_id.
+    old_seals = _old_names(SEALS_COLUMNS, renamed_to="micro_batch_id")
+    spark.createDataFrame([("telemetry", None, None, None, 7)], ddl(old_seals)).write.format("delta").save(
+        stream.table_path("seals")
+    )
+
     tables = LakeTables(spark, stream)
-    # The old ledger is upgraded, not created; the four missing tables are created, once (the
-    # claims table is the first claimer's to create).
-    assert tables.ensure() == {"events", "late", "quarantine", "seals"}
+    # The old ledger and seals are upgraded, not created; the three missing tables are created,
+    # once (the claims table is the first claimer's to create).
+    assert tables.ensure() == {"events", "late", "quarantine"}
     assert tables.ensure() == set()  # idempotent
 
     # The ledger and the seals compact their small files (one per batch) as they go: the old
@@ -44,19 +56,25 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
     ledger = tables.read("ledger")
     assert [field.name for field in ledger.schema.fields] == [name for name, _ in LEDGER_COLUMNS], "each in its place"
     (row,) = ledger.collect()
-    assert (row.source_partition, row.end_offset, row.records) == (3, 10, 10)
+    assert (row.step_id, row.source_partition, row.end_offset, row.records) == (0, 3, 10, 10), "renamed in place"
+    assert "batch_id" not in ledger.columns
+    (seal,) = tables.read("seals").collect()
+    assert seal.micro_batch_id == 7 and [f.name for f in tables.read("seals").schema.fields] == [n for n, _ in SEALS_COLUMNS]
+    # A rename is a metadata commit under column mapping: no data file was rewritten.
+    assert properties("ledger").get("delta.columnMapping.mode") == "name"
+    assert "delta.columnMapping.mode" not in properties("events"), "a new table needs no mapping"
     assert (row.data_records, row.open_transaction_since, row.held_by_open_transaction) == (None, None, None)
 
     # The persist batch's next ledger row lands in the upgraded table.
-    new_row = {name: None for name, _ in LEDGER_COLUMNS} | {"stream": "telemetry", "batch_id": 1, "source_partition": 3,
+    new_row = {name: None for name, _ in LEDGER_COLUMNS} | {"stream": "telemetry", "step_id": 1, "source_partition": 3,
                                                              "start_offset": 10, "end_offset": 14, "records": 3,
                                                              "data_records": 3, "held_by_open_transaction": False}  # fmt: skip
     frame = spark.createDataFrame([tuple(new_row[n] for n, _ in LEDGER_COLUMNS)], ddl(LEDGER_COLUMNS))
     tables.append(frame, "ledger", "tidemark:test")
-    appended = tables.read("ledger").where("batch_id = 1").first()
+    appended = tables.read("ledger").where("step_id = 1").first()
     assert (appended.end_offset, appended.data_records, appended.held_by_open_transaction) == (14, 3, False)
-    assert {t: tables.read(t).count() for t in ("events", "late", "quarantine", "seals")} == dict.fromkeys(
-        ("events", "late", "quarantine", "seals"), 0
+    assert {t: tables.read(t).count() for t in ("events", "late", "quarantine")} == dict.fromkeys(
+        ("events", "late", "quarantine"), 0
     ), "the tables that did not exist yet are created empty"
 
 

@@ -49,7 +49,7 @@ def test_a_wide_topic_is_read_with_few_tasks_and_every_partition_is_ledgered(kaf
     assert Counter(found).most_common(1)[0][1] == 1, "a (partition, offset) persisted twice"
     assert set(found) == {(p, o) for p, n in produced.items() for o in range(n)}
 
-    ledger = spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "batch_id").collect()
+    ledger = spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "step_id").collect()
     by_partition = defaultdict(list)
     for row in ledger:
         by_partition[row.source_partition].append(row)

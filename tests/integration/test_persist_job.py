@@ -91,7 +91,7 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     # The read limit splits the 48 records into batches of at most 16 (so at least three).
     per_batch = Counter()
     for row in ledger:
-        per_batch[row.batch_id] += row.end_offset - row.start_offset
+        per_batch[row.step_id] += row.end_offset - row.start_offset
     assert max(per_batch.values()) <= 16 and len(per_batch) >= 3, per_batch
     # Every good record lands in the partition of its own event hour (UTC), and only those hours exist.
     hours = {(time.strftime("%Y-%m-%d", time.gmtime(t / 1000)), time.gmtime(t / 1000).tm_hour) for _, _, t in good}
@@ -171,8 +171,8 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
 
     # The partition was registered in a batch of its own that read no offset: such a batch
     # writes its ledger rows and no empty events commit (an idempotent commit costs seconds).
-    reads_per_batch = {row.batch_id: row.offsets for row in ledger.groupBy("batch_id").agg(F.sum(F.col("end_offset") - F.col("start_offset")).alias("offsets")).collect()}
-    registration = ledger.where("source_partition = 2").agg(F.min("batch_id")).first()[0]
+    reads_per_batch = {row.step_id: row.offsets for row in ledger.groupBy("step_id").agg(F.sum(F.col("end_offset") - F.col("start_offset")).alias("offsets")).collect()}
+    registration = ledger.where("source_partition = 2").agg(F.min("step_id")).first()[0]
     assert reads_per_batch[registration] == 0, "the batch that registered partition 2 read nothing, from any partition"
     appends = DeltaTable.forPath(spark, str(events_path)).history().where("operation = 'WRITE'").collect()
     assert appends and all(int(commit.operationMetrics["numOutputRows"]) > 0 for commit in appends), [

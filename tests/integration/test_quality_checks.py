@@ -86,7 +86,7 @@ class LakeWriter:
         moment = _ts(event_ms)
         return {
             "source_partition": partition, "source_offset": offset, "log_timestamp": moment, "event_time": moment,
-            "record_key": b"k", "device_id": f"d{partition}", "lat": 52.0, "lon": 4.9, "battery": 50, "batch_id": 0,
+            "record_key": b"k", "device_id": f"d{partition}", "lat": 52.0, "lon": 4.9, "battery": 50, "step_id": 0,
             "event_date": moment.date(), "event_hour": moment.hour,
         }  # fmt: skip
 
@@ -99,14 +99,14 @@ class LakeWriter:
     def quarantined(self, partition: int, offset: int) -> None:
         self.quarantine.append({"source_partition": partition, "source_offset": offset, "log_timestamp": _ts(H),
                                 "record_key": None, "raw_value": b"{bad", "reason": "malformed_json", "detail": "x",
-                                "batch_id": 0, "read_time": _ts(H)})  # fmt: skip
+                                "step_id": 0, "read_time": _ts(H)})  # fmt: skip
 
     def range(self, partition, start, end, data_records, event_ms, read_ms, log_end=None, mode="live",
               watermark_ms=None, global_ms=None) -> None:  # fmt: skip
         """A ledger row; ``event_ms`` is the (min, max) event time of its records or None."""
         self._batch += 1
         self.ledger.append({
-            "stream": self.stream.name, "batch_id": self._batch, "source_partition": partition, "mode": mode,
+            "stream": self.stream.name, "step_id": self._batch, "source_partition": partition, "mode": mode,
             "start_offset": start, "end_offset": end, "log_end_offset": end if log_end is None else log_end,
             "records": data_records, "quarantined": 0, "late": 0, "data_records": data_records,
             "min_event_time": _ts(event_ms[0]) if event_ms else None, "max_event_time": _ts(event_ms[1]) if event_ms else None,
@@ -123,7 +123,7 @@ class LakeWriter:
 
     def seal(self, hour_ms: int, sealed_at_ms: int) -> None:
         self.seals.append({"stream": self.stream.name, "hour": _ts(hour_ms), "sealed_at": _ts(sealed_at_ms),
-                           "global_watermark": _ts(sealed_at_ms), "batch_id": 1})  # fmt: skip
+                           "global_watermark": _ts(sealed_at_ms), "micro_batch_id": 1})  # fmt: skip
 
     def write(self) -> None:
         LakeTables(self.spark, self.stream).ensure()
@@ -420,9 +420,9 @@ def test_a_partition_far_behind_the_global_watermark_is_lagging(cases):
 
 def test_a_ledger_counting_fewer_records_than_persisted_is_a_warning_not_a_hole(cases):
     undercounted = cases["result"].partition(UNDERCOUNTED)
-    (batch,) = [row["batch_id"] for row in cases["ledger"] if row["source_partition"] == UNDERCOUNTED]
+    (step,) = [row["step_id"] for row in cases["ledger"] if row["source_partition"] == UNDERCOUNTED]
     assert (undercounted.holes, undercounted.hole_ranges) == ((), ())
-    assert undercounted.reasons == (f"hour 2026-11-22T01:00:00Z: live range [0, 50) of batch {batch}: the ledger counts "
+    assert undercounted.reasons == (f"hour 2026-11-22T01:00:00Z: live range [0, 50) of step {step}: the ledger counts "
                                     "40 data records but 50 distinct offsets are persisted in it: the ledger undercounts",)  # fmt: skip
 
 

@@ -102,9 +102,9 @@ def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_
     ledger = _ledger(spark, lake)
     # The restart went on where the kill left off: one run of ledger batch ids, each (batch,
     # partition) once, longer than what the killed run committed.
-    batch_ids = sorted({row.batch_id for row in ledger})
+    batch_ids = sorted({row.step_id for row in ledger})
     assert batch_ids == list(range(batch_ids[0], batch_ids[0] + len(batch_ids))) and len(batch_ids) > batches_before_kill
-    assert len(ledger) == len({(row.batch_id, row.source_partition) for row in ledger})
+    assert len(ledger) == len({(row.step_id, row.source_partition) for row in ledger})
     _assert_ledger_accounts_for(ledger, producer.committed, 2)
     every_offset = {(p, o) for p, o in producer.committed | producer.aborted}
     for partition in (0, 1):
@@ -165,7 +165,7 @@ def test_open_transaction_neither_hangs_nor_is_skipped_and_a_long_hold_is_report
 
 
 def _latest_ledger_row(spark, lake, partition: int):
-    return max((r for r in _ledger(spark, lake) if r.source_partition == partition), key=lambda r: r.batch_id)
+    return max((r for r in _ledger(spark, lake) if r.source_partition == partition), key=lambda r: r.step_id)
 
 
 def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retained_record_once(kafka_broker, spark, tmp_path):

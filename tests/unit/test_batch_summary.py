@@ -24,7 +24,10 @@ def _range(partition: int, steps: tuple[StepRange, ...]) -> PlannedRange:
 
 
 def _row(kind: str, text: str):
-    return SimpleNamespace(row_kind=kind, range_state=text)
+    """A range row carries its planned range, a summary row its step counts (the other is null)."""
+    if kind == RANGE_ROW:
+        return SimpleNamespace(row_kind=kind, planned_range=text, step_counts=None)
+    return SimpleNamespace(row_kind=kind, planned_range=None, step_counts=text)
 
 
 # Partition 0 read in steps 7 and 8; partition 1 only in step 8 (the batch's last, in every range).

@@ -20,29 +20,29 @@ LIVE_G = NOW - 7_200_000
 
 
 def _raw(rows):
-    names = ["row_kind", "source_partition", "source_offset", "log_timestamp_ms", "record_key", "value", "range_end",
-             "log_end_offset", "read_time_ms", "range_state", "batch_seq", "global_watermark_ms"]  # fmt: skip
-    types = [pa.string(), pa.int32(), pa.int64(), pa.int64(), pa.binary(), pa.binary(), pa.int64(), pa.int64(),
-             pa.int64(), pa.string(), pa.int64(), pa.int64()]  # fmt: skip
-    return pa.RecordBatch.from_arrays([pa.array([r.get(n) for r in rows], t) for n, t in zip(names, types)], names=names)
+    """Raw rows as the Kafka source yields them (its Arrow schema); a column a row lacks is null."""
+    from spark_jobs.kafka_source.rows import arrow_schema
+
+    schema = arrow_schema(pa)
+    return pa.RecordBatch.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
 
 
 def _record(offset, value):
     return {"row_kind": RECORD_ROW, "source_partition": 1, "source_offset": offset, "value": value, "read_time_ms": NOW,
-            "batch_seq": 7, "global_watermark_ms": STEP_G}  # fmt: skip
+            "step_id": 7, "global_watermark_ms": STEP_G}  # fmt: skip
 
 
 def test_records_are_decoded_routed_under_their_step_or_live_and_only_rejects_keep_their_bytes():
     spec = DecodeSpec(PAYLOAD, 300_000, 600_000, (RoutedRange(1, 10, 11, LIVE_G),))
     spec = DecodeSpec.from_json(spec.to_json())  # as the tasks receive it
     good = json.dumps({"event_time": "2025-11-22T08:00:00Z", "device_id": "d1"}).encode()
-    batch = _raw([{"row_kind": RANGE_ROW, "source_partition": 1, "range_state": "{}"},
+    batch = _raw([{"row_kind": RANGE_ROW, "source_partition": 1, "planned_range": "{}"},
                   _record(10, good), _record(11, good), _record(12, b"{not json")])  # fmt: skip
 
     decoded = spec.decoder().decode(batch).to_pylist()
 
     range_row, live_covered, own_step, rejected = decoded
-    assert range_row["range_state"] == "{}" and range_row["event_time_ms"] is None and range_row["reject_reason"] is None
+    assert range_row["planned_range"] == "{}" and range_row["event_time_ms"] is None and range_row["reject_reason"] is None
     assert live_covered["routed_under_ms"] == LIVE_G, "an offset live covered keeps live's G"
     assert own_step["routed_under_ms"] == STEP_G, "else the G of the step it was planned in"
     assert own_step["device_id"] == "d1" and own_step["event_time_ms"] == 1_763_798_400_000
@@ -57,7 +57,7 @@ def test_each_record_is_routed_and_counted_per_partition_and_step():
 
     def record(offset, event_time, step):
         value = json.dumps({"event_time": event_time, "device_id": "d1"}).encode()
-        return {**_record(offset, value), "batch_seq": step}
+        return {**_record(offset, value), "step_id": step}
 
     # STEP_G is 2025-11-22T07:26:40Z: with 10 minutes of allowed lateness, before 07:16:40 is late.
     first = _raw([record(1, "2025-11-22T07:30:00Z", 7), record(2, "2025-11-22T07:20:00Z", 7)])

@@ -154,8 +154,8 @@ def test_a_batch_of_steps_seals_the_hours_one_batch_per_step_would():
     assert sealer.newly_sealed_by_steps(START, [None, START + 3 * HOUR]) == sealer.newly_sealed(START, START + 3 * HOUR)
 
 
-def test_the_persist_log_names_the_ledger_batch_ids_of_a_micro_batch():
-    from spark_jobs.persist_batch import _ledger_batch_ids
+def test_the_persist_log_names_the_first_and_last_step_of_a_micro_batch():
+    from spark_jobs.persist_batch import _first_and_last_step
 
     log = skewed_backlog(hours=2)
     plan = planner(ManualClock(START + 3 * HOUR))
@@ -164,4 +164,4 @@ def test_the_persist_log_names_the_ledger_batch_ids_of_a_micro_batch():
     ranges = {planned.partition: planned for planned in PlannedRange.of_batch(initial, batch)}
 
     assert len(batch.steps) == STEPS_IN_A_3_000_ROW_BATCH
-    assert _ledger_batch_ids(ranges) == [initial.plan_seq + 1, batch.plan_seq] == [0, 1]
+    assert _first_and_last_step(ranges) == [initial.plan_seq + 1, batch.plan_seq] == [0, 1]

@@ -40,9 +40,9 @@ def test_rows_of_older_ledgers_without_global_watermark_fall_back_to_the_seals()
     assert resume_state(positions, 2 * HOUR, now_ms=0).global_watermark_ms == 2 * HOUR
 
 
-def test_the_batch_ids_go_on_where_the_ledger_stopped():
-    """A lost checkpoint does not number batches from 0 again: a record's batch_id is the same
+def test_the_step_ids_go_on_where_the_ledger_stopped():
+    """A lost checkpoint does not number steps from 0 again: a record's step_id is the same
     whether or not the checkpoint was lost (see tests/integration/test_crash_points.py)."""
     positions = [LedgerPosition(0, 10, 10, None, HOUR, "ACTIVE", "event_time", 0)]
-    assert resume_state(positions, None, now_ms=0, last_batch_id=14).plan_seq == 14
+    assert resume_state(positions, None, now_ms=0, last_step_id=14).plan_seq == 14
     assert resume_state(positions, None, now_ms=0).plan_seq == -1
