@@ -41,7 +41,6 @@ import msgspec
 
 from expectations.hour_scope import hour_text
 from expectations.lake_damage import LakeDamage
-from expectations.offset_spans import spans_json
 from expectations.quality_status import STATUS_ORDER, QualityStatus
 from tidemark.event_time_text import format_event_time, format_optional_event_time
 from tidemark.offset_coverage import OffsetRange
@@ -53,6 +52,7 @@ from tidemark.quality_summary import (
     PartitionSummary,
     QualitySummary,
     SummaryPaths,
+    json_values,
 )
 from tidemark.recovery_request import RecoveryRequest
 
@@ -98,7 +98,7 @@ class PartitionQuality:
         )
 
     def to_json(self) -> dict:
-        return msgspec.to_builtins(self.summary())
+        return json_values(self.summary())
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class HourPartitionFigures:
         )
 
     def to_json(self) -> dict:
-        return msgspec.to_builtins(self.summary())
+        return json_values(self.summary())
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class CheckSummary:
         )
 
     def to_json(self) -> dict:
-        return msgspec.to_builtins(self.summary())
+        return json_values(self.summary())
 
 
 def recovery_request_json(request: RecoveryRequest) -> dict:
@@ -254,7 +254,7 @@ class QualityRunResult:
 
     def to_json(self) -> dict:
         """The summary as plain JSON values."""
-        return msgspec.to_builtins(self.summary())
+        return json_values(self.summary())
 
 
 def _spans(spans) -> tuple[tuple[int, int], ...]:

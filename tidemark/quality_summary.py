@@ -205,7 +205,13 @@ def quality_summary_from(document: Any, source: str) -> QualitySummary:
 
 def quality_summary_builtins(summary: QualitySummary) -> dict:
     """The summary as plain JSON values (dicts, lists, strings, numbers): what an XCom holds."""
-    return msgspec.to_builtins(summary)
+    return json_values(summary)
+
+
+def json_values(part: msgspec.Struct) -> Any:
+    """A summary or one of its parts as the JSON it is written as, decoded to plain values: lists,
+    never tuples (msgspec.to_builtins keeps tuples, which compare unequal to the lists JSON gives)."""
+    return msgspec.json.decode(msgspec.json.encode(part))
 
 
 def _unreadable(source: str, error: Exception) -> str:

@@ -58,11 +58,15 @@ def test_the_summary_the_quality_run_writes_reads_back_as_the_value_it_wrote(tmp
 
 
 def test_the_xcom_holds_plain_json_that_converts_back_to_the_same_value(tmp_path):
-    summary = _result(tmp_path).summary()
+    result = _result(tmp_path)
+    summary = result.summary()
 
-    document = json.loads(json.dumps(quality_summary_builtins(summary)))
+    document = quality_summary_builtins(summary)
 
+    # Lists, as JSON gives them back (an XCom, a result file), never tuples.
+    assert document == json.loads(json.dumps(document)) == result.to_json()
     assert document["partitions"][0]["status"] == "STOP" and document["partitions"][0]["holes"] == [[1200, 1300]]
+    assert document["recovery_requests"][0]["ranges"] == [{"start": 1200, "end": 1800}]
     assert quality_summary_from(document, "the XCom") == summary
 
 
