@@ -47,6 +47,8 @@ RESERVED_COLUMNS = frozenset(
         "event_date",
         "event_hour",
         "record_key",
+        "step_id",
+        # The name step_id had before issue 26: a lake written then still holds it underneath.
         "batch_id",
     }
 )
