@@ -61,7 +61,8 @@ it can be and the run fails, naming the lost offsets and event times.
     def backfill():
         @task
         def validate(params=None, dag_run=None) -> dict:
-            """Every param checked before any work; the error names the param."""
+            """Every param checked before any work, the error naming the param; returns the
+            BackfillRequest's JSON (``compare`` included) that the backfill task passes on."""
             import time
 
             from airflow.sdk.exceptions import AirflowFailException
@@ -80,10 +81,7 @@ it can be and the run fails, naming the lost offsets and event times.
                 request = parse_backfill_request(params, load_streams(CONF_PATH), int(time.time() * 1000), dag_run.run_id)
             except BackfillRequestError as error:
                 raise AirflowFailException(str(error)) from None
-            compare = params.get("compare", True)
-            if not isinstance(compare, bool):
-                raise AirflowFailException(f"param 'compare': true or false, got {compare!r}")
-            return {**request.to_json(), "compare": compare and request.shadow is not None}
+            return request.to_json()
 
         backfilled = BackfillOperator(
             task_id="backfill", stream=stream.name, conf_path=CONF_PATH, request=validate(), run_name="{{ run_id }}",

@@ -1,7 +1,8 @@
 """Recovery DAGs: one per stream in conf/streams.yaml, named tidemark_recover__<stream>.
 
-Triggered by the quality DAG (or by a person, through the params form) with a partition, the
-offset ranges to replay and the reason. Wiring only: parsing reads the configuration file.
+Triggered by the quality, sweep or backfill DAG with a recovery request's JSON
+(tidemark.recovery_request.RecoveryRequest), or by a person through the params form (ranges as
+text). Wiring only: parsing reads the configuration file.
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ from tidemark_airflow.recover_operator import RecoverOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
-# Reasons the quality DAG gives when the live job itself stopped reading a partition.
-_LIVE_JOB_CAUSES = ("STOP", "STALL")
-
 
 def recover_dag(stream: StreamConfig):
     @dag(
@@ -34,21 +32,25 @@ def recover_dag(stream: StreamConfig):
         max_active_runs=1,
         tags=["tidemark", "recovery", stream.name],
         # The form's schemas are loose on purpose: the validate task checks every param and says
-        # which one is wrong, also for runs triggered by the quality DAG without the form.
+        # which one is wrong, also for runs triggered by the quality DAG without the form (whose
+        # conf is a request's JSON: ranges a list of {"start", "end"}, not text).
         params={
             "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
             "partition": Param(None, type=["null", "integer", "string"], description=f"0 … {stream.source.partitions - 1}"),
             "ranges": Param("", type=["string", "array"], description='offset ranges, end exclusive: "100-200,300-350"'),
             "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
+            "restart_live": Param(
+                False, type="boolean", description="start a persist run afterwards: the live job had stopped reading the partition"
+            ),
         },
         doc_md=f"""
 ### Recover `{stream.name}`
 Replays offset ranges of one partition into the stream's tables: retention checked first (offsets
 already gone are reported as **lost** and fail the run, after every recoverable range is
 recovered), oldest records first, insert-only (nothing already in the lake is written again),
-ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the live job had
-stopped reading the partition, starts a persist run. Offsets found LOST send an alarm to the
-receivers of the stream's `alerts:` (if any).
+ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the request says
+`restart_live` (the quality run sets it for a STOP or STALL partition), starts a persist run.
+Offsets found LOST send an alarm to the receivers of the stream's `alerts:` (if any).
 """,
     )
     def recover():
@@ -57,10 +59,10 @@ receivers of the stream's `alerts:` (if any).
             """Every param checked before any work; the error names the param."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from tidemark.recovery_request import RecoveryRequestError, parse_recovery_request
+            from tidemark.recovery_request import RecoveryRequestError, recovery_request_from_params
 
             try:
-                request = parse_recovery_request(dict(params), load_streams(CONF_PATH))
+                request = recovery_request_from_params(dict(params), load_streams(CONF_PATH))
             except RecoveryRequestError as error:
                 raise AirflowFailException(str(error)) from None
             if request.stream != stream.name:
@@ -84,7 +86,10 @@ receivers of the stream's `alerts:` (if any).
 
         @task.short_circuit
         def live_job_was_the_cause(request: dict) -> bool:
-            return request["reason"].upper().startswith(_LIVE_JOB_CAUSES)
+            """The request's decision (``restart_live``), never its prose."""
+            from tidemark.recovery_request import RecoveryRequest
+
+            return RecoveryRequest.from_json(request).restart_live
 
         restart = TriggerDagRunOperator(task_id="restart_live", trigger_dag_id=f"tidemark_persist__{stream.name}")
         recovered >> live_job_was_the_cause(request) >> restart

@@ -5,7 +5,9 @@ the recovery request of each partition that needs one.
 Holes and lost offsets never overlap: of the offsets a check found missing, those at or after the
 partition's earliest retained offset are holes (recovery replays them), those below are lost.
 A recovery request replays a partition's holes and, for STOP and STALL, [position, log end)
-(not when the whole job is silent: running it is the cure); never lost offsets.
+(not when the whole job is silent: running it is the cure); never lost offsets. It asks the
+recover DAG to restart the live job (``restart_live``) whenever a STOP or STALL verdict names the
+live job as the cause, whatever else the partition has.
 """
 
 from __future__ import annotations
@@ -83,12 +85,16 @@ def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding
     what is lost (below the earliest retained offset). A STOP of a silent job (no ledger row at
     all) asks for no replay: the persist job, once it runs, reads from the position itself, and a
     recovery beside it would read the same offsets a second time (seen after a stack restart:
-    one recovery run per partition, each inserting nothing). The run still fails with the reason."""
+    one recovery run per partition, each inserting nothing). The run still fails with the reason.
+
+    ``restart_live`` is True when any STOP or STALL verdict holds for the partition (a silent
+    job's too: running it is the cure), also when the holes' sentence comes first in ``reason``."""
     ranges = list(quality.holes)
     why = []
     if quality.holes:
         why.append(f"{offsets_in(quality.holes)} offsets missing from the lake: {spans_text(quality.holes)}")
-    stalled = [f for f in found if f.check == stall.NAME and f.status in _RECOVER_STATUSES and not f.job_silent]
+    live_job_stopped = [f for f in found if f.check == stall.NAME and f.status in _RECOVER_STATUSES]
+    stalled = [f for f in live_job_stopped if not f.job_silent]
     if stalled and quality.position is not None and quality.log_end is not None and quality.log_end > quality.position:
         unread = [OffsetRange(quality.position, quality.log_end)]
         if quality.log_earliest is not None:
@@ -101,7 +107,7 @@ def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding
     reason = "; ".join(why)
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
-    return RecoveryRequest(stream, quality.partition, tuple(merge_ranges(ranges)), reason)
+    return RecoveryRequest(stream, quality.partition, tuple(merge_ranges(ranges)), reason, restart_live=bool(live_job_stopped))
 
 
 def hour_figures(

@@ -1,15 +1,20 @@
 """Entry point of the backfill job: an event-time range of a stream, read again from the log.
 
-    spark-submit spark_jobs/backfill.py --stream telemetry --start 2026-11-21T00:00:00Z
-        --end 2026-11-22T00:00:00Z [--partitions 0,2] [--target events|shadow] [--shadow-name NAME]
-        [--compare] [--run-name NAME] [--conf conf/streams.yaml] [--result PATH]
+    spark-submit spark_jobs/backfill.py --request '{"stream": "telemetry", "start_ms": 1763683200000,
+        "end_ms": 1763769600000, "partitions": [0, 2], "shadow": null, "compare": false}'
+        [--run-name NAME] [--conf conf/streams.yaml] [--result PATH]
+
+``--request`` is a BackfillRequest's JSON (tidemark.backfill_request), decoded by that Struct:
+the value the backfill DAG's validate task (or ``tidemark backfill``) made from the params once.
+``--result`` receives a BackfillResult or BackfillRefusal (tidemark.backfill_result), which
+BackfillOperator decodes.
 
 The log's time index turns [start, end) into offsets per partition (tidemark.backfill_plan);
 the range is read by the same pipeline as the live job (spark_jobs.persist_pipeline) in mode
 ``backfill``: aligned event-time slices, insert-only writes, ledger rows with mode=backfill, and
-every record routed under the G live routed it under (tidemark.live_routing). ``--target
-events`` fills the stream's own tables (nothing the lake holds is written again); ``--target
-shadow`` writes a shadow table set, and ``--compare`` then compares it with live per partition
+every record routed under the G live routed it under (tidemark.live_routing). A request without
+``shadow`` fills the stream's own tables (nothing the lake holds is written again); one with a
+``shadow`` writes that shadow table set, and ``compare`` then compares it with live per partition
 and event hour (tidemark.reconciliation). Killed, the same command (same ``--run-name``) resumes
 from its checkpoint; a lost checkpoint costs a re-read, never a duplicate.
 
@@ -19,7 +24,7 @@ event-time span).
 
 Exit status: 0 done; 3 part of the range was already lost (the result lists it; the rest was
 backfilled); 2 bad arguments, configuration or a range beyond retention (the message says which;
-the result holds {"error": ...}); 1 a failure while running.
+the result is a BackfillRefusal); 1 a failure while running.
 """
 
 from __future__ import annotations
@@ -33,13 +38,23 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.backfill_plan import BackfillPlan, BeyondRetentionError, PartitionTimeIndex, plan_backfill  # noqa: E402
-from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request  # noqa: E402
+from tidemark.backfill_request import BackfillRequest, BackfillRequestError, check_backfill_request  # noqa: E402
+from tidemark.backfill_result import (  # noqa: E402
+    BackfillRefusal,
+    BackfillResult,
+    ComparisonWithLive,
+    LostSpan,
+    encode_backfill_outcome,
+)
 from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
+from tidemark.event_time_text import format_event_time  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
 
@@ -51,13 +66,7 @@ EXIT_LOST = 3
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="backfill", description="Backfill an event-time range of a stream from its log.")
-    parser.add_argument("--stream", required=True)
-    parser.add_argument("--start", required=True, help="ISO-8601 with a UTC offset, inclusive")
-    parser.add_argument("--end", required=True, help="ISO-8601 with a UTC offset, exclusive")
-    parser.add_argument("--partitions", default="", help='"0,2"; empty: all')
-    parser.add_argument("--target", default="events", help="events (insert-only) or shadow")
-    parser.add_argument("--shadow-name", default="", help="the shadow table set (default: named after --run-name)")
-    parser.add_argument("--compare", action="store_true", help="compare the shadow set with live afterwards")
+    parser.add_argument("--request", required=True, help="a BackfillRequest's JSON (tidemark.backfill_request)")
     parser.add_argument("--run-name", default="", help="names the checkpoint: the same name resumes a killed run")
     parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
     parser.add_argument("--max-records-per-batch", type=int, default=None)
@@ -69,11 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         streams = load_streams(args.conf)
-        params = {"stream": args.stream, "start": args.start, "end": args.end, "partitions": args.partitions,
-                  "target": args.target, "shadow_name": args.shadow_name}  # fmt: skip
-        request = parse_backfill_request(params, streams, int(time.time() * 1000), args.run_name or None)
-        if args.compare and request.shadow is None:
-            raise BackfillRequestError("compare", "compares a shadow table set with live: use it with --target shadow")
+        request = check_backfill_request(BackfillRequest.decode(args.request), streams)
         stream = streams[request.stream]
         plan = plan_range(stream, request)
         crash_point = crash_point_from_environment(os.environ)
@@ -82,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.persist_pipeline import LiveBatchInFlightError
 
     try:
-        result = backfill(stream, request, plan, args.run_name, args.compare,
-                          args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)  # fmt: skip
+        result = backfill(stream, request, plan, args.run_name, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)
     except (ShadowSetInUseError, PartitionLimitError, LakeStorageError) as error:
         return _refuse(args.result, str(error))
     except LiveBatchInFlightError as error:
@@ -91,13 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_text(json.dumps(result, indent=2) + "\n")
-    if result["lost"]:
+        args.result.write_bytes(encode_backfill_outcome(result))
+    if result.lost:
         log.error(
             {
                 "event": "backfill_range_lost",
                 "stream": stream.name,
-                "lost": result["lost"],
+                "lost": [msgspec.to_builtins(part) for part in result.lost],
                 "detail": "part of the range left the log (retention) and could not be read; the rest was backfilled. "
                 "This backfill is NOT complete.",
             }
@@ -110,7 +114,7 @@ def _refuse(result: Path | None, message: str) -> int:
     print(f"backfill: {message}", file=sys.stderr)
     if result:
         result.parent.mkdir(parents=True, exist_ok=True)
-        result.write_text(json.dumps({"error": message}) + "\n")
+        result.write_bytes(encode_backfill_outcome(BackfillRefusal(message)))
     return EXIT_BAD_INPUT
 
 
@@ -149,7 +153,9 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
             "event": "backfill_planned",
             "stream": stream.name,
             "target": request.target,
-            **{k: v for k, v in request.to_json().items() if k in ("start", "end", "partitions")},
+            "start": format_event_time(request.start_ms),
+            "end": format_event_time(request.end_ms),
+            "partitions": list(request.partitions),
             "ranges": {str(p): [r.start, r.end] for p, r in sorted(plan.ranges.items())},
             "offsets": sum(r.size for r in plan.ranges.values()),
             "lost": [part.to_json() for part in plan.lost],
@@ -188,11 +194,11 @@ def backfill(
     request: BackfillRequest,
     plan: BackfillPlan,
     run_name: str,
-    compare: bool,
     max_records_per_batch: int,
     crash_point: CrashPoint | None = None,
-) -> dict:
-    """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and the comparison."""
+) -> BackfillResult:
+    """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and (``request.compare``)
+    the comparison with live."""
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import batch_job_conf, lake_spark_session
     from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
@@ -231,26 +237,35 @@ def backfill(
         )
         summary = run_pipeline(spark, stream, run, progress=progress)
     seconds = time.monotonic() - started
-    comparison = compare_with_live(spark, stream, request.shadow, bounds).to_json() if compare else None
+    comparison = (
+        msgspec.convert(compare_with_live(spark, stream, request.shadow, bounds).to_json(), ComparisonWithLive)
+        if request.compare
+        else None
+    )
     read = counted["records"] + counted["late"] + counted["quarantined"]
-    result = {
-        **request.to_json(),
-        "target": request.target,
-        "ranges": {str(p): list(b) for p, b in bounds.items()},
+    into_events = request.shadow is None
+    result = BackfillResult(
+        stream=request.stream,
+        start=format_event_time(request.start_ms),
+        end=format_event_time(request.end_ms),
+        partitions=request.partitions,
+        shadow=request.shadow,
+        target=request.target,
+        ranges={str(p): tuple(b) for p, b in bounds.items()},
         **counted,
-        "seconds": round(seconds, 1),
-        "records_per_second": round(read / seconds) if seconds > 0 and read else None,
-        "event_hours": summary["event_hours"],
+        seconds=round(seconds, 1),
+        records_per_second=round(read / seconds) if seconds > 0 and read else None,
+        event_hours=tuple(summary["event_hours"]),
         # Into events: rows this run's own commits inserted (MERGE metrics), not what it read.
-        **({"inserted": summary["inserted"], "commit_conflicts_retried": summary["commit_conflicts_retried"]}
-           if request.shadow is None else {}),
-        "lost": [part.to_json() for part in plan.lost],
-        "comparison": comparison,
-    }
-    log.info({"event": "backfill_finished", **{k: v for k, v in result.items() if k != "comparison"}})
+        inserted=summary["inserted"] if into_events else None,
+        commit_conflicts_retried=summary["commit_conflicts_retried"] if into_events else None,
+        lost=tuple(msgspec.convert(part.to_json(), LostSpan) for part in plan.lost),
+        comparison=comparison,
+    )
+    log.info({"event": "backfill_finished", **{k: v for k, v in result.to_json().items() if k != "comparison"}})
     if comparison is not None:
-        level = logging.ERROR if comparison["differing"] else logging.INFO
-        log.log(level, {"event": "backfill_compared_with_live", "stream": stream.name, **comparison})
+        level = logging.ERROR if comparison.differing else logging.INFO
+        log.log(level, {"event": "backfill_compared_with_live", "stream": stream.name, **msgspec.to_builtins(comparison)})
     return result
 
 
@@ -281,8 +296,17 @@ def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoi
 
 
 def _checkpoint_name(request: BackfillRequest, run_name: str) -> str:
-    """One checkpoint per request and run: a retried run resumes it, another run starts afresh."""
-    digest = hashlib.sha1(json.dumps([request.to_json(), run_name]).encode()).hexdigest()[:16]
+    """One checkpoint per request and run: a retried run resumes it, another run starts afresh.
+    The digest is of the document the request was before it became a Struct, so a run killed
+    before that change resumes its checkpoint after it."""
+    document = {
+        "stream": request.stream,
+        "start": format_event_time(request.start_ms),
+        "end": format_event_time(request.end_ms),
+        "partitions": list(request.partitions),
+        "shadow": request.shadow,
+    }
+    digest = hashlib.sha1(json.dumps([document, run_name]).encode()).hexdigest()[:16]
     return f"{request.shadow or 'events'}-{digest}"
 
 

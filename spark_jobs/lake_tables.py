@@ -366,3 +366,17 @@ class LakeTables:
     def read(self, table: str):
         return self._spark.read.format("delta").load(self.path(table))
 
+    def live_global_watermark_at_ms(self, partition: int, offset: int) -> int | None:
+        """The G (ms since the epoch, UTC) to replay ``offset`` of ``partition`` under: the G of
+        the live ledger range that covered it (what the live job routed those records under),
+        else the live job's latest G (offsets it has not reached yet); None when the live job
+        never recorded one. Recovery pins it and never moves it."""
+        from pyspark.sql import functions as F
+
+        live = self.read("ledger").where(F.col("mode") == "live")
+        covering = (
+            live.where((F.col("source_partition") == partition) & (F.col("start_offset") <= offset) & (F.col("end_offset") > offset))
+            .agg(F.unix_millis(F.max("global_watermark")))
+            .first()[0]
+        )
+        return covering if covering is not None else self.last_live_global_watermark_ms()

@@ -1,7 +1,12 @@
 """Entry point of the recovery job: replay offset ranges of one partition into the stream's tables.
 
-    spark-submit spark_jobs/recover.py --stream telemetry --partition 2 --ranges 1200-1800,2400-2600
-        --reason "STOP: ..." [--conf conf/streams.yaml] [--result PATH]
+    spark-submit spark_jobs/recover.py --request '{"stream": "telemetry", "partition": 2,
+        "ranges": [{"start": 1200, "end": 1800}], "reason": "STOP: ...", "restart_live": true}'
+        [--conf conf/streams.yaml] [--result PATH]
+
+``--request`` is a RecoveryRequest's JSON (tidemark.recovery_request), decoded by that Struct:
+the same value the quality run reported and the recover DAG validated. ``--result`` receives a
+RecoveryResult's JSON (tidemark.recovery_result), which RecoverOperator decodes.
 
 Retention first: the part of each range below the partition's earliest retained offset is lost
 and goes into the result as lost. The rest is replayed oldest record first (closest to its
@@ -19,13 +24,14 @@ message names the param); 1 a failure while running.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import msgspec
 
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,10 +44,11 @@ from tidemark.recovery_request import (  # noqa: E402
     OffsetRange,
     RecoveryRequest,
     RecoveryRequestError,
+    check_recovery_request,
     order_by_retention_deadline,
-    parse_recovery_request,
     split_by_retention,
 )
+from tidemark.recovery_result import RecoveredRange, RecoveryResult  # noqa: E402
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
 
 log = logging.getLogger("tidemark.recover")
@@ -51,10 +58,7 @@ EXIT_LOST = 3
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="recover", description="Replay offset ranges of one partition.")
-    parser.add_argument("--stream", required=True)
-    parser.add_argument("--partition", required=True)
-    parser.add_argument("--ranges", required=True, help='"start-end,start-end" (end exclusive) or a JSON list of pairs')
-    parser.add_argument("--reason", required=True)
+    parser.add_argument("--request", required=True, help="a RecoveryRequest's JSON (tidemark.recovery_request)")
     parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
     parser.add_argument("--max-records-per-batch", type=int, default=None)
     parser.add_argument("--result", type=Path, help="write the recovery result as JSON here")
@@ -68,10 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         streams = load_streams(args.conf)
-        ranges = json.loads(args.ranges) if args.ranges.lstrip().startswith("[") else args.ranges
-        request = parse_recovery_request(
-            {"stream": args.stream, "partition": args.partition, "ranges": ranges, "reason": args.reason}, streams
-        )
+        request = check_recovery_request(RecoveryRequest.decode(args.request), streams)
         crash_point = crash_point_from_environment(os.environ)
     except (StreamConfigError, RecoveryRequestError, ValueError) as error:
         print(f"recover: {error}", file=sys.stderr)
@@ -89,14 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_text(json.dumps(result, indent=2) + "\n")
-    if result["lost"]:
+        args.result.write_bytes(result.encode())
+    if result.lost:
         log.error(
             {
                 "event": "offsets_lost",
                 "stream": stream.name,
                 "partition": request.partition,
-                "lost": result["lost"],
+                "lost": [list(span) for span in result.lost],
                 "detail": "these offsets left the log (retention) before they were persisted: they cannot be "
                 "recovered; every other range was",
             }
@@ -105,9 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int, crash_point: CrashPoint | None = None) -> dict:
-    """Replay ``request``; returns {recovered: [...], lost: [[start, end], ...], inserted,
-    commit_conflicts_retried, event_hours}. ``inserted``: rows this run's commits inserted."""
+def recover(
+    stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int, crash_point: CrashPoint | None = None
+) -> RecoveryResult:
+    """Replay ``request``; returns what was recovered and what was lost (tidemark.recovery_result)."""
     from connectors.kafka_log import KafkaLog
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import lake_spark_session
@@ -134,6 +136,7 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
             "stream": stream.name,
             "partition": partition,
             "reason": request.reason,
+            "restart_live": request.restart_live,
             "earliest_retained_offset": bounds.earliest,
             "recoverable": [[r.start, r.end] for _, r, _ in oldest_first],
             "lost": [[r.start, r.end] for r in lost],
@@ -147,7 +150,7 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
     with tempfile.TemporaryDirectory(prefix=f"tidemark-recover-{stream.name}-") as folder:
         for number, (_, offsets, _) in enumerate(oldest_first):
             bound = {partition: (offsets.start, offsets.end)}
-            pinned = _global_watermark_for(spark, tables, partition, offsets.start)
+            pinned = tables.live_global_watermark_at_ms(partition, offsets.start)
             run = PersistRun(
                 mode="recovery",
                 trigger="available_now",
@@ -162,45 +165,31 @@ def recover(stream: StreamConfig, request: RecoveryRequest, max_records_per_batc
             # Counted from this run's own commits (their MERGE metrics): another writer filling the
             # same offsets at the same time does not count as recovered here.
             recovered.append(
-                {
-                    "start": offsets.start,
-                    "end": offsets.end,
-                    "inserted": summary["inserted"],
-                    "commit_conflicts_retried": summary["commit_conflicts_retried"],
-                    "global_watermark": format_optional_event_time(pinned),
-                }
+                RecoveredRange(
+                    start=offsets.start,
+                    end=offsets.end,
+                    inserted=summary["inserted"],
+                    commit_conflicts_retried=summary["commit_conflicts_retried"],
+                    global_watermark=format_optional_event_time(pinned),
+                )
             )
-            log.info({"event": "range_recovered", "stream": stream.name, "partition": partition, **recovered[-1]})
-    return {
-        "stream": stream.name,
-        "partition": partition,
-        "reason": request.reason,
-        "recovered": recovered,
-        "inserted": sum(r["inserted"] for r in recovered),
-        "commit_conflicts_retried": sum(r["commit_conflicts_retried"] for r in recovered),
-        "lost": [[r.start, r.end] for r in lost],
-        "event_hours": sorted(event_hours),
-        "finished_at": format_optional_event_time(int(time.time() * 1000)),
-    }
+            log.info({"event": "range_recovered", "stream": stream.name, "partition": partition, **msgspec.to_builtins(recovered[-1])})
+    return RecoveryResult(
+        stream=stream.name,
+        partition=partition,
+        reason=request.reason,
+        recovered=tuple(recovered),
+        inserted=sum(r.inserted for r in recovered),
+        commit_conflicts_retried=sum(r.commit_conflicts_retried for r in recovered),
+        lost=tuple((r.start, r.end) for r in lost),
+        event_hours=tuple(sorted(event_hours)),
+        finished_at=format_optional_event_time(int(time.time() * 1000)),
+    )
 
 
 def _first_record_time(kafka, partition: int, offsets: OffsetRange) -> int | None:
     following = kafka.next_record(partition, offsets.start)
     return None if following is None or following.offset >= offsets.end else following.timestamp_ms
-
-
-def _global_watermark_for(spark, tables, partition: int, offset: int) -> int | None:
-    """G for replaying from ``offset``: the G of the live range that covered it (what the live job
-    routed those records under), else the live job's latest G (offsets it has not reached yet)."""
-    from pyspark.sql import functions as F
-
-    ledger = tables.read("ledger").where(F.col("mode") == "live")
-    covering = (
-        ledger.where((F.col("source_partition") == partition) & (F.col("start_offset") <= offset) & (F.col("end_offset") > offset))
-        .agg(F.unix_millis(F.max("global_watermark")))
-        .first()[0]
-    )
-    return covering if covering is not None else ledger.agg(F.unix_millis(F.max("global_watermark"))).first()[0]
 
 
 if __name__ == "__main__":

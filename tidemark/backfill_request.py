@@ -2,7 +2,15 @@
 
 People fill these params in Airflow's form; the daily reconciliation builds them for the
 previous day. Both go through ``parse_backfill_request`` once, which fails naming the param
-before any work. Times are ISO-8601 with a UTC offset, start inclusive, end exclusive.
+before any work. Params are ISO-8601 times with a UTC offset, start inclusive, end exclusive.
+
+The result is one typed value, ``BackfillRequest``, that crosses every boundary as its JSON: the
+validate task's XCom, BackfillOperator and the backfill job's one ``--request`` argument
+(``to_json``/``from_json`` for the mapping Airflow stores, ``encode``/``decode`` for the text a
+process receives)::
+
+    {"stream": "telemetry", "start_ms": 1763683200000, "end_ms": 1763769600000,
+     "partitions": [0, 1, 2, 3], "shadow": "manual_2026_11_22t10_00_00_00_00", "compare": true}
 
 The target is either the stream's own tables (``shadow is None``: insert-only, so a backfill
 over offsets the lake already holds writes nothing twice) or a shadow table set named by the
@@ -13,8 +21,9 @@ with what live wrote.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
+
+import msgspec
 
 from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.param_error import ParamError
@@ -22,29 +31,39 @@ from tidemark.stream_config import StreamConfig
 
 TARGETS = ("events", "shadow")
 _SHADOW_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,79}$")
+# msgspec names the offending field as "... - at `$.partitions`" or "... field `shadow`".
+_FIELD_IN_ERROR = re.compile(r"`\$\.(\w+)|field `(\w+)`")
 
 
 class BackfillRequestError(ParamError):
     """A backfill param is missing or wrong; the message starts with "param '<name>': "."""
 
 
-@dataclass(frozen=True)
-class BackfillRequest:
+class BackfillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Backfill event time [start_ms, end_ms) (ms since the epoch, UTC) of ``partitions`` of
-    ``stream`` into its tables (``shadow`` None) or into the shadow table set ``shadow``."""
+    ``stream`` into its tables (``shadow`` None) or into the shadow table set ``shadow``;
+    ``compare`` (shadow only): compare the shadow set with live afterwards. ``partitions`` are
+    sorted and distinct (at least one); a list given for them is kept as a tuple."""
 
     stream: str
     start_ms: int
     end_ms: int
     partitions: tuple[int, ...]
     shadow: str | None = None
+    compare: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "partitions", tuple(self.partitions))
+        msgspec.structs.force_setattr(self, "partitions", tuple(self.partitions))
         if self.start_ms >= self.end_ms:
             raise ValueError("a backfill range needs start < end")
         if not self.partitions:
             raise ValueError("a backfill reads at least one partition")
+        if list(self.partitions) != sorted(set(self.partitions)) or self.partitions[0] < 0:
+            raise ValueError(f"partitions must be distinct, sorted and >= 0, got {list(self.partitions)}")
+        if self.shadow is not None and not _SHADOW_NAME.match(self.shadow):
+            raise ValueError(f"shadow {self.shadow!r} is not a table set name: lowercase letters, digits and _, at most 80")
+        if self.compare and self.shadow is None:
+            raise ValueError("compare compares a shadow table set with live: it needs a shadow")
 
     @property
     def target(self) -> str:
@@ -52,23 +71,43 @@ class BackfillRequest:
         return "events" if self.shadow is None else f"shadow:{self.shadow}"
 
     def to_json(self) -> dict:
-        return {
-            "stream": self.stream,
-            "start": format_event_time(self.start_ms),
-            "end": format_event_time(self.end_ms),
-            "partitions": list(self.partitions),
-            "shadow": self.shadow,
-        }
+        """The JSON-able mapping: the validate task's XCom, BackfillOperator's ``request``."""
+        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
+        return msgspec.json.decode(msgspec.json.encode(self))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "BackfillRequest":
-        return cls(
-            data["stream"],
-            parse_event_time(data["start"]),
-            parse_event_time(data["end"]),
-            tuple(data["partitions"]),
-            data.get("shadow"),
+        """The request from its mapping; BackfillRequestError naming the field that is wrong."""
+        try:
+            return msgspec.convert(dict(data), cls)
+        except msgspec.ValidationError as error:
+            raise _field_error(error) from None
+
+    def encode(self) -> str:
+        """The request as JSON text: the backfill job's ``--request`` argument."""
+        return msgspec.json.encode(self).decode()
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> "BackfillRequest":
+        """The request from ``encode``'s text; BackfillRequestError naming the field that is wrong."""
+        try:
+            return msgspec.json.decode(text, type=cls)
+        except msgspec.ValidationError as error:
+            raise _field_error(error) from None
+        except msgspec.DecodeError as error:
+            raise BackfillRequestError("request", f"not a backfill request's JSON: {error}") from None
+
+
+def check_backfill_request(request: BackfillRequest, streams: Mapping[str, StreamConfig]) -> BackfillRequest:
+    """``request`` if its stream is configured and every partition exists in that stream;
+    BackfillRequestError naming ``stream`` or ``partitions`` otherwise."""
+    stream = streams.get(request.stream)
+    if stream is None:
+        raise BackfillRequestError(
+            "stream", f"unknown stream {request.stream!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
+    _partitions(list(request.partitions), stream)
+    return request
 
 
 def parse_backfill_request(
@@ -81,6 +120,7 @@ def parse_backfill_request(
     ``partitions``: empty (all), a list of ints, or "0,2"; each in [0, partitions of the stream).
     ``target``: "events" (the stream's tables, insert-only) or "shadow". ``shadow_name``: the
     shadow table set's name (lowercase letters, digits, _); empty: named after ``run_name``.
+    ``compare``: true or false (absent: false); it only applies to a shadow target.
     """
     name = params.get("stream")
     if not isinstance(name, str) or name not in streams:
@@ -109,13 +149,21 @@ def parse_backfill_request(
             raise BackfillRequestError(
                 "shadow_name", f"{shadow!r} is not a table set name: lowercase letters, digits and _, at most 80"
             )
-    return BackfillRequest(name, start_ms, end_ms, partitions, shadow)
+    compare = params.get("compare", False)
+    if not isinstance(compare, bool):
+        raise BackfillRequestError("compare", f"true or false, got {compare!r}")
+    return BackfillRequest(name, start_ms, end_ms, partitions, shadow, compare and shadow is not None)
 
 
 def shadow_name_for_run(run_name: str) -> str:
     """A shadow table set's name made from an Airflow run id: 'manual__2026-11-22T10:00:00+00:00'
     → 'manual_2026_11_22t10_00_00_00_00'."""
     return re.sub(r"_+", "_", re.sub(r"[^a-z0-9]", "_", run_name.lower())).strip("_")[:80]
+
+
+def _field_error(error: msgspec.ValidationError) -> BackfillRequestError:
+    named = _FIELD_IN_ERROR.search(str(error))
+    return BackfillRequestError(next((g for g in named.groups() if g), "request") if named else "request", str(error))
 
 
 def _time(param: str, value: Any) -> int:

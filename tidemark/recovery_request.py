@@ -1,18 +1,35 @@
-"""What a recovery run replays: one stream's partition and the offset ranges it is missing.
+"""What a recovery run replays: one stream's partition, the offset ranges it is missing, and
+whether the live job must be started again afterwards.
 
-The quality DAG triggers the recover DAG with these params, and people fill them in Airflow's
-params form; both go through ``parse_recovery_request`` once, which fails naming the param.
-Ranges come back sorted, with adjacent ones merged, so a request is in one canonical form
-whoever wrote it. Retention decides what can still be replayed: offsets below a partition's
-earliest retained offset are lost and must be reported as lost, never skipped silently; what
-is left goes oldest record first, because those records leave the log first.
+One typed value crosses every boundary: the quality run's result and XCom, the TriggerDagRun
+conf, the recover DAG's validate task, RecoverOperator and the recovery job's ``--request``
+argument all carry a ``RecoveryRequest`` as its JSON (``to_json``/``from_json`` for the
+JSON-able mapping Airflow stores, ``encode``/``decode`` for the text a process receives), so
+nothing is turned into text and parsed again on the way. Its JSON::
+
+    {"stream": "telemetry", "partition": 2, "ranges": [{"start": 100, "end": 200}],
+     "reason": "STOP: ...", "restart_live": true}
+
+People fill the recover DAG's params form (and the ``tidemark recover`` command) with a
+partition and ranges as text, "100-200,300-350"; ``parse_recovery_form`` turns that into the
+same value once, failing naming the param. Ranges are sorted, with adjacent ones merged, so a
+request is in one canonical form whoever wrote it.
+
+``restart_live`` is the decision, not the prose: True when the live job itself stopped reading
+the partition (a STOP or STALL verdict), so the recover DAG starts a persist run once the ranges
+are replayed; ``reason`` is for people and the ledger's log only.
+
+Retention decides what can still be replayed: offsets below a partition's earliest retained
+offset are lost and must be reported as lost, never skipped silently; what is left goes oldest
+record first, because those records leave the log first.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
+
+import msgspec
 
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.param_error import ParamError
@@ -22,7 +39,9 @@ __all__ = [
     "OffsetRange",
     "RecoveryRequest",
     "RecoveryRequestError",
-    "parse_recovery_request",
+    "check_recovery_request",
+    "parse_recovery_form",
+    "recovery_request_from_params",
     "split_by_retention",
     "order_by_retention_deadline",
 ]
@@ -30,55 +49,103 @@ __all__ = [
 MAX_REASON_CHARS = 500
 
 _RANGE_TEXT = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+# msgspec names the offending field as "... - at `$.partition`" or "... field `ranges`".
+_FIELD_IN_ERROR = re.compile(r"`\$\.(\w+)|field `(\w+)`")
 
 
 class RecoveryRequestError(ParamError):
     """A recovery param is missing or wrong; the message starts with "param '<name>': "."""
 
 
-@dataclass(frozen=True)
-class RecoveryRequest:
+class RecoveryRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Replay ``ranges`` of ``partition`` of ``stream``; ``reason`` says why, for the ledger and
-    the report. ``ranges`` are sorted, disjoint and not adjacent (at least one)."""
+    the report (1 to 500 characters); ``restart_live``: start the live job again afterwards,
+    because it was the cause. ``ranges`` are sorted, disjoint and not adjacent (at least one);
+    a list given for them is kept as a tuple."""
 
     stream: str
     partition: int
     ranges: tuple[OffsetRange, ...]
     reason: str
+    restart_live: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "ranges", tuple(self.ranges))
+        msgspec.structs.force_setattr(self, "ranges", tuple(self.ranges))
+        if self.partition < 0:
+            raise ValueError(f"partition {self.partition}: partitions are numbered from 0")
         if not self.ranges:
             raise ValueError("a recovery request needs at least one offset range")
         for previous, current in zip(self.ranges, self.ranges[1:]):
             if current.start <= previous.end:
                 raise ValueError(f"ranges must be sorted, disjoint and merged; {current} follows {previous}")
+        if not self.reason.strip() or len(self.reason) > MAX_REASON_CHARS:
+            raise ValueError(f"reason: 1 to {MAX_REASON_CHARS} characters, got {len(self.reason.strip())}")
 
     def to_json(self) -> dict:
-        return {
-            "stream": self.stream,
-            "partition": self.partition,
-            "ranges": [r.to_json() for r in self.ranges],
-            "reason": self.reason,
-        }
+        """The JSON-able mapping: XCom, the TriggerDagRun conf, the quality result."""
+        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
+        return msgspec.json.decode(msgspec.json.encode(self))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "RecoveryRequest":
-        return cls(
-            data["stream"],
-            data["partition"],
-            tuple(OffsetRange.from_json(r) for r in data["ranges"]),
-            data["reason"],
+        """The request from its mapping; RecoveryRequestError naming the field that is wrong."""
+        try:
+            return msgspec.convert(dict(data), cls)
+        except msgspec.ValidationError as error:
+            raise _field_error(error) from None
+
+    def encode(self) -> str:
+        """The request as JSON text: the recovery job's ``--request`` argument."""
+        return msgspec.json.encode(self).decode()
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> "RecoveryRequest":
+        """The request from ``encode``'s text; RecoveryRequestError naming the field that is wrong."""
+        try:
+            return msgspec.json.decode(text, type=cls)
+        except msgspec.ValidationError as error:
+            raise _field_error(error) from None
+        except msgspec.DecodeError as error:
+            raise RecoveryRequestError("request", f"not a recovery request's JSON: {error}") from None
+
+
+def check_recovery_request(request: RecoveryRequest, streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
+    """``request`` if its stream is configured and its partition exists in that stream;
+    RecoveryRequestError naming ``stream`` or ``partition`` otherwise."""
+    stream = streams.get(request.stream)
+    if stream is None:
+        raise RecoveryRequestError(
+            "stream", f"unknown stream {request.stream!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
+    if request.partition >= stream.source.partitions:
+        raise RecoveryRequestError(
+            "partition",
+            f"partition {request.partition} is outside [0, {stream.source.partitions}): "
+            f"stream {stream.name!r} has {stream.source.partitions} partitions",
+        )
+    return request
 
 
-def parse_recovery_request(params: Mapping[str, Any], streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
-    """Validate a recover run's params into a RecoveryRequest; RecoveryRequestError otherwise.
+def recovery_request_from_params(params: Mapping[str, Any], streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
+    """The recover DAG's params, from either of its two callers, as one checked request.
+
+    A person's form (or ``tidemark recover``) gives ``ranges`` as text, "100-200,300-350":
+    ``parse_recovery_form``. The quality, sweep and backfill DAGs trigger with a request's
+    ``to_json()``, whose ``ranges`` is a list of {"start", "end"}: ``RecoveryRequest.from_json``,
+    then checked against the configuration. Either way, RecoveryRequestError naming the param.
+    """
+    if isinstance(params.get("ranges"), str):
+        return parse_recovery_form(params, streams)
+    return check_recovery_request(RecoveryRequest.from_json(params), streams)
+
+
+def parse_recovery_form(params: Mapping[str, Any], streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
+    """Validate what a person typed into a RecoveryRequest; RecoveryRequestError otherwise.
 
     ``stream``: a configured stream's name. ``partition``: an int (or a string of digits) in
-    [0, partitions of the stream). ``ranges``: [[start, end], ...], [{"start": .., "end": ..}, ...]
-    or "start-end,start-end", end exclusive; they may not overlap, adjacent ones are merged.
-    ``reason``: a non-empty text of at most 500 characters.
+    [0, partitions of the stream). ``ranges``: "start-end,start-end", end exclusive; they may not
+    overlap, adjacent ones are merged. ``reason``: a non-empty text of at most 500 characters.
+    ``restart_live``: true or false (absent: false).
     """
     name = params.get("stream")
     if name is None:
@@ -87,21 +154,20 @@ def parse_recovery_request(params: Mapping[str, Any], streams: Mapping[str, Stre
         raise RecoveryRequestError(
             "stream", f"unknown stream {name!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
-    stream = streams[name]
     partition = _whole_number("partition", params.get("partition"))
-    if not 0 <= partition < stream.source.partitions:
-        raise RecoveryRequestError(
-            "partition",
-            f"partition {partition} is outside [0, {stream.source.partitions}): "
-            f"stream {name!r} has {stream.source.partitions} partitions",
-        )
+    if partition < 0:
+        raise RecoveryRequestError("partition", f"partition {partition} is outside [0, {streams[name].source.partitions})")
     ranges = _merged(_parse_ranges(params.get("ranges")))
     reason = params.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise RecoveryRequestError("reason", "say why this recovery runs (a non-empty text)")
     if len(reason.strip()) > MAX_REASON_CHARS:
         raise RecoveryRequestError("reason", f"{len(reason.strip())} characters; at most {MAX_REASON_CHARS}")
-    return RecoveryRequest(name, partition, tuple(ranges), reason.strip())
+    restart_live = params.get("restart_live", False)
+    if not isinstance(restart_live, bool):
+        raise RecoveryRequestError("restart_live", f"true or false, got {restart_live!r}")
+    request = RecoveryRequest(name, partition, tuple(ranges), reason.strip(), restart_live)
+    return check_recovery_request(request, streams)
 
 
 def split_by_retention(
@@ -133,64 +199,41 @@ def order_by_retention_deadline(
     return sorted(items, key=lambda item: (item[2] is None, item[2] or 0, item[0], item[1].start))
 
 
+def _field_error(error: msgspec.ValidationError) -> RecoveryRequestError:
+    named = _FIELD_IN_ERROR.search(str(error))
+    return RecoveryRequestError(next((g for g in named.groups() if g), "request") if named else "request", str(error))
+
+
 def _parse_ranges(value: Any) -> list[OffsetRange]:
-    pairs = _text_pairs(value) if isinstance(value, str) else _listed_pairs(value)
-    if not pairs:
-        raise RecoveryRequestError("ranges", "no ranges given; name at least one, e.g. 100-200")
+    if value is None:
+        raise RecoveryRequestError("ranges", "required: the offset ranges to replay, e.g. 100-200,300-350")
+    if not isinstance(value, str):
+        raise RecoveryRequestError("ranges", f"expected text like 100-200,300-350, got {type(value).__name__}")
     ranges = []
-    for shown, raw_start, raw_end in pairs:
-        start = _whole_number("ranges", raw_start, f"start of {shown}")
-        end = _whole_number("ranges", raw_end, f"end of {shown}")
-        if start < 0 or end < 0:
-            raise RecoveryRequestError("ranges", f"{shown}: offsets are never negative")
-        if start >= end:
-            raise RecoveryRequestError(
-                "ranges", f"{shown}: start after end; a range is start-end with start < end, end exclusive"
-            )
-        ranges.append(OffsetRange(start, end))
-    return ranges
-
-
-def _text_pairs(text: str) -> list[tuple[str, str, str]]:
-    pairs = []
-    for part in (part.strip() for part in text.split(",")):
+    for part in (part.strip() for part in value.split(",")):
         if not part:
             continue
         match = _RANGE_TEXT.match(part)
         if not match:
             raise RecoveryRequestError("ranges", f"{part!r} is not start-end with whole-number offsets, e.g. 100-200")
-        pairs.append((part, match.group(1), match.group(2)))
-    return pairs
+        start, end = int(match.group(1)), int(match.group(2))
+        if start < 0 or end < 0:
+            raise RecoveryRequestError("ranges", f"{part}: offsets are never negative")
+        if start >= end:
+            raise RecoveryRequestError("ranges", f"{part}: start after end; a range is start-end with start < end, end exclusive")
+        ranges.append(OffsetRange(start, end))
+    if not ranges:
+        raise RecoveryRequestError("ranges", "no ranges given; name at least one, e.g. 100-200")
+    return ranges
 
 
-def _listed_pairs(value: Any) -> list[tuple[str, Any, Any]]:
+def _whole_number(param: str, value: Any) -> int:
     if value is None:
-        raise RecoveryRequestError("ranges", "required: the offset ranges to replay, e.g. 100-200,300-350")
-    if not isinstance(value, (list, tuple)):
-        raise RecoveryRequestError(
-            "ranges", f"expected a list of [start, end] pairs or text like 100-200, got {type(value).__name__}"
-        )
-    return [_pair(item) for item in value]
-
-
-def _pair(item: Any) -> tuple[str, Any, Any]:
-    if isinstance(item, Mapping) and set(item) == {"start", "end"}:
-        return f"{item['start']}-{item['end']}", item["start"], item["end"]
-    if isinstance(item, (list, tuple)) and len(item) == 2:
-        return f"{item[0]}-{item[1]}", item[0], item[1]
-    raise RecoveryRequestError(
-        "ranges", f"{item!r} is not a [start, end] pair or a {{'start': .., 'end': ..}} mapping"
-    )
-
-
-def _whole_number(param: str, value: Any, what: str = "") -> int:
-    where = f"{what}: " if what else ""
-    if value is None:
-        raise RecoveryRequestError(param, f"{where}required")
+        raise RecoveryRequestError(param, "required")
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RecoveryRequestError(param, f"{where}expected a whole number, got {value!r}")
+        raise RecoveryRequestError(param, f"expected a whole number, got {value!r}")
     return value
 
 

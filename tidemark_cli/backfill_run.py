@@ -3,11 +3,14 @@ checks them, and what the run returns, for a person."""
 
 from __future__ import annotations
 
+import msgspec
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request
+from tidemark.backfill_result import BackfillResult
+from tidemark.event_time_text import format_event_time
 from tidemark.reconciliation import HourComparison
 from tidemark.stream_config import StreamConfig
 from tidemark_cli.param_usage_error import usage_error
@@ -35,19 +38,20 @@ def backfill_params(
     is triggered. Like the DAG, ``compare`` only applies to a shadow target.
     """
     params = {"stream": stream.name, "start": start or "", "end": end or "", "partitions": partitions or "",
-              "target": target, "shadow_name": shadow_name or ""}  # fmt: skip
+              "target": target, "shadow_name": shadow_name or "", "compare": compare}  # fmt: skip
     try:
         request = parse_backfill_request(params, {stream.name: stream}, now_ms, run_id)
     except BackfillRequestError as error:
         raise usage_error(error) from None
-    document = request.to_json()
+    # The DAG's form params, not the request: its validate task makes the request from them (with
+    # the run's own id), as it does for a person's form.
     conf = {
-        "start": document["start"],
-        "end": document["end"],
+        "start": format_event_time(request.start_ms),
+        "end": format_event_time(request.end_ms),
         "partitions": ",".join(str(p) for p in request.partitions),
         "target": "events" if request.shadow is None else "shadow",
         "shadow_name": request.shadow or "",
-        "compare": compare and request.shadow is not None,
+        "compare": request.compare,
     }
     return request, conf
 
@@ -57,20 +61,21 @@ def print_backfill_result(console: Console, result: dict | None) -> None:
     if not result:
         console.print("The backfill task returned nothing; see its log in the Airflow UI.")
         return
-    rate = result.get("records_per_second")
+    done = msgspec.convert(result, BackfillResult)
+    rate = done.records_per_second
     console.print(
-        f"Backfilled [{result['start']}, {result['end']}) into {escape(str(result['target']))}: "
-        f"{result['records']:,} records, {result['late']:,} late, {result['quarantined']:,} quarantined, "
-        f"{result['batches']} batches in {result['seconds']} s" + (f", {rate:,} records/s" if rate else ""),
+        f"Backfilled [{done.start}, {done.end}) into {escape(done.target)}: "
+        f"{done.records:,} records, {done.late:,} late, {done.quarantined:,} quarantined, "
+        f"{done.batches} batches in {done.seconds} s" + (f", {rate:,} records/s" if rate else ""),
         highlight=False,
     )
-    comparison = result.get("comparison")
-    if not comparison:
+    comparison = done.comparison
+    if comparison is None:
         return
-    differing = [HourComparison.from_json(hour) for hour in comparison.get("differing", [])]
+    differing = [HourComparison.from_json(msgspec.to_builtins(hour)) for hour in comparison.differing]
     console.print(
-        f"Compared with live: {comparison.get('compared_hours', 0)} partition-hours, {comparison.get('records_live', 0):,} "
-        f"records in live, {comparison.get('records_shadow', 0):,} in the backfill; "
+        f"Compared with live: {comparison.compared_hours} partition-hours, {comparison.records_live:,} "
+        f"records in live, {comparison.records_shadow:,} in the backfill; "
         + ("[bold green]none differ[/]" if not differing else f"[bold red]{len(differing)} differ[/]"),
         highlight=False,
     )

@@ -259,10 +259,11 @@ def backfill(
 @stream_argument
 @click.option("--partition", help="The partition to recover.")
 @click.option("--ranges", help='Offset ranges to replay, end exclusive: "100-200,300-350".')
-@click.option("--reason", help="Why (kept in the ledger's log and the report). Start it with STOP or STALL to restart the live job after.")
+@click.option("--reason", help="Why (kept in the ledger's log and the report).")
+@click.option("--restart-live", is_flag=True, help="Start a persist run after the replay: the live job had stopped reading the partition.")
 @click.option("--unpause", is_flag=True, help="Unpause the recover DAG if it is paused.")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar.")
-def recover(stream: StreamConfig, partition, ranges, reason, unpause: bool, wait: bool) -> int:
+def recover(stream: StreamConfig, partition, ranges, reason, restart_live: bool, unpause: bool, wait: bool) -> int:
     """Replay offset ranges of one partition of STREAM, insert-only, through its recover DAG.
 
     The params are checked as the DAG checks them, before anything starts. Offsets already gone
@@ -275,15 +276,16 @@ def recover(stream: StreamConfig, partition, ranges, reason, unpause: bool, wait
     from tidemark_cli.airflow_connection import connect_to_airflow, ready_dag
     from tidemark_cli.recovery_run import print_recovery_result, recover_dag_id, recovery_params
 
-    conf = recovery_params(stream, partition, ranges, reason)
+    request = recovery_params(stream, partition, ranges, reason, restart_live)
     dag_id = recover_dag_id(stream)
     connection = connect_to_airflow()
     ready_dag(connection, dag_id, unpause)
-    run_id = connection.api.trigger(dag_id, conf, run_id=_new_run_id())
-    replayed = ", ".join(f"{r['start']}-{r['end']}" for r in conf["ranges"])
+    run_id = connection.api.trigger(dag_id, request.to_json(), run_id=_new_run_id())
+    replayed = ", ".join(f"{r.start}-{r.end}" for r in request.ranges)
     _console.print(
-        f"Triggered {dag_id}: partition {conf['partition']}, offsets {replayed}\n"
-        f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        f"Triggered {dag_id}: partition {request.partition}, offsets {replayed}"
+        + (", then a persist run (--restart-live)" if request.restart_live else "")
+        + f"\nRun {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
         soft_wrap=True,
     )
     return _follow(connection, dag_id, run_id, None, "recover", print_recovery_result) if wait else 0

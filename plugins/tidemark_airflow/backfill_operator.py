@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,10 +10,11 @@ from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
 
 class BackfillOperator(TidemarkSparkJobOperator):
-    """Backfills ``request`` (a BackfillRequest's JSON plus ``compare``; templated, normally the
-    validate task's output). ``run_name`` names the job's checkpoint, so a retry of the task
-    resumes where the killed attempt stopped. Returns the job's result: ranges, counts, rate and,
-    with ``compare``, the comparison with live.
+    """Backfills ``request`` (a BackfillRequest's JSON, ``compare`` included; templated, normally
+    the validate task's output): the job receives it as one ``--request`` argument, encoded by the
+    same Struct. ``run_name`` names the job's checkpoint, so a retry of the task resumes where the
+    killed attempt stopped. Returns the job's BackfillResult as its JSON: ranges, counts, rate
+    and, with ``compare``, the comparison with live.
 
     A request the job refuses (a range beyond retention, a partition the topic lacks) fails the
     task at once with the job's reason, without retries; a range partly past retention fails it
@@ -31,33 +31,34 @@ class BackfillOperator(TidemarkSparkJobOperator):
     def execute(self, context: Any) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
 
+        from tidemark.backfill_request import BackfillRequest
+        from tidemark.backfill_result import BackfillRefusal, decode_backfill_outcome
+
         stream = self.load_stream()
-        request = self.request
+        request = BackfillRequest.from_json(self.request)
         with tempfile.TemporaryDirectory(prefix=f"tidemark-backfill-{stream.name}-") as folder:
             result_path = Path(folder) / "result.json"
-            arguments = ["--stream", stream.name, "--conf", self.conf_path, "--start", request["start"], "--end", request["end"],
-                         "--partitions", ",".join(str(p) for p in request["partitions"]), "--run-name", self.run_name,
+            arguments = ["--conf", self.conf_path, "--request", request.encode(), "--run-name", self.run_name,
                          "--result", str(result_path)]  # fmt: skip
-            if request.get("shadow"):
-                arguments += ["--target", "shadow", "--shadow-name", request["shadow"]]
-                if request.get("compare"):
-                    arguments.append("--compare")
             try:
                 self.submit(context, arguments)
             except Exception:
-                result = json.loads(result_path.read_text()) if result_path.exists() else None
-                if result and result.get("error"):
-                    raise AirflowFailException(f"Backfill refused before any work: {result['error']}") from None
-                if result and result.get("lost"):
+                outcome = decode_backfill_outcome(result_path.read_bytes()) if result_path.exists() else None
+                if isinstance(outcome, BackfillRefusal):
+                    raise AirflowFailException(f"Backfill refused before any work: {outcome.error}") from None
+                if outcome is not None and outcome.lost:
+                    lost = [(part.partition, list(part.offsets), list(part.event_time)) for part in outcome.lost]
                     raise AirflowFailException(
-                        f"Part of the range left the log (retention) and is LOST: {result['lost']}. The rest was backfilled "
-                        f"({result['records']} records) into {result['target']}; this backfill is NOT complete."
+                        f"Part of the range left the log (retention) and is LOST (partition, offsets, event time): {lost}. "
+                        f"The rest was backfilled ({outcome.records} records) into {outcome.target}; this backfill is NOT complete."
                     ) from None
                 raise
-            result = json.loads(result_path.read_text())
+            result = decode_backfill_outcome(result_path.read_bytes())
+        if isinstance(result, BackfillRefusal):  # a refusal exits 2; seen after exit 0, the job is broken
+            raise AirflowFailException(f"Backfill refused before any work, yet the job exited 0: {result.error}")
         self.log.info(
             "Backfilled %s [%s, %s) of stream %s into %s: %d records (%d late, %d quarantined) in %s s, %s records/s",
-            result["ranges"], result["start"], result["end"], stream.name, result["target"], result["records"],
-            result["late"], result["quarantined"], result["seconds"], result["records_per_second"],
+            result.ranges, result.start, result.end, stream.name, result.target, result.records,
+            result.late, result.quarantined, result.seconds, result.records_per_second,
         )  # fmt: skip
-        return result
+        return result.to_json()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,11 @@ from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
 class RecoverOperator(TidemarkSparkJobOperator):
     """Replays ``request`` (a RecoveryRequest's JSON; templated, normally the validate task's
-    output) insert-only. Returns the job's result: the ranges recovered, the records inserted and
-    the event hours they belong to. Offsets already past retention fail the task loudly, naming
-    them, after every recoverable range was recovered; they are never skipped silently.
+    output) insert-only: the job receives it as one ``--request`` argument, encoded by the same
+    Struct, and writes a RecoveryResult, which this returns as its JSON: the ranges recovered,
+    the records inserted and the event hours they belong to. Offsets already past retention fail
+    the task loudly, naming them, after every recoverable range was recovered; they are never
+    skipped silently.
     """
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "request")
@@ -26,30 +27,31 @@ class RecoverOperator(TidemarkSparkJobOperator):
     def execute(self, context: Any) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
 
+        from tidemark.recovery_request import RecoveryRequest
+        from tidemark.recovery_result import RecoveryResult
+
         stream = self.load_stream()
-        request = self.request
-        ranges = ",".join(f"{r['start']}-{r['end']}" for r in request["ranges"])
+        request = RecoveryRequest.from_json(self.request)
         with tempfile.TemporaryDirectory(prefix=f"tidemark-recover-{stream.name}-") as folder:
             result_path = Path(folder) / "result.json"
-            arguments = ["--stream", stream.name, "--conf", self.conf_path, "--partition", str(request["partition"]),
-                         "--ranges", ranges, "--reason", request["reason"], "--result", str(result_path)]  # fmt: skip
+            arguments = ["--conf", self.conf_path, "--request", request.encode(), "--result", str(result_path)]
             try:
                 self.submit(context, arguments)
             except Exception:
-                result = json.loads(result_path.read_text()) if result_path.exists() else None
-                if result and result["lost"]:
+                result = RecoveryResult.decode(result_path.read_bytes()) if result_path.exists() else None
+                if result and result.lost:
                     # The typed result, for the alarm (tidemark_airflow.alert_occasions.RecoveryLost).
-                    context["ti"].xcom_push(key="recovery_result", value=result)
+                    context["ti"].xcom_push(key="recovery_result", value=result.to_json())
                     raise AirflowFailException(
-                        f"Offsets of partition {request['partition']} of stream {stream.name} left the log (retention) "
-                        f"before they were persisted and are LOST: {result['lost']}. Every recoverable range was recovered "
-                        f"({result['inserted']} records inserted)."
+                        f"Offsets of partition {request.partition} of stream {stream.name} left the log (retention) "
+                        f"before they were persisted and are LOST: {[list(span) for span in result.lost]}. Every "
+                        f"recoverable range was recovered ({result.inserted} records inserted)."
                     ) from None
                 raise
-            result = json.loads(result_path.read_text())
+            result = RecoveryResult.decode(result_path.read_bytes())
         self.log.info(
-            "Partition %s of stream %s: recovered %s, %d records inserted, event hours %s",
-            request["partition"], stream.name, [[r["start"], r["end"]] for r in result["recovered"]],
-            result["inserted"], result["event_hours"],
+            "Partition %s of stream %s: recovered %s, %d records inserted, event hours %s; restart the live job: %s",
+            request.partition, stream.name, [[r.start, r.end] for r in result.recovered], result.inserted,
+            list(result.event_hours), request.restart_live,
         )  # fmt: skip
-        return result
+        return result.to_json()

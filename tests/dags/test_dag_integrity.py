@@ -85,7 +85,7 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["offline_devices_max_active_runs"] == 1
     assert described["quality_tasks"] == ["check", "hours_to_check", "recovery_requests", "trigger_recovery", "verdict"]
     assert described["recover_tasks"] == ["live_job_was_the_cause", "recheck", "recover", "restart_live", "touched_hours", "validate"]
-    assert described["recover_params"] == ["partition", "ranges", "reason", "stream"]
+    assert described["recover_params"] == ["partition", "ranges", "reason", "restart_live", "stream"]
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
     assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)

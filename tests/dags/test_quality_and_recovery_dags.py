@@ -88,7 +88,7 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     statuses = {p["partition"]: p["status"] for p in summary["partitions"]}
     assert statuses == {0: "OK", 1: "OK", 2: "STOP"}
     (request,) = summary["recovery_requests"]
-    assert (request["partition"], request["ranges"]) == (2, [[0, produced[2]]])
+    assert (request["partition"], request["ranges"], request["restart_live"]) == (2, [{"start": 0, "end": produced[2]}], True)
     assert Path(summary["paths"]["summary_html"]) == home / "reports" / "telemetry" / "runs" / summary["run_name"] / "summary.html"
     assert Path(summary["paths"]["summary_html"]).exists()
     triggered = {run_id: conf for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items() if run_id not in recover_runs_before}
@@ -114,7 +114,7 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     assert recovered.returncode == 0, recovered.output[-8000:]
     assert f"{produced[2]} records inserted" in recovered.output
     restarted = set(dag_runs(environment, "tidemark_persist__telemetry")) - set(persist_runs_before)
-    assert len(restarted) == 1, "restart_live triggered one persist run (the live job was the cause: STOP)"
+    assert len(restarted) == 1, "the request's restart_live triggered one persist run (the live job was the cause: STOP)"
     assert (len(receivers.mails), len(receivers.posts)) == (1, 1), "a recovery that lost nothing sends no alarm"
 
     # The live job, no longer frozen, reads partition 2 too (insert-only where recovery wrote),

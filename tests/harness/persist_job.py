@@ -107,13 +107,36 @@ def kill_after_batches(job: subprocess.Popen, ledger_path: Path, batches: int, t
     assert job.wait(30) == -signal.SIGKILL, f"the job exited {job.returncode} on its own before the kill: make the backlog larger"
 
 
+def recovery_request_args(conf: Path, partition: int, ranges: str, reason: str = "test", stream: str = "telemetry") -> list[str]:
+    """The recovery job's ``--request`` for ``ranges`` ("start-end,...", as a person types them in
+    the recover DAG's form) of ``partition``: made by the form's parser, as the DAG makes it."""
+    from tidemark.recovery_request import parse_recovery_form
+    from tidemark.stream_config import load_streams
+
+    params = {"stream": stream, "partition": partition, "ranges": ranges, "reason": reason}
+    return ["--request", parse_recovery_form(params, load_streams(conf)).encode()]
+
+
+def backfill_request_args(conf: Path, start: str, end: str, *, partitions: str = "", target: str = "events",
+                          shadow_name: str = "", compare: bool = False, run_name: str = "") -> list[str]:  # fmt: skip
+    """The backfill job's ``--request`` (and ``--run-name``) for the backfill DAG's form params:
+    made by the form's parser, as the DAG's validate task makes it. The parser's "not in the
+    future" rule is the form's, not the job's: a trial's clock may run ahead of this one."""
+    from tidemark.backfill_request import parse_backfill_request
+    from tidemark.stream_config import load_streams
+
+    params = {"stream": "telemetry", "start": start, "end": end, "partitions": partitions, "target": target,
+              "shadow_name": shadow_name, "compare": compare}  # fmt: skip
+    request = parse_backfill_request(params, load_streams(conf), now_ms=2**62, run_name=run_name or None)
+    return ["--request", request.encode(), *(["--run-name", run_name] if run_name else [])]
+
+
 def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None) -> int:
     """Run the recovery job for ``ranges`` ("start-end,...") of ``partition`` in this process;
     returns its exit code (the result JSON is at ``result``). ``environment``: for the run only."""
     from spark_jobs.recover import main
 
-    argv = ["--stream", "telemetry", "--conf", str(conf), "--partition", str(partition), "--ranges", ranges,
-            "--reason", "test", "--result", str(result)]  # fmt: skip
+    argv = ["--conf", str(conf), *recovery_request_args(conf, partition, ranges), "--result", str(result)]
     return run_in_process(main, argv, log, environment)
 
 
@@ -173,7 +196,7 @@ BACKFILL_JOB = REPO / "spark_jobs" / "backfill.py"
 def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
     """Start the backfill job (its own process group, like ``start_persist``)."""
     return subprocess.Popen(
-        [sys.executable, str(BACKFILL_JOB), "--stream", "telemetry", "--conf", str(conf), *args],
+        [sys.executable, str(BACKFILL_JOB), "--conf", str(conf), *args],
         env={**job_environment(), **(environment or {})},
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
@@ -182,10 +205,11 @@ def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str
 
 
 def run_backfill(conf: Path, *args: str, log: Path) -> int:
-    """Run the backfill job to its end in this process; returns its exit code."""
+    """Run the backfill job to its end in this process (``args``: ``backfill_request_args`` and
+    any others); returns its exit code."""
     from spark_jobs.backfill import main
 
-    return run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *args], log)
+    return run_in_process(main, ["--conf", str(conf), *args], log)
 
 
 def wait_for_event(log: Path, event: str, job: subprocess.Popen, timeout_s: float = 120) -> bool:

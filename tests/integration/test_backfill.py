@@ -20,6 +20,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 from harness.persist_job import (
+    backfill_request_args,
     produce,
     run_backfill,
     run_in_process,
@@ -97,8 +98,8 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
     assert late.where("source_partition = 3").count() == 30, "the scenario needs records live routed late"
     start, end = _iso(live_lake.base_ms), _iso(live_lake.base_ms + 4 * HOUR_MS)
     result_path = tmp_path / "result.json"
-    code = backfill_main(["--stream", "telemetry", "--conf", str(live_lake.conf), "--start", start, "--end", end,
-                          "--target", "shadow", "--shadow-name", "equal", "--compare", "--result", str(result_path)])  # fmt: skip
+    code = backfill_main(["--conf", str(live_lake.conf), "--result", str(result_path),
+                          *backfill_request_args(live_lake.conf, start, end, target="shadow", shadow_name="equal", compare=True)])  # fmt: skip
     assert code == 0
     import json
 
@@ -118,8 +119,8 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
 
     # The set belongs to that run: another run may not write it (its batches append, they do not MERGE).
     refused = tmp_path / "refused.json"
-    again = backfill_main(["--stream", "telemetry", "--conf", str(live_lake.conf), "--start", start, "--end", end,
-                           "--target", "shadow", "--shadow-name", "equal", "--run-name", "another", "--result", str(refused)])  # fmt: skip
+    again = backfill_main(["--conf", str(live_lake.conf), "--result", str(refused),
+                           *backfill_request_args(live_lake.conf, start, end, target="shadow", shadow_name="equal", run_name="another")])  # fmt: skip
     assert again == 2
     assert json.loads(refused.read_text())["error"].startswith("param 'shadow_name': the shadow set 'equal' already holds another run's backfill")
 
@@ -150,11 +151,11 @@ def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exac
     # Backfill into events in small batches, dead right after its second batch's ledger commit
     # (a crash point; in this process the batch fails and the run ends), then the same command.
     hole_hour = hole[0].event_ms // HOUR_MS * HOUR_MS
-    args = ["--start", _iso(hole_hour), "--end", _iso(hole_hour + HOUR_MS), "--target", "events", "--run-name", "fill",
+    args = [*backfill_request_args(live_lake.conf, _iso(hole_hour), _iso(hole_hour + HOUR_MS), run_name="fill"),
             "--max-records-per-batch", "40"]  # fmt: skip
     crash = {CRASH_AT: CrashPoint("ledger", batch=1, action="raise").to_json(), TEST_FAULTS: "1"}
     with pytest.raises(StreamingQueryException, match="crash point: after ledger of batch 1"):
-        run_in_process(backfill_main, ["--stream", "telemetry", "--conf", str(live_lake.conf), *args], tmp_path / "killed.log", crash)
+        run_in_process(backfill_main, ["--conf", str(live_lake.conf), *args], tmp_path / "killed.log", crash)
     assert run_backfill(live_lake.conf, *args, log=tmp_path / "resumed.log") == 0, (tmp_path / "resumed.log").read_text()[-3000:]
     progress = [line for line in (tmp_path / "resumed.log").read_text().splitlines() if '"backfill_progress"' in line]
     assert progress and '"percent": 100.0' in progress[-1] and '"estimated_seconds_left"' in progress[-1]
@@ -189,8 +190,8 @@ def test_ranges_past_retention_are_refused_or_reported_lost(kafka_broker, spark,
         future.result(30)
 
     refused = tmp_path / "refused.json"
-    code = backfill_main(["--stream", "telemetry", "--conf", str(conf), "--start", _iso(base), "--end", _iso(base + 30 * MINUTE_MS),
-                 "--partitions", "0", "--target", "shadow", "--shadow-name", "gone", "--result", str(refused)])  # fmt: skip
+    code = backfill_main(["--conf", str(conf), "--result", str(refused), *backfill_request_args(
+        conf, _iso(base), _iso(base + 30 * MINUTE_MS), partitions="0", target="shadow", shadow_name="gone")])  # fmt: skip
     assert code == 2
     assert json.loads(refused.read_text())["error"] == (
         f"[{_iso(base)[:-1]}.000Z, {_iso(base + 30 * MINUTE_MS)[:-1]}.000Z) is beyond the log's retention in every requested "
@@ -199,8 +200,8 @@ def test_ranges_past_retention_are_refused_or_reported_lost(kafka_broker, spark,
     assert not (tmp_path / "lake" / "telemetry" / "shadow" / "gone").exists(), "a refused backfill must do no work"
 
     partial = tmp_path / "partial.json"
-    code = backfill_main(["--stream", "telemetry", "--conf", str(conf), "--start", _iso(base), "--end", _iso(base + 2 * HOUR_MS),
-                 "--target", "shadow", "--shadow-name", "partial", "--result", str(partial)])  # fmt: skip
+    code = backfill_main(["--conf", str(conf), "--result", str(partial), *backfill_request_args(
+        conf, _iso(base), _iso(base + 2 * HOUR_MS), target="shadow", shadow_name="partial")])  # fmt: skip
     assert code == 3
     result = json.loads(partial.read_text())
     assert result["lost"] == [{"partition": 0, "offsets": [None, 30], "event_time": [f"{_iso(base)[:-1]}.000Z", f"{_iso(base + HOUR_MS)[:-1]}.000Z"]}]

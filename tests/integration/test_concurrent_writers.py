@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from harness.persist_job import (
+    backfill_request_args,
     batches_persisted,
     produce,
     run_backfill,
@@ -146,7 +147,7 @@ def _start(job: str, conf, now_ms: int, tmp_path):
     log = tmp_path / f"{job}.log"
     if job == "live":
         return start_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=log)
-    return start_backfill(conf, *_backfill_args(now_ms, tmp_path), log=log)
+    return start_backfill(conf, *_backfill_args(conf, now_ms, tmp_path), log=log)
 
 
 def _run(job: str, conf, now_ms: int, tmp_path) -> int:
@@ -154,12 +155,12 @@ def _run(job: str, conf, now_ms: int, tmp_path) -> int:
     if job == "recovery":
         start = PER_PARTITION // 2 if (tmp_path / "live.log").exists() else PER_PARTITION // 4
         return run_recover(conf, 0, f"{start}-{PER_PARTITION}", log=log, result=tmp_path / "recovery.json")
-    return run_backfill(conf, *_backfill_args(now_ms, tmp_path), log=log)
+    return run_backfill(conf, *_backfill_args(conf, now_ms, tmp_path), log=log)
 
 
-def _backfill_args(now_ms: int, tmp_path) -> list[str]:
+def _backfill_args(conf, now_ms: int, tmp_path) -> list[str]:
     """The second half of the backlog's event-time range (its last hour), into events."""
-    return ["--start", _iso(now_ms - HOUR_MS), "--end", _iso(now_ms), "--target", "events", "--result", str(tmp_path / "backfill.json")]
+    return [*backfill_request_args(conf, _iso(now_ms - HOUR_MS), _iso(now_ms)), "--result", str(tmp_path / "backfill.json")]
 
 
 def _iso(ms: int) -> str:

@@ -28,7 +28,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.persist_job import produce, run_in_process, telemetry_value, write_stream_config
+from harness.persist_job import (
+    backfill_request_args,
+    produce,
+    recovery_request_args,
+    run_in_process,
+    telemetry_value,
+    write_stream_config,
+)
 from spark_jobs.persist import main as persist_main
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 
@@ -155,16 +162,15 @@ def _damaged(backlog: Backlog, folder: Path, spark) -> Path:
 def _recover(conf: Path, backlog: Backlog, log: Path, point: CrashPoint | None = None) -> int:
     from spark_jobs.recover import main as recover_main
 
-    argv = ["--stream", "telemetry", "--conf", str(conf), "--partition", "0", "--reason", "test",
-            "--ranges", f"{backlog.phase2_start}-{backlog.log_ends[0]}"]  # fmt: skip
+    argv = ["--conf", str(conf), *recovery_request_args(conf, 0, f"{backlog.phase2_start}-{backlog.log_ends[0]}")]
     return run_in_process(recover_main, argv, log, {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {})
 
 
 def _backfill(conf: Path, backlog: Backlog, log: Path, target: str, point: CrashPoint | None = None) -> int:
     from spark_jobs.backfill import main as backfill_main
 
-    argv = ["--stream", "telemetry", "--conf", str(conf), "--start", _iso(backlog.base_ms), "--end", _iso(backlog.base_ms + 4 * HOUR_MS),
-            "--target", target, "--run-name", "crash", *(["--partitions", "0"] if target == "events" else [])]  # fmt: skip
+    argv = ["--conf", str(conf), *backfill_request_args(conf, _iso(backlog.base_ms), _iso(backlog.base_ms + 4 * HOUR_MS), target=target,
+                                                       partitions="0" if target == "events" else "", run_name="crash")]  # fmt: skip
     return run_in_process(backfill_main, argv, log, {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {})
 
 

@@ -31,8 +31,10 @@ import pytest
 from harness.log_layouts import lake_offsets
 from harness.persist_job import (
     REPO,
+    backfill_request_args,
     job_environment,
     produce,
+    recovery_request_args,
     run_backfill,
     run_persist,
     run_recover,
@@ -69,8 +71,8 @@ def _iso(ms: int) -> str:
 
 def _start_recovery(conf: Path, partition: int, ranges: str, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(REPO / "spark_jobs" / "recover.py"), "--stream", "telemetry", "--conf", str(conf),
-         "--partition", str(partition), "--ranges", ranges, "--reason", "crash trial"],  # fmt: skip
+        [sys.executable, str(REPO / "spark_jobs" / "recover.py"), "--conf", str(conf),
+         *recovery_request_args(conf, partition, ranges, reason="crash trial")],  # fmt: skip
         env=job_environment(), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
 
@@ -108,8 +110,8 @@ def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothi
             if kind == "recovery":
                 job = _start_recovery(conf, partition, f"{hole[1]}-{hole[2]}", log)
             else:
-                backfill_args = ("--start", _iso(first - 3 * HOUR_MS), "--end", _iso(clock),
-                                 "--partitions", str(partition), "--target", "events", "--run-name", f"trial-{trial}")  # fmt: skip
+                backfill_args = backfill_request_args(conf, _iso(first - 3 * HOUR_MS), _iso(clock), partitions=str(partition),
+                                                      run_name=f"trial-{trial}")  # fmt: skip
                 job = start_backfill(conf, *backfill_args, log=log)
 
         # One kill in five at a random moment of the start-up (JVM, Spark, tables, the claim);

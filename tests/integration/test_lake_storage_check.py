@@ -11,7 +11,7 @@ import yaml
 
 from connectors.lake_storage import LakeStorageError
 from connectors.lake_storage_check import check_s3_paths
-from harness.persist_job import run_in_process, write_stream_config
+from harness.persist_job import backfill_request_args, recovery_request_args, run_in_process, write_stream_config
 from stack.ports import free_port
 
 pytestmark = pytest.mark.integration
@@ -49,10 +49,12 @@ def test_an_endpoint_that_does_not_answer_fails_within_seconds(loopback_s3):
     assert time.monotonic() - started < 10
 
 
+# Each job's own arguments for the test's stream: the persist job names it, recovery and backfill
+# take one --request, made as their DAGs make it.
 JOB_ARGUMENTS = {
-    "persist": [],
-    "recover": ["--partition", "0", "--ranges", "0-10", "--reason", "test"],
-    "backfill": ["--start", "2026-11-25T00:00:00Z", "--end", "2026-11-25T01:00:00Z", "--target", "events"],
+    "persist": lambda conf: ["--stream", "telemetry"],
+    "recover": lambda conf: recovery_request_args(conf, 0, "0-10"),
+    "backfill": lambda conf: backfill_request_args(conf, "2026-11-25T00:00:00Z", "2026-11-25T01:00:00Z"),
 }
 
 
@@ -70,7 +72,7 @@ def test_each_job_stops_before_spark_on_a_missing_bucket(job, loopback_s3, kafka
     log = tmp_path / f"{job}.log"
     started = time.monotonic()
 
-    code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *JOB_ARGUMENTS[job]], log, loopback_s3.environment)
+    code = run_in_process(main, ["--conf", str(conf), *JOB_ARGUMENTS[job](conf)], log, loopback_s3.environment)
 
     assert code == 2
     assert f"{job}: bucket 'missing-lake' does not exist at {loopback_s3.endpoint}" in log.read_text()

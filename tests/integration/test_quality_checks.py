@@ -332,9 +332,9 @@ def test_deleted_rows_are_a_hole_with_their_exact_offsets_and_a_recovery_request
             for h in hole.hole_ranges] == [(0, 50, 50, 47, [(10, 13)]), (50, 100, 50, 49, [(60, 61)])]  # fmt: skip
     hour = result.hour(H, HOLE_DELETED)
     assert (hour.status, hour.records, hour.data_records, hour.persisted) == (QualityStatus.HOLE, 96, 100, 96)
-    requests = {r["partition"]: r for r in result.to_json()["recovery_requests"]}
-    assert requests[HOLE_DELETED]["ranges"] == [[10, 13], [60, 61]]
-    assert requests[HOLE_DELETED]["stream"] == "cases"
+    requests = {r.partition: r for r in result.recovery_requests}
+    assert requests[HOLE_DELETED].ranges == (OffsetRange(10, 13), OffsetRange(60, 61))
+    assert (requests[HOLE_DELETED].stream, requests[HOLE_DELETED].restart_live) == ("cases", False)
 
 
 def test_a_transactional_range_with_fewer_records_than_offsets_is_complete(cases):
@@ -359,8 +359,8 @@ def test_a_frozen_partition_is_stop_and_asks_to_replay_from_its_position_to_the_
     frozen = result.partition(FROZEN)
     assert (frozen.position, frozen.log_end, frozen.lag) == (100, 400, 300)
     assert frozen.reasons[0].startswith("STOP: read position stuck at offset 100 for 70m")
-    requests = {r["partition"]: r for r in result.to_json()["recovery_requests"]}
-    assert requests[FROZEN]["ranges"] == [[100, 400]]
+    requests = {r.partition: r for r in result.recovery_requests}
+    assert (requests[FROZEN].ranges, requests[FROZEN].restart_live) == ((OffsetRange(100, 400),), True)
 
 
 def test_offsets_behind_the_earliest_retained_offset_are_lost_and_never_requested(cases):
@@ -376,9 +376,9 @@ def test_offsets_behind_the_earliest_retained_offset_are_lost_and_never_requeste
     assert lost_hole.reason == ("offsets [5, 10) are missing from the lake and below the earliest retained offset 20: "
                                 "they can no longer be recovered"), "the sentence behind the worst status"
     assert len(lost_hole.reasons) == 3, "and every finding: two hole ranges, one lost part"
-    requests = {r["partition"]: r["ranges"] for r in result.to_json()["recovery_requests"]}
-    assert requests == {HOLE_DELETED: [[10, 13], [60, 61]], FROZEN: [[100, 400]], LOST_HOLE: [[70, 71]],
-                        UNREAD: [[50, 60]]}  # fmt: skip
+    requests = {r.partition: [(o.start, o.end) for o in r.ranges] for r in result.recovery_requests}
+    assert requests == {HOLE_DELETED: [(10, 13), (60, 61)], FROZEN: [(100, 400)], LOST_HOLE: [(70, 71)],
+                        UNREAD: [(50, 60)]}  # fmt: skip
 
 
 def test_offsets_no_range_read_are_a_hole(cases):
@@ -583,6 +583,7 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     the operation, recovery replays them from the topic, and the re-check is OK."""
     from delta.tables import DeltaTable
     from spark_jobs.recover import main as recover_main
+    from tidemark.recovery_request import RecoveryRequest
 
     folder, stream = clean["folder"], clean["stream"]
     before = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
@@ -601,18 +602,18 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     statuses = {p["partition"]: (p["status"], p["holes"]) for p in found["partitions"]}
     assert statuses == {0: ("OK", []), 1: ("HOLE", [[10, 13]]), 2: ("OK", [])}
     (hole,) = [p for p in found["partitions"] if p["partition"] == 1]
-    assert hole["reason"].startswith("hour 2026-11-22T01:00:00Z: live range [0, 50) of batch ")
+    assert hole["reason"].startswith("hour 2026-11-22T01:00:00Z: live range [0, 50) of step ")
     assert hole["reason"].endswith(f"offsets with no row: [10, 13); the lake's log shows DELETE (events version "
                                    f"{delete_version}, {found['damage'][0]['committed_at']}) removed or rewrote 3 rows")
-    assert found["recovery_requests"] == [{"stream": "clean", "partition": 1, "ranges": [[10, 13]],
-                                           "reason": "3 offsets missing from the lake: [10, 13)"}]  # fmt: skip
+    assert found["recovery_requests"] == [{"stream": "clean", "partition": 1, "ranges": [{"start": 10, "end": 13}],
+                                           "reason": "3 offsets missing from the lake: [10, 13)", "restart_live": False}]  # fmt: skip
     report = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
     assert (report["success"], [d["operation"] for d in report["damage"]]) == (False, ["DELETE"])
     assert "DELETE (events version" in Path(found["paths"]["summary_html"]).read_text()
 
-    request = found["recovery_requests"][0]
-    code = run_in_process(recover_main, ["--stream", "clean", "--conf", str(clean["conf"]), "--partition", "1", "--ranges",
-                                         json.dumps(request["ranges"]), "--reason", request["reason"], "--result",
+    # The request the run reported goes to the job as it is, as the recover DAG passes it on.
+    request = RecoveryRequest.from_json(found["recovery_requests"][0])
+    code = run_in_process(recover_main, ["--conf", str(clean["conf"]), "--request", request.encode(), "--result",
                                          str(folder / "recovered.json")], folder / "recover.log")  # fmt: skip
     assert code == 0
     recovered = json.loads((folder / "recovered.json").read_text())

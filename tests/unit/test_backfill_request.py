@@ -82,3 +82,51 @@ def test_bad_params_fail_naming_the_param(streams, overrides, param, words):
 def test_shadow_names_from_run_ids_are_table_set_names():
     assert shadow_name_for_run("scheduled__2026-11-22T02:30:00+00:00") == "scheduled_2026_11_22t02_30_00_00_00"
     assert shadow_name_for_run("__A--b__") == "a_b"
+
+
+def test_the_request_is_one_typed_value_its_json_round_trips_as_a_mapping_and_as_text(streams):
+    request = parse_backfill_request(_params(target="shadow", shadow_name="nov21", compare=True, partitions="2,0"), streams, NOW)
+    assert request.to_json() == {
+        "stream": "telemetry",
+        "start_ms": parse_event_time("2026-11-21T00:00:00Z"),
+        "end_ms": parse_event_time("2026-11-22T00:00:00Z"),
+        "partitions": [0, 2],
+        "shadow": "nov21",
+        "compare": True,
+    }
+    assert BackfillRequest.from_json(request.to_json()) == request
+    assert BackfillRequest.decode(request.encode()) == request
+
+
+def test_compare_applies_to_a_shadow_target_only(streams):
+    assert parse_backfill_request(_params(compare=True), streams, NOW).compare is False
+    assert parse_backfill_request(_params(target="shadow", shadow_name="s"), streams, NOW).compare is False
+    assert _error(streams, compare="yes").param == "compare"
+    with pytest.raises(ValueError, match="compare compares a shadow table set with live: it needs a shadow"):
+        BackfillRequest("telemetry", 0, 1, (0,), None, compare=True)
+
+
+@pytest.mark.parametrize(
+    "change, param, words",
+    [
+        ({"start_ms": "2026-11-21T00:00:00Z"}, "start_ms", "Expected `int`, got `str` - at `$.start_ms`"),
+        ({"partitions": [2, 0]}, "request", "partitions must be distinct, sorted and >= 0, got [2, 0]"),
+        ({"shadow": "Bad Name!"}, "request", "'Bad Name!' is not a table set name"),
+        ({"target": "shadow"}, "target", "unknown field `target`"),
+    ],
+)
+def test_a_bad_request_fails_naming_the_field(change, param, words):
+    document = {"stream": "telemetry", "start_ms": 0, "end_ms": 1, "partitions": [0], "shadow": None, "compare": False}
+    with pytest.raises(BackfillRequestError) as caught:
+        BackfillRequest.from_json({**document, **change})
+    assert caught.value.param == param and words in str(caught.value)
+
+
+def test_the_job_checks_the_request_against_the_configuration(streams):
+    from tidemark.backfill_request import check_backfill_request
+
+    request = BackfillRequest("telemetry", 0, 1, (0, 4))
+    with pytest.raises(BackfillRequestError, match=r"^param 'partitions': partition 4 is outside \[0, 4\)"):
+        check_backfill_request(request, streams)
+    with pytest.raises(BackfillRequestError, match=r"^param 'stream': unknown stream 'orders'"):
+        check_backfill_request(BackfillRequest("orders", 0, 1, (0,)), streams)

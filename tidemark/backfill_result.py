@@ -1,0 +1,105 @@
+"""What a backfill run did, or why it refused to start: the result file the backfill job writes
+and BackfillOperator reads (then returns as its XCom). One tagged union of Structs on both sides
+of the spark-submit boundary, so neither reads the other's JSON by string keys.
+
+``BackfillRefusal`` ({"outcome": "refused", "error": ...}): the request was refused before any
+work (a range beyond retention, a partition the topic lacks, a shadow set in use), the message
+naming the param. ``BackfillResult`` ({"outcome": "done", ...}): what was read and written; a
+non-empty ``lost`` means part of the range had already left the log and the rest was backfilled.
+
+Offsets are [start, end), end exclusive; times are ISO-8601 UTC text.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from tidemark.recovery_request import RecoveryRequest
+
+
+class LostSpan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Records of the range the log no longer holds in ``partition``: ``offsets`` [first,
+    earliest retained) (first None: the lake never saw that part), event times [start, end)."""
+
+    partition: int
+    offsets: tuple[int | None, int]
+    event_time: tuple[str, str]
+
+
+class HourDifference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One (partition, event hour) where the backfill and live differ
+    (tidemark.reconciliation.HourComparison's JSON)."""
+
+    partition: int
+    hour: str
+    live: int
+    shadow: int
+    missing_in_live: int
+    extra_in_live: int
+    routed_differently: int
+
+
+class ComparisonWithLive(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A shadow set compared with live (tidemark.reconciliation.Reconciliation's JSON): the
+    partition-hours compared, the records on each side, those that differ, and the recovery of
+    what live lacks (one request per partition, triggered by the backfill DAG)."""
+
+    compared_hours: int
+    records_live: int
+    records_shadow: int
+    differing: tuple[HourDifference, ...]
+    recovery_requests: tuple[RecoveryRequest, ...]
+
+
+class BackfillResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="done"):
+    """A backfill of [start, end) of ``partitions`` of ``stream`` into ``target`` ("events" or
+    "shadow:<name>"): the offsets read per partition (``ranges``, keys are partition numbers as
+    text), the records routed to events, late and quarantine, the wall time and rate, the event
+    hours written, ``inserted``/``commit_conflicts_retried`` (into events only: rows this run's
+    own commits inserted; None for a shadow set), the lost parts and the comparison with live
+    (None unless the request asked for it)."""
+
+    stream: str
+    start: str
+    end: str
+    partitions: tuple[int, ...]
+    shadow: str | None
+    target: str
+    ranges: dict[str, tuple[int, int]]
+    batches: int
+    records: int
+    late: int
+    quarantined: int
+    seconds: float
+    records_per_second: int | None
+    event_hours: tuple[str, ...]
+    inserted: int | None
+    commit_conflicts_retried: int | None
+    lost: tuple[LostSpan, ...]
+    comparison: ComparisonWithLive | None
+
+    def to_json(self) -> dict:
+        """The JSON-able mapping: the backfill task's XCom."""
+        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
+        return msgspec.json.decode(msgspec.json.encode(self))
+
+
+class BackfillRefusal(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="refused"):
+    """The backfill refused ``error`` before any work (the message names the param)."""
+
+    error: str
+
+
+BackfillOutcome = Union[BackfillResult, BackfillRefusal]
+
+
+def encode_backfill_outcome(outcome: BackfillOutcome) -> bytes:
+    """The result file's bytes."""
+    return msgspec.json.format(msgspec.json.encode(outcome), indent=2) + b"\n"
+
+
+def decode_backfill_outcome(data: str | bytes) -> BackfillOutcome:
+    """The outcome from its file; msgspec.ValidationError naming the field when it is not one."""
+    return msgspec.json.decode(data, type=BackfillOutcome)

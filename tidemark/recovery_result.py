@@ -1,0 +1,54 @@
+"""What a recovery run did: the result file the recovery job writes and RecoverOperator reads
+(then returns as its XCom, and pushes for the LOST alarm). One Struct on both sides of the
+spark-submit boundary, so neither reads the other's JSON by string keys.
+
+Offsets are [start, end), end exclusive. ``lost`` is a list of [start, end] pairs (the shape the
+quality summary and the alarms use for spans); times are ISO-8601 UTC text.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class RecoveredRange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One replayed range: ``inserted`` rows this run's own commits inserted (MERGE metrics; rows
+    another writer filled at the same time do not count), the commit conflicts it retried, and
+    the global watermark it routed under (None when the live job had none yet)."""
+
+    start: int
+    end: int
+    inserted: int
+    commit_conflicts_retried: int
+    global_watermark: str | None
+
+
+class RecoveryResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A recovery of ``partition`` of ``stream``: the ranges replayed (oldest record first), the
+    totals, the offsets already gone from the log (``lost``, never recovered), and the event
+    hours the inserted records belong to (sorted, "2026-11-22T01:00:00Z"), which the recover DAG
+    checks again."""
+
+    stream: str
+    partition: int
+    reason: str
+    recovered: tuple[RecoveredRange, ...]
+    inserted: int
+    commit_conflicts_retried: int
+    lost: tuple[tuple[int, int], ...]
+    event_hours: tuple[str, ...]
+    finished_at: str
+
+    def to_json(self) -> dict:
+        """The JSON-able mapping: the recover task's XCom."""
+        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
+        return msgspec.json.decode(msgspec.json.encode(self))
+
+    def encode(self) -> bytes:
+        """The result file's bytes."""
+        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
+
+    @classmethod
+    def decode(cls, data: str | bytes) -> "RecoveryResult":
+        """The result from its file; msgspec.ValidationError naming the field when it is not one."""
+        return msgspec.json.decode(data, type=cls)
