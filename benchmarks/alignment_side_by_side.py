@@ -217,9 +217,9 @@ def _bench_config(path: Path, bootstrap: str, run_dir: Path) -> Path:
 def _tidemark_run(
     broker: KafkaBroker, run_dir: Path, env: dict, args: argparse.Namespace, partitions: list[int], aligned: bool
 ) -> dict:
-    persist = REPO / "spark_jobs" / "persist.py"
+    persist = REPO / "spark_jobs" / "persist" / "job.py"
     if not aligned and "--no-alignment" not in persist.read_text():
-        return {"skipped": "spark_jobs/persist.py has no --no-alignment flag yet"}
+        return {"skipped": "spark_jobs/persist/job.py has no --no-alignment flag yet"}
     conf = _bench_config(run_dir / "streams.yaml", broker.bootstrap, run_dir)
     command = [sys.executable, str(persist), "--stream", STREAM, "--conf", str(conf), "--mode", "available_now",
                "--max-records-per-batch", str(args.max_records_per_batch)]

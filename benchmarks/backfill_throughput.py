@@ -72,9 +72,9 @@ def run(broker, scratch: Path, jars: Path, hours: int) -> dict:
     )  # fmt: skip
     records = json.loads(produced.stdout.strip().splitlines()[-1])["records"]
 
-    live = _job(scratch, env, "live", [str(REPO / "spark_jobs" / "persist.py"), "--stream", "telemetry", "--mode", "available_now"])
+    live = _job(scratch, env, "live", [str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", "telemetry", "--mode", "available_now"])
     window = ["--stream", "telemetry", "--start", start, "--end", end]
-    backfill = str(REPO / "spark_jobs" / "backfill.py")
+    backfill = str(REPO / "spark_jobs" / "replay" / "backfill.py")
     shadow = _job(scratch, env, "reconcile", [backfill, *window, "--target", "shadow", "--shadow-name", "bench", "--compare",
                                               "--result", str(scratch / "reconcile.json")])  # fmt: skip
     into_events = _job(scratch, env, "into_events", [backfill, *window, "--target", "events", "--result", str(scratch / "events.json")])

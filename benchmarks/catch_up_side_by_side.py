@@ -8,7 +8,7 @@ Starts its own broker (temporary state, free loopback port). Every scenario prod
 topic with the data generator, then runs jobs on it one after the other, never two Spark jobs at
 once, each with its own lake and checkpoints and the same row budget per batch:
 
-    (a) tidemark, aligned (the stream's configuration): spark_jobs/persist.py --mode available_now
+    (a) tidemark, aligned (the stream's configuration): spark_jobs/persist/job.py --mode available_now
     (b) Spark's built-in Kafka source -> from_json -> the same events layout in Delta, foreachBatch
         with idempotent appends, trigger availableNow, no watermark (spark_kafka_delta.py)
     (c) read ceiling: confluent-kafka alone reads the topic into Arrow arrays (read_ceiling.py)
@@ -339,7 +339,7 @@ class Bench:
         run_dir = self.scratch / name
         try:
             conf = self.stream_config(run_dir, topic)
-            command = [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", STREAM, "--conf", str(conf),
+            command = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
                        "--mode", "available_now", "--max-records-per-batch", str(self.args.max_records_per_batch)]  # fmt: skip
             wall_s, peak = run_measured(command, self.env, run_dir / "job.log")
             lake = tidemark_lake_figures(self.load_stream(conf))
@@ -660,7 +660,7 @@ def continuous_scenario(bench: Bench) -> dict:
     stream = bench.load_stream(conf)
     trigger_s = stream.persist.trigger_interval_ms / 1000
     bench.create_topic(topic, PARTITIONS)
-    job = [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", STREAM, "--conf", str(conf),
+    job = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
            "--mode", "continuous", "--max-records-per-batch", str(bench.args.max_records_per_batch)]  # fmt: skip
     # No disorder: the log timestamp (the event time) is then the moment the record was sent.
     duration = f"{round(bench.args.latency_minutes * 60_000)}ms"

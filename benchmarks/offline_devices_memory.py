@@ -15,7 +15,7 @@ Per scale, with its own broker, lake and checkpoints (temporary unless --scratch
    the lake hours of event time behind the others'. G, held by partition 3, seals nothing in
    between, so no record is late.
 3. The detector backfills the sealed range (first event hour to the sealed horizon) as its own
-   process (``spark_jobs/offline_devices.py``, as spark-submit runs it), once per slice length of
+   process (``spark_jobs/offline_devices/job.py``, as spark-submit runs it), once per slice length of
    --slices (6h is the stream's backfill default); measured: wall time and peak resident memory
    of its process tree (driver JVM, Python driver and workers), sampled every 0.5 s
    (benchmarks/process_memory.py).
@@ -114,7 +114,7 @@ def run_scale(broker, scratch: Path, jars: Path, scale: float, args: argparse.Na
     env["TIDEMARK_CONF"] = str(conf)
     end_ms = (int(time.time() * 1000) // HOUR_MS - 1) * HOUR_MS  # an hour ago, on the hour
     start_ms = end_ms - int(args.hours * HOUR_MS)
-    persist = [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", STREAM, "--conf", str(conf),
+    persist = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
                "--mode", "available_now", "--no-alignment"]  # fmt: skip
     # The first hour with every partition: partition 3 gets a watermark, so that, frozen, it holds G.
     first = _produce(env, scale, start_ms, start_ms + HOUR_MS)
@@ -138,7 +138,7 @@ def run_scale(broker, scratch: Path, jars: Path, scale: float, args: argparse.Na
     backfills = {}
     for slice_text in args.slices:
         result = scratch / f"backfill-{slice_text}.json"
-        backfill = [sys.executable, str(REPO / "spark_jobs" / "offline_devices.py"), "--stream", STREAM, "--conf", str(conf),
+        backfill = [sys.executable, str(REPO / "spark_jobs" / "offline_devices" / "job.py"), "--stream", STREAM, "--conf", str(conf),
                     "--start", lake["first_hour"], "--end", lake["horizon"], "--output", str(scratch / f"offline_devices-{slice_text}"),
                     "--slice", slice_text, "--result", str(result)]  # fmt: skip
         wall_s, peak_rss = _run_measured(backfill, env, scratch / f"backfill-{slice_text}.log")

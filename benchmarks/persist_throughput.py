@@ -116,7 +116,7 @@ def _persist(scratch: Path, env: dict, topic: str, broker: KafkaBroker, total: i
     log_file = scratch / f"persist-{lake}.log"
     started = time.monotonic()
     job = subprocess.Popen(
-        [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", "telemetry", "--mode", "available_now",
+        [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", "telemetry", "--mode", "available_now",
          "--max-records-per-batch", str(max_records_per_batch), *([] if align else ["--no-alignment"])],
         env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, broker.bootstrap))},
         stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True,

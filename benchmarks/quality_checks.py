@@ -134,7 +134,7 @@ def _synthesise(spark, stream, hour_ms, now_ms, records, partitions, range_recor
     rise evenly across the hour. Ledger: live ranges of ``range_records`` offsets each."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
     from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl, events_columns
 
     LakeTables(spark, stream).ensure()

@@ -189,7 +189,7 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
 
     from pyspark.sql import functions as F
 
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
     from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl, events_columns
 
     LakeTables(spark, stream).ensure()

@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.spark_kafka_events import events_from_kafka_rows, kafka_delta_session  # noqa: E402
-from spark_jobs.persist_batch import QueryIdentity  # noqa: E402
+from spark_jobs.persist.batch import QueryIdentity  # noqa: E402
 from tidemark.stream_config import load_stream  # noqa: E402
 from tidemark.table_schemas import EVENTS_PARTITIONING  # noqa: E402
 

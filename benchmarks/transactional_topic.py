@@ -7,7 +7,7 @@ Starts its own broker (temporary state, free loopback port) and writes the topic
 Streams' or Flink's exactly-once sinks has: --transactions transactions of --records records,
 spread over 2 partitions, every --abort-every-th aborted (its records flushed to the log first,
 so they are there to be skipped). Event times are the last two hours, in order. Then one
-available_now run of the persist job (spark_jobs/persist.py), timed from process start (JVM
+available_now run of the persist job (spark_jobs/persist/job.py), timed from process start (JVM
 included) to exit.
 
 Figures: wall time, committed records in the log (what a plain read_committed consumer gets),
@@ -69,7 +69,7 @@ def run_benchmark(broker: KafkaBroker, scratch: Path, jars: Path, args: argparse
     committed, aborted = _produce(broker.bootstrap, args)
     env = scratch_environment(broker.bootstrap, scratch, jars)
     conf = _config(scratch / "streams.yaml", broker.bootstrap, scratch)
-    command = [sys.executable, str(REPO / "spark_jobs" / "persist.py"), "--stream", STREAM, "--conf", str(conf),
+    command = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
                "--mode", "available_now", "--max-records-per-batch", str(args.max_records_per_batch)]  # fmt: skip
     import subprocess
 

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/watermark_page_load.py [--partitions 64] [--days 30]
 
 The ledger is generated (generator.ledger_history) and written with deltalake in the layout
-Delta's auto compaction leaves it in (spark_jobs.lake_tables): everything older in compacted
+Delta's auto compaction leaves it in (spark_jobs.lake.tables): everything older in compacted
 files, the newest 49 batches one small file each; ``--uncompacted-days N`` writes the last N
 days one file per batch instead, as a ledger without compaction would hold them. The page is
 timed through its FastAPI app (login switched off), the log not asked: the lake alone. Prints

@@ -3,7 +3,7 @@
 A frozen partition keeps its position (nothing of it is read) while its log end, status and
 W_p are planned as usual: the ledger then shows it as a stalled consumer leaves a partition,
 read position constant while the log end grows. The stall alarms are tested with it
-(TIDEMARK_CHAOS_FREEZE, spark_jobs.persist_pipeline); no production run sets it.
+(TIDEMARK_CHAOS_FREEZE, spark_jobs.persist.pipeline); no production run sets it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Controlled crash points: a test's switch that makes a job die right after one named commit.
 
-Exactly-once is argued commit by commit (spark_jobs.persist_batch: events, late, quarantine,
+Exactly-once is argued commit by commit (spark_jobs.persist.batch: events, late, quarantine,
 then seals and the ledger; recovery and a backfill into ``events`` MERGE; a backfill into a
 shadow set appends to its own tables). Killing a job "somewhere" tests whichever moment the
 kill happened to land on; a crash point names the moment:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-# The detector's output table (spark_jobs/offline_devices.py), as (name, Spark SQL type) pairs.
+# The detector's output table (spark_jobs/offline_devices/job.py), as (name, Spark SQL type) pairs.
 # Key (device_id, offline_at); online_at is null while the device is still offline.
 OFFLINE_PERIODS_COLUMNS = [("device_id", "STRING"), ("offline_at", "TIMESTAMP"), ("online_at", "TIMESTAMP")]
 

@@ -211,7 +211,7 @@ class BackfillSettings(_Section):
 
 
 class OfflineDevicesSettings(_Section):
-    """The stream's offline-device detector (spark_jobs/offline_devices.py); durations in ms.
+    """The stream's offline-device detector (spark_jobs/offline_devices/job.py); durations in ms.
 
     A device (``device_field``, a payload field) is offline once ``offline_after`` has passed
     since its last record. The detector reads sealed event time in slices: ``live_slice`` long in

@@ -103,7 +103,7 @@ CLAIMS_COLUMNS = [
 # Columns renamed since a table was first written, (old name, new name) per table, oldest first.
 # ``batch_id`` meant two things: the aligned step in events, late, quarantine and the ledger, and
 # Spark's micro-batch in seals (issue 26). A table that still has the old name gains the new one
-# in place (Delta column mapping: a metadata commit, no rows rewritten; spark_jobs.lake_tables).
+# in place (Delta column mapping: a metadata commit, no rows rewritten; spark_jobs.lake.tables).
 RENAMED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "events": (("batch_id", "step_id"),),
     "late": (("batch_id", "step_id"),),

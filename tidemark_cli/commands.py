@@ -357,12 +357,12 @@ def _follow(connection, dag_id: str, run_id: str, progress_task: str | None, res
 
 
 def _persistence_report(stream: StreamConfig, conf: str) -> None:
-    """spark_jobs/persist_report.py in its own process, as the demo runs it: Spark stays out of the CLI."""
+    """spark_jobs/persist/report.py in its own process, as the demo runs it: Spark stays out of the CLI."""
     import subprocess
 
     _console.print("\nPersistence per partition (a Spark job, about 30 s):")
     done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.persist_report", "--stream", stream.name, "--conf", conf],
+        [sys.executable, "-m", "spark_jobs.persist.report", "--stream", stream.name, "--conf", conf],
         cwd=REPO_ROOT,
     )
     if done.returncode != 0:

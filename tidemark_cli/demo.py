@@ -85,7 +85,7 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
 
     _step("Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread")
     report_file = reports / f"persist_{DEMO_STREAM}.json"
-    _run([sys.executable, "-m", "spark_jobs.persist_report", "--stream", DEMO_STREAM, "--json", str(report_file)])
+    _run([sys.executable, "-m", "spark_jobs.persist.report", "--stream", DEMO_STREAM, "--json", str(report_file)])
     print(
         f"late: records whose event time was more than the allowed lateness "
         f"({format_duration_ms(stream.event_time.allowed_lateness_ms)}) behind the global watermark when read (their "

@@ -1,4 +1,4 @@
-"""Run the backfill job (spark_jobs/backfill.py) for one validated backfill request."""
+"""Run the backfill job (spark_jobs/replay/backfill.py) for one validated backfill request."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class BackfillOperator(TidemarkSparkJobOperator):
     template_fields = (*TidemarkSparkJobOperator.template_fields, "request", "run_name")
 
     def __init__(self, *, stream: str, conf_path: str, request: Any, run_name: str, **kwargs: Any) -> None:
-        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/backfill.py", **kwargs)
+        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/replay/backfill.py", **kwargs)
         self.request = request
         self.run_name = run_name
 

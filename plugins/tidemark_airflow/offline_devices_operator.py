@@ -1,4 +1,4 @@
-"""Run the offline-device detector (spark_jobs/offline_devices.py) of one stream through spark-submit."""
+"""Run the offline-device detector (spark_jobs/offline_devices/job.py) of one stream through spark-submit."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
     template_fields = (*TidemarkSparkJobOperator.template_fields, "request")
 
     def __init__(self, *, stream: str, conf_path: str, request: Any = None, **kwargs: Any) -> None:
-        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/offline_devices.py", **kwargs)
+        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/offline_devices/job.py", **kwargs)
         self.request = request
 
     def execute(self, context: Any) -> Any:

@@ -10,7 +10,7 @@ from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
 
 class PersistStreamOperator(TidemarkSparkJobOperator):
-    """Runs ``spark_jobs/persist.py --stream <stream>`` with spark-submit.
+    """Runs ``spark_jobs/persist/job.py --stream <stream>`` with spark-submit.
 
     Sealed hours: the task must declare ``outlets=[sealed_hours_alias(stream)]``. The job writes
     its run summary to a temporary file (``--run-summary``); once the job has succeeded, the task
@@ -30,7 +30,7 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
         max_records_per_batch: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/persist.py", **kwargs)
+        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/persist/job.py", **kwargs)
         self.mode = mode
         self.max_records_per_batch = max_records_per_batch
 

@@ -1,4 +1,4 @@
-"""Run the recovery job (spark_jobs/recover.py) for one validated recovery request."""
+"""Run the recovery job (spark_jobs/replay/recover.py) for one validated recovery request."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class RecoverOperator(TidemarkSparkJobOperator):
     template_fields = (*TidemarkSparkJobOperator.template_fields, "request")
 
     def __init__(self, *, stream: str, conf_path: str, request: Any, **kwargs: Any) -> None:
-        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/recover.py", **kwargs)
+        super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/replay/recover.py", **kwargs)
         self.request = request
 
     def execute(self, context: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The persist job's run summary: what one run of ``spark_jobs/persist.py --run-summary PATH`` did.
+"""The persist job's run summary: what one run of ``spark_jobs/persist/job.py --run-summary PATH`` did.
 
 The job writes the file when it ends::
 

@@ -27,7 +27,7 @@ _FORWARDED_ENVIRONMENT = (
     "PYSPARK_PYTHON",
     "SPARK_LOCAL_IP",
     "TIDEMARK_SPARK_LOG_LEVEL",  # WARN by default; INFO brings Spark's chatter back for debugging
-    "TIDEMARK_CHAOS_FREEZE",  # the chaos switch (off unless set): see spark_jobs/persist.py
+    "TIDEMARK_CHAOS_FREEZE",  # the chaos switch (off unless set): see spark_jobs/persist/job.py
     # Where the lake's S3 is (connectors/lake_storage.py). The credentials are secret: they reach
     # spark-submit through this process's environment (tidemark_airflow.aws_connection), never here.
     "TIDEMARK_S3_ENDPOINT",

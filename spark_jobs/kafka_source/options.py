@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Mapping
 
 import msgspec
 
-from spark_jobs.decode_stage import DecodeSpec
+from spark_jobs.persist.decode_stage import DecodeSpec
 from spark_jobs.source_spec import spec_from_options, spec_options
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS
 

@@ -218,9 +218,9 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
              "lost": [range_.to_json() for range_ in lost], "detail": message}  # fmt: skip
         )
         if self._options.feedback_dir:
-            from spark_jobs.retention_stop import write_lost_offsets
+            from spark_jobs.persist.retention_stop import write_lost_offsets
 
-            write_lost_offsets(self._options.feedback_dir, lost)  # for the driver: see spark_jobs.retention_stop
+            write_lost_offsets(self._options.feedback_dir, lost)  # for the driver: see spark_jobs.persist.retention_stop
         raise RetentionLossError(message, lost)
 
     def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:
@@ -253,7 +253,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _feedback(self, plan_seq: int) -> dict:
         if self._options.feedback_dir is None or plan_seq < 0:
             return {}
-        from spark_jobs.event_time_feedback import read_feedback
+        from spark_jobs.persist.event_time_feedback import read_feedback
 
         return read_feedback(self._options.feedback_dir, plan_seq) or {}
 

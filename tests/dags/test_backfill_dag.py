@@ -25,7 +25,7 @@ def _iso(ms: int) -> str:
 def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_fails(airflow_environment, kafka_broker, spark, tmp_path):
     from delta.tables import DeltaTable
 
-    from spark_jobs.persist import run_persist
+    from spark_jobs.persist.job import run_persist
     from tidemark.stream_config import load_stream
 
     topic = "dag_backfill_reconcile"

@@ -27,7 +27,7 @@ from unittest import mock
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-PERSIST_JOB = REPO / "spark_jobs" / "persist.py"
+PERSIST_JOB = REPO / "spark_jobs" / "persist" / "job.py"
 
 
 def write_stream_config(tmp_path: Path, bootstrap: str, topic: str, partitions: int, **persist) -> Path:
@@ -134,7 +134,7 @@ def backfill_request_args(conf: Path, start: str, end: str, *, partitions: str =
 def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None) -> int:
     """Run the recovery job for ``ranges`` ("start-end,...") of ``partition`` in this process;
     returns its exit code (the result JSON is at ``result``). ``environment``: for the run only."""
-    from spark_jobs.recover import main
+    from spark_jobs.replay.recover import main
 
     argv = ["--conf", str(conf), *recovery_request_args(conf, partition, ranges), "--result", str(result)]
     return run_in_process(main, argv, log, environment)
@@ -143,7 +143,7 @@ def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path
 def run_persist(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> None:
     """Run the persist job to its end in this process; fails the test, with the log's tail, unless
     it exits 0. ``environment`` is set for the run only (the chaos switch, for one)."""
-    from spark_jobs.persist import main
+    from spark_jobs.persist.job import main
 
     code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), *args], log, environment)
     assert code == 0, f"persist job exited {code}; log tail:\n{_tail(log)}"
@@ -190,7 +190,7 @@ def _tail(log: Path, lines: int = 40) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-BACKFILL_JOB = REPO / "spark_jobs" / "backfill.py"
+BACKFILL_JOB = REPO / "spark_jobs" / "replay" / "backfill.py"
 
 
 def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
@@ -207,7 +207,7 @@ def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str
 def run_backfill(conf: Path, *args: str, log: Path) -> int:
     """Run the backfill job to its end in this process (``args``: ``backfill_request_args`` and
     any others); returns its exit code."""
-    from spark_jobs.backfill import main
+    from spark_jobs.replay.backfill import main
 
     return run_in_process(main, ["--conf", str(conf), *args], log)
 

@@ -46,7 +46,7 @@ def _record_time(history: LedgerHistory, offset: int) -> int:
 
 
 def write_recorded_stream(spark, broker, folder: Path, now_ms: int) -> RecordedStream:
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
 
     start = now_ms - now_ms % (5 * MINUTE) - 6 * HOUR
     history = LedgerHistory(

@@ -27,8 +27,8 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
-from spark_jobs.backfill import main as backfill_main
-from spark_jobs.persist import run_persist as run_live_persist
+from spark_jobs.replay.backfill import main as backfill_main
+from spark_jobs.persist.job import run_persist as run_live_persist
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 from tidemark.stream_config import load_stream
 
@@ -128,7 +128,7 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
 def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exactly_once(live_lake, spark, tmp_path):
     from delta.tables import DeltaTable
 
-    from spark_jobs.shadow_comparison import compare_with_live
+    from spark_jobs.replay.shadow_comparison import compare_with_live
     from tidemark.offset_coverage import OffsetRange
     from tidemark.stream_config import load_stream
 

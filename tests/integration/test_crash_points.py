@@ -36,7 +36,7 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
-from spark_jobs.persist import main as persist_main
+from spark_jobs.persist.job import main as persist_main
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 
 pytestmark = pytest.mark.integration
@@ -160,14 +160,14 @@ def _damaged(backlog: Backlog, folder: Path, spark) -> Path:
 
 
 def _recover(conf: Path, backlog: Backlog, log: Path, point: CrashPoint | None = None) -> int:
-    from spark_jobs.recover import main as recover_main
+    from spark_jobs.replay.recover import main as recover_main
 
     argv = ["--conf", str(conf), *recovery_request_args(conf, 0, f"{backlog.phase2_start}-{backlog.log_ends[0]}")]
     return run_in_process(recover_main, argv, log, {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {})
 
 
 def _backfill(conf: Path, backlog: Backlog, log: Path, target: str, point: CrashPoint | None = None) -> int:
-    from spark_jobs.backfill import main as backfill_main
+    from spark_jobs.replay.backfill import main as backfill_main
 
     argv = ["--conf", str(conf), *backfill_request_args(conf, _iso(backlog.base_ms), _iso(backlog.base_ms + 4 * HOUR_MS), target=target,
                                                        partitions="0" if target == "events" else "", run_name="crash")]  # fmt: skip

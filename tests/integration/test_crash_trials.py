@@ -71,7 +71,7 @@ def _iso(ms: int) -> str:
 
 def _start_recovery(conf: Path, partition: int, ranges: str, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(REPO / "spark_jobs" / "recover.py"), "--conf", str(conf),
+        [sys.executable, str(REPO / "spark_jobs" / "replay" / "recover.py"), "--conf", str(conf),
          *recovery_request_args(conf, partition, ranges, reason="crash trial")],  # fmt: skip
         env=job_environment(), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip

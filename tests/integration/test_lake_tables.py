@@ -1,11 +1,11 @@
-"""spark_jobs.lake_tables on a lake an older tidemark wrote: its tables gain the new columns and
+"""spark_jobs.lake.tables on a lake an older tidemark wrote: its tables gain the new columns and
 the new names of renamed ones (tidemark.table_schemas.RENAMED_COLUMNS), keeping every row."""
 
 from __future__ import annotations
 
 import pytest
 
-from spark_jobs.lake_tables import LakeTables
+from spark_jobs.lake.tables import LakeTables
 from tidemark.stream_config import load_stream
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
 from harness.persist_job import REPO

@@ -96,7 +96,7 @@ def produce_window(bootstrap: str, topic: str, start_ms: int, end_ms: int, log_t
 
 
 def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_row(kafka_broker, spark, tmp_path):
-    from spark_jobs.offline_devices import run_request
+    from spark_jobs.offline_devices.job import run_request
     from tidemark.offline_devices_request import OfflineDevicesRequest
     from tidemark.stream_config import load_stream
 

@@ -30,7 +30,7 @@ from expectations.quality_run import run_quality
 from expectations.quality_status import QualityStatus
 from expectations.quality_tables import QualityTablesMissingError
 from harness.persist_job import REPO, produce, run_in_process, telemetry_value
-from spark_jobs.lake_tables import LakeTables
+from spark_jobs.lake.tables import LakeTables
 from tidemark.event_time_text import parse_event_time
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import load_stream
@@ -582,7 +582,7 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     again because the Delta log shows the DELETE, reports the HOLE with exactly those offsets and
     the operation, recovery replays them from the topic, and the re-check is OK."""
     from delta.tables import DeltaTable
-    from spark_jobs.recover import main as recover_main
+    from spark_jobs.replay.recover import main as recover_main
     from tidemark.recovery_request import RecoveryRequest
 
     folder, stream = clean["folder"], clean["stream"]

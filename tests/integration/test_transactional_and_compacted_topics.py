@@ -61,7 +61,7 @@ def _crash_in_third_batch(conf, log) -> None:
     replay a batch whose records are partly in the lake."""
     from pyspark.errors import StreamingQueryException
 
-    from spark_jobs.persist import main
+    from spark_jobs.persist.job import main
 
     crash = {CRASH_AT: CrashPoint("events", batch=2, action="raise").to_json(), TEST_FAULTS: "1"}
     with pytest.raises(StreamingQueryException, match="crash point: after events of batch 2"):

@@ -43,7 +43,7 @@ def _records(partition: int, first: int, count: int, now_ms: int) -> list:
 def _persist_failure(conf, log) -> str:
     """Run the persist job in this process, expecting it to stop for offsets lost to retention
     (exit 3); what it printed."""
-    from spark_jobs.persist import EXIT_LOST, main
+    from spark_jobs.persist.job import EXIT_LOST, main
 
     code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log)
     assert code == EXIT_LOST, f"the persist job exited {code}, not {EXIT_LOST} (offsets lost)"
@@ -130,7 +130,7 @@ def own_broker(tmp_path):
 def test_a_continuous_job_rides_out_a_broker_restart_and_the_next_run_is_exactly_once(own_broker, spark, tmp_path):
     import threading
 
-    from spark_jobs.persist import main
+    from spark_jobs.persist.job import main
 
     topic = "world_broker_restart"
     own_broker.create_topic(topic, 2)

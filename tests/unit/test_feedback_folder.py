@@ -1,4 +1,4 @@
-"""Where the persist job leaves the event-time feedback (spark_jobs.persist_pipeline._feedback_dir).
+"""Where the persist job leaves the event-time feedback (spark_jobs.persist.pipeline._feedback_dir).
 
 The folder of a remote checkpoint must be the same in every process that runs the stream: a
 restarted job that named it differently would plan without its W_p feedback, and the old
@@ -21,7 +21,7 @@ CHECKPOINT = "s3a://lake/checkpoints/telemetry/persist"
 # Prints the feedback folder of a live run of the 'telemetry' stream whose checkpoint is on S3.
 _PRINT_FOLDER = f"""
 from types import SimpleNamespace
-from spark_jobs.persist_pipeline import PersistRun, _feedback_dir
+from spark_jobs.persist.pipeline import PersistRun, _feedback_dir
 run = PersistRun(mode="live", trigger="available_now", checkpoint={CHECKPOINT!r}, max_records_per_batch=100)
 print(_feedback_dir(SimpleNamespace(name="telemetry"), run))
 """
@@ -47,7 +47,7 @@ def test_a_remote_checkpoint_names_the_same_folder_in_every_process():
 def test_a_local_checkpoint_keeps_the_feedback_beside_it(checkpoint):
     from types import SimpleNamespace
 
-    from spark_jobs.persist_pipeline import PersistRun, _feedback_dir
+    from spark_jobs.persist.pipeline import PersistRun, _feedback_dir
 
     run = PersistRun(mode="live", trigger="available_now", checkpoint=checkpoint, max_records_per_batch=100)
     assert _feedback_dir(SimpleNamespace(name="telemetry"), run) == "/data/checkpoints/telemetry/_tidemark_feedback"

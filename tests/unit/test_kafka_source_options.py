@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from spark_jobs.decode_stage import DecodeSpec
+from spark_jobs.persist.decode_stage import DecodeSpec
 from spark_jobs.kafka_source.options import KafkaSourceOptions
 from spark_jobs.kafka_source.reader import KafkaLogReader, KafkaLogSource
 from tidemark.live_routing import RoutedRange

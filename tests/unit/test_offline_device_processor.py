@@ -17,7 +17,7 @@ from pyspark.errors.exceptions.base import IllegalArgumentException
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark.sql.streaming.tws_tester import TwsTester
 
-from spark_jobs.offline_device_processor import OfflineDeviceProcessor
+from spark_jobs.offline_devices.processor import OfflineDeviceProcessor
 
 MINUTE = 60_000
 SECOND = 1000

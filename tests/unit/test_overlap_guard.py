@@ -2,7 +2,7 @@
 table has a new version), unclaimed ranges of older writers and a resumed zone make a batch
 insert-only (the ledger read once)."""
 
-from spark_jobs.overlap_guard import OverlapGuard
+from spark_jobs.lake.overlap_guard import OverlapGuard
 from tidemark.write_claims import ClaimedRange
 
 RECOVERY = "tidemark:telemetry:recovery:c1"

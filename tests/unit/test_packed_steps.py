@@ -155,7 +155,7 @@ def test_a_batch_of_steps_seals_the_hours_one_batch_per_step_would():
 
 
 def test_the_persist_log_names_the_first_and_last_step_of_a_micro_batch():
-    from spark_jobs.persist_batch import _first_and_last_step
+    from spark_jobs.persist.batch import _first_and_last_step
 
     log = skewed_backlog(hours=2)
     plan = planner(ManualClock(START + 3 * HOUR))

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from spark_jobs.sealed_events_source import HourRead, SealedEventsOptions, SealedEventsReader, SliceOffset
+from spark_jobs.offline_devices.sealed_events_source import HourRead, SealedEventsOptions, SealedEventsReader, SliceOffset
 
 HOUR = 3_600_000
 MINUTE = 60_000
@@ -180,7 +180,7 @@ def _write_events(path, rows: list[tuple[str | None, int]], mode: str = "append"
 
 
 def test_reading_an_hour_returns_its_records_in_the_slice_sorted_at_the_planned_version(tmp_path):
-    from spark_jobs.sealed_events_source import DeltaLakeState
+    from spark_jobs.offline_devices.sealed_events_source import DeltaLakeState
 
     events = tmp_path / "events"
     h14 = DAY0 + 14 * HOUR
@@ -207,7 +207,7 @@ def test_the_last_sealed_hour_is_the_latest_in_the_seals_table(tmp_path):
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from spark_jobs.sealed_events_source import DeltaLakeState
+    from spark_jobs.offline_devices.sealed_events_source import DeltaLakeState
 
     hours = [DAY0 + 16 * HOUR, DAY0 + 14 * HOUR, DAY0 + 15 * HOUR]  # one commit per persist batch, any order
     for hour in hours:

@@ -71,7 +71,7 @@ def _operator(stream_conf: Path, conn_id: str = CONN_ID, **kwargs):
     from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
     return TidemarkSparkJobOperator(
-        task_id="persist", stream="telemetry", conf_path=str(stream_conf), job="spark_jobs/persist.py", conn_id=conn_id, **kwargs
+        task_id="persist", stream="telemetry", conf_path=str(stream_conf), job="spark_jobs/persist/job.py", conn_id=conn_id, **kwargs
     )
 
 
@@ -91,7 +91,7 @@ def test_the_driver_runs_with_the_heap_sized_to_the_stream_s_budget(spark_submit
     assert "--driver-memory" not in argv, "spark-submit's flag would override spark.driver.memory"
     assert _spark_properties(argv)["spark.driver.memory"] == BUDGET_HEAP
     assert argv[argv.index("--master") + 1] == "local[2]"
-    assert argv[-3:] == [str(REPO / "spark_jobs" / "persist.py"), "--stream", "telemetry"]
+    assert argv[-3:] == [str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", "telemetry"]
 
 
 def test_tidemark_driver_memory_wins_over_the_stream_s_size(spark_submit, stream_conf, monkeypatch):

@@ -82,7 +82,7 @@ def test_a_backlog_caught_up_after_idle_timeout_gives_g_every_partitions_final_w
 
 def _catch_up_in_packed_batches(plan, log, clock, max_records) -> tuple[SourceState, list[int | None]]:
     """The persist job's loop over ``plan_batch`` (several aligned steps a batch). W_p after the
-    batch is reported back as the job does (spark_jobs.persist_batch): per step range, W_p
+    batch is reported back as the job does (spark_jobs.persist.batch): per step range, W_p
     before the step raised by its records' largest event time and by its cut at T."""
     state = _initial(plan, log)
     feedback: dict[int, int | None] = {}

@@ -1,6 +1,6 @@
 """Entry point of the backfill job: an event-time range of a stream, read again from the log.
 
-    spark-submit spark_jobs/backfill.py --request '{"stream": "telemetry", "start_ms": 1763683200000,
+    spark-submit spark_jobs/replay/backfill.py --request '{"stream": "telemetry", "start_ms": 1763683200000,
         "end_ms": 1763769600000, "partitions": [0, 2], "shadow": null, "compare": false}'
         [--run-name NAME] [--conf conf/streams.yaml] [--result PATH]
 
@@ -10,7 +10,7 @@ the value the backfill DAG's validate task (or ``tidemark backfill``) made from 
 BackfillOperator decodes.
 
 The log's time index turns [start, end) into offsets per partition (tidemark.backfill_plan);
-the range is read by the same pipeline as the live job (spark_jobs.persist_pipeline) in mode
+the range is read by the same pipeline as the live job (spark_jobs.persist.pipeline) in mode
 ``backfill``: aligned event-time slices, insert-only writes, ledger rows with mode=backfill, and
 every record routed under the G live routed it under (tidemark.live_routing). A request without
 ``shadow`` fills the stream's own tables (nothing the lake holds is written again); one with a
@@ -40,8 +40,9 @@ from pathlib import Path
 
 import msgspec
 
-# spark-submit runs this file as a script; make the project importable when it is not installed.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# spark-submit runs this file as a script: the project's root, not this file's folder, goes first
+# on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
+sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.backfill_plan import BackfillPlan, BeyondRetentionError, PartitionTimeIndex, plan_backfill  # noqa: E402
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         crash_point = crash_point_from_environment(os.environ)
     except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
         return _refuse(args.result, str(error))
-    from spark_jobs.persist_pipeline import LiveBatchInFlightError
+    from spark_jobs.persist.pipeline import LiveBatchInFlightError
 
     try:
         result = backfill(stream, request, plan, args.run_name, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)
@@ -170,7 +171,7 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
     from connectors.spark_session import batch_job_conf, lake_spark_session
     from pyspark.sql import functions as F
 
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
 
     from delta.tables import DeltaTable
 
@@ -201,8 +202,8 @@ def backfill(
     the comparison with live."""
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import batch_job_conf, lake_spark_session
-    from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
-    from spark_jobs.shadow_comparison import compare_with_live
+    from spark_jobs.persist.pipeline import PersistRun, check_topic_partitions, run_pipeline
+    from spark_jobs.replay.shadow_comparison import compare_with_live
     from tidemark.backfill_progress import BackfillProgress
 
     check_topic_partitions(stream)
@@ -281,7 +282,7 @@ def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoi
     from delta.tables import DeltaTable
 
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
 
     if checkpoint_has_offsets(spark, checkpoint):
         return

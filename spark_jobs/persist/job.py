@@ -1,6 +1,6 @@
 """Entry point of the persist job: one stream's Kafka topic into its Delta tables.
 
-    spark-submit spark_jobs/persist.py --stream telemetry [--conf conf/streams.yaml]
+    spark-submit spark_jobs/persist/job.py --stream telemetry [--conf conf/streams.yaml]
         [--mode available_now|continuous] [--max-records-per-batch N] [--no-alignment]
         [--run-summary PATH]
 
@@ -28,8 +28,9 @@ import os
 import sys
 from pathlib import Path
 
-# spark-submit runs this file as a script; make the project importable when it is not installed.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# spark-submit runs this file as a script: the project's root, not this file's folder, goes first
+# on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
+sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from connectors.kafka_log import RetentionLossError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_json_logging()
     args = parse_args(argv)
     from connectors.spark_session import batch_job_conf
-    from spark_jobs.persist_pipeline import frozen_partitions_from_environment
+    from spark_jobs.persist.pipeline import frozen_partitions_from_environment
 
     try:
         stream = load_stream(args.conf, args.stream)
@@ -115,7 +116,7 @@ def run_persist(
     """
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import lake_spark_session
-    from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
+    from spark_jobs.persist.pipeline import PersistRun, check_topic_partitions, run_pipeline
 
     check_topic_partitions(stream)
     # A bucket that is missing, refuses the credentials or sits behind a dead endpoint fails the

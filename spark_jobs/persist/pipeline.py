@@ -2,7 +2,7 @@
 
 The three differ only in what a ``PersistRun`` says: the mode, the trigger, and for the bounded
 modes the offset ranges and the G they are routed under. Everything else — the reader
-(spark_jobs.kafka_source), the decoder, the routing and the writer (spark_jobs.persist_batch) —
+(spark_jobs.kafka_source), the decoder, the routing and the writer (spark_jobs.persist.batch) —
 is the same code, so a record is decoded and routed the same way whichever job reads it.
 """
 
@@ -87,10 +87,10 @@ def source_options(
     read_tasks: int = 1,
 ):
     """The source's options for ``run`` of ``stream``: built here once, from the typed config.
-    The source decodes what it reads (spark_jobs.decode_stage), routing the offsets live covered
+    The source decodes what it reads (spark_jobs.persist.decode_stage), routing the offsets live covered
     under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given. ``read_tasks``
     is used when the stream does not set source.read_tasks (the cluster's parallelism)."""
-    from spark_jobs.decode_stage import DecodeSpec
+    from spark_jobs.persist.decode_stage import DecodeSpec
     from spark_jobs.kafka_source.options import KafkaSourceOptions
 
     tolerances = stream.event_time
@@ -124,13 +124,13 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     called after every batch (see PersistBatch). The caller has checked the topic against
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
     from spark_jobs.kafka_source.reader import KafkaLogSource
-    from spark_jobs.lake_resume import resume_from_lake
-    from spark_jobs.lake_tables import LakeTables
-    from spark_jobs.overlap_guard import OverlapGuard
-    from spark_jobs.persist_batch import PersistBatch, QueryIdentity
-    from spark_jobs.claims_table import ClaimsTable
+    from spark_jobs.persist.lake_resume import resume_from_lake
+    from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.lake.overlap_guard import OverlapGuard
+    from spark_jobs.persist.batch import PersistBatch, QueryIdentity
+    from spark_jobs.lake.claims_table import ClaimsTable
     from spark_jobs.crash_switch import CrashSwitch
-    from spark_jobs.retention_stop import clear_lost_offsets
+    from spark_jobs.persist.retention_stop import clear_lost_offsets
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from tidemark.live_routing import LiveRouting
 
@@ -181,7 +181,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         guard = OverlapGuard(tables, claims, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed)
     persist_batch = PersistBatch(
         stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
-        # A shadow set belongs to the backfill that created it (spark_jobs/backfill.py refuses to
+        # A shadow set belongs to the backfill that created it (spark_jobs/replay/backfill.py refuses to
         # reuse one): appending is exactly-once there, and cheaper than a MERGE.
         sole_writer=run.shadow is not None,
         sealed_through_ms=resumed.sealed_global_watermark_ms if resumed else None,
@@ -235,9 +235,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
 
 def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
     """Raise RetentionLossError, with the exact ranges, when the query failed because the source
-    stopped for offsets retention took (spark_jobs.retention_stop); else return."""
+    stopped for offsets retention took (spark_jobs.persist.retention_stop); else return."""
     from connectors.kafka_log import RetentionLossError
-    from spark_jobs.retention_stop import read_lost_offsets
+    from spark_jobs.persist.retention_stop import read_lost_offsets
     from tidemark.retention_loss import retention_loss_message
 
     lost = read_lost_offsets(feedback_dir)
@@ -318,7 +318,7 @@ def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:
 
 def _feedback_dir(stream: StreamConfig, run: PersistRun) -> str:
     """Where the batches leave W_p for the planner: beside the checkpoint when that is a local
-    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.event_time_feedback),
+    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.persist.event_time_feedback),
     in a folder named by a digest of the checkpoint URI. A digest, not ``hash()``: Python salts
     string hashes per process, and a restarted job must find the folder its last run wrote."""
     import hashlib

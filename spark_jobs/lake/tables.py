@@ -1,6 +1,6 @@
 """A stream's Delta tables: created with explicit schemas, appended to, read.
 
-Appends are plain blind appends: exactly-once is the persist job's (spark_jobs.persist_batch),
+Appends are plain blind appends: exactly-once is the persist job's (spark_jobs.persist.batch),
 which knows the one batch of a run that can be a replay (spark_jobs.streaming_checkpoint) and
 writes that one insert-only. Delta's own idempotent append (txnAppId, txnVersion) was the
 first design; it makes Delta rebuild the table's transaction state on every commit (measured
@@ -109,7 +109,7 @@ class LakeTables:
 
     def ensure_claims(self) -> bool:
         """Create the claims table if it does not exist (True). Only a claimer needs it: the live
-        job reads claims only once the table exists (see spark_jobs.overlap_guard), so a stream
+        job reads claims only once the table exists (see spark_jobs.lake.overlap_guard), so a stream
         nobody recovers or backfills never pays for it."""
         return self._ensure_table("claims", CLAIMS_COLUMNS, ())
 

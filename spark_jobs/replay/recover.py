@@ -1,6 +1,6 @@
 """Entry point of the recovery job: replay offset ranges of one partition into the stream's tables.
 
-    spark-submit spark_jobs/recover.py --request '{"stream": "telemetry", "partition": 2,
+    spark-submit spark_jobs/replay/recover.py --request '{"stream": "telemetry", "partition": 2,
         "ranges": [{"start": 1200, "end": 1800}], "reason": "STOP: ...", "restart_live": true}'
         [--conf conf/streams.yaml] [--result PATH]
 
@@ -10,7 +10,7 @@ RecoveryResult's JSON (tidemark.recovery_result), which RecoverOperator decodes.
 
 Retention first: the part of each range below the partition's earliest retained offset is lost
 and goes into the result as lost. The rest is replayed oldest record first (closest to its
-retention deadline), each range by the same pipeline as the live job (spark_jobs.persist_pipeline)
+retention deadline), each range by the same pipeline as the live job (spark_jobs.persist.pipeline)
 in mode ``recovery``: insert-only, so records the lake already holds are never written twice,
 routed under the G that was in force for those offsets (the live ledger row that covered the
 range's start, or the live job's current G), which recovery never moves. Its ledger rows say
@@ -33,8 +33,9 @@ from pathlib import Path
 
 import msgspec
 
-# spark-submit runs this file as a script; make the project importable when it is not installed.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# spark-submit runs this file as a script: the project's root, not this file's folder, goes first
+# on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
+sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
-    from spark_jobs.persist_pipeline import LiveBatchInFlightError
+    from spark_jobs.persist.pipeline import LiveBatchInFlightError
 
     try:
         result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)
@@ -113,8 +114,8 @@ def recover(
     from connectors.kafka_log import KafkaLog
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import lake_spark_session
-    from spark_jobs.lake_tables import LakeTables
-    from spark_jobs.persist_pipeline import PersistRun, check_topic_partitions, run_pipeline
+    from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.persist.pipeline import PersistRun, check_topic_partitions, run_pipeline
 
     check_topic_partitions(stream)
     check_lake_storage(stream)

@@ -7,7 +7,7 @@ offsets missing in live, never the records.
 
 from __future__ import annotations
 
-from spark_jobs.lake_tables import LakeTables
+from spark_jobs.lake.tables import LakeTables
 from tidemark.offset_coverage import OffsetRange
 from tidemark.reconciliation import HourComparison, Reconciliation
 from tidemark.stream_config import StreamConfig

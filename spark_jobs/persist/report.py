@@ -1,6 +1,6 @@
 """Per-partition persistence report: what the log holds against what the lake holds.
 
-    python -m spark_jobs.persist_report --stream telemetry [--conf conf/streams.yaml] [--json PATH]
+    python -m spark_jobs.persist.report --stream telemetry [--conf conf/streams.yaml] [--json PATH]
 
 For every partition: the offsets in the log (earliest..readable end), those the ledger found
 holding no record (transaction markers, aborted transactions, compacted offsets), records
@@ -44,7 +44,7 @@ class PartitionReport:
 
 def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
     from connectors.kafka_log import KafkaLog
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
 
     tables = LakeTables(spark, stream)
     persisted = _counts(tables.read("events"))
@@ -119,7 +119,7 @@ def sealing_summary(spark, stream: StreamConfig) -> str:
     """One line: the global watermark reached and the hours sealed so far."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.lake_tables import LakeTables
+    from spark_jobs.lake.tables import LakeTables
 
     seals = LakeTables(spark, stream).read("seals").agg(F.count("*").alias("n"), F.max("hour").alias("latest")).first()
     if not seals.n:

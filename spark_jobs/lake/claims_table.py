@@ -31,7 +31,7 @@ class Claim:
 
 class ClaimsTable:
     def __init__(self, spark, tables):
-        """``tables``: spark_jobs.lake_tables.LakeTables of the stream (not a shadow set)."""
+        """``tables``: spark_jobs.lake.tables.LakeTables of the stream (not a shadow set)."""
         self._spark = spark
         self._tables = tables
 

@@ -1,6 +1,6 @@
 """Tells the live writer which of its offsets other writers have written or claimed.
 
-The live job writes its replayed batch insert-only (spark_jobs.persist_batch), which protects
+The live job writes its replayed batch insert-only (spark_jobs.persist.batch), which protects
 against its own replays only. Other writers touch the offsets it is about to write:
 
 - recovery and backfill runs claim their ranges before they write (tidemark.write_claims): a
@@ -28,10 +28,10 @@ log = logging.getLogger("tidemark.persist")
 
 class OverlapGuard:
     def __init__(self, tables, claims, resumed_zone: dict[int, tuple[int, int]] | None = None, ledger_created: bool = False):
-        """``tables``: spark_jobs.lake_tables.LakeTables (``non_live_ranges``); ``claims``:
-        spark_jobs.claims_table.ClaimsTable of the same stream.
+        """``tables``: spark_jobs.lake.tables.LakeTables (``non_live_ranges``); ``claims``:
+        spark_jobs.lake.claims_table.ClaimsTable of the same stream.
         ``resumed_zone``: {partition: (start, end)} offsets a run before a lost checkpoint may
-        have written beyond the ledger's position (see spark_jobs.lake_resume).
+        have written beyond the ledger's position (see spark_jobs.persist.lake_resume).
         ``ledger_created``: this run created the ledger: no other writer's ledger rows predate
         claims, so the ledger is not read (on a fresh lake that read was the first batch's
         slowest step)."""

@@ -1,6 +1,6 @@
 """Entry point of the offline-device detector: a replayable stateful job over a stream's sealed events.
 
-    spark-submit spark_jobs/offline_devices.py --stream telemetry [--conf conf/streams.yaml]
+    spark-submit spark_jobs/offline_devices/job.py --stream telemetry [--conf conf/streams.yaml]
         [--start 2026-11-21T14:00:00Z --end 2026-11-21T20:00:00Z [--output PATH]]
         [--slice 15m] [--trigger available_now|continuous] [--result PATH]
 
@@ -11,13 +11,13 @@ begins (online_at null) and updated when the device comes back, so the table alw
 devices offline now; a replayed batch changes nothing (MERGE on the key, online_at set once).
 
 How it stays replayable. It reads the stream's lake, not Kafka: only sealed hours, in event-time
-slices (spark_jobs.sealed_events_source), so every slice it reads is final, whatever the speed at
+slices (spark_jobs.offline_devices.sealed_events_source), so every slice it reads is final, whatever the speed at
 which each Kafka partition was persisted. Its watermark (withWatermark, delay 0) is the end of the
 last slice read, and never runs ahead of tidemark's G: slice ends are <= the sealed horizon (end of
 the last sealed hour) <= G - allowed_lateness. Delay 0 is enough because batches are disjoint,
 ordered slices: every row of a batch is at or after the previous slice's end, hence after the
 watermark, so nothing is ever dropped as late and nothing is held back. The processor
-(spark_jobs.offline_device_processor) buffers records until the watermark passes them and then
+(spark_jobs.offline_devices.processor) buffers records until the watermark passes them and then
 handles records and deadlines in event-time order: the output depends on the records and the
 horizon only, not on slice length or on how many records a batch holds.
 
@@ -46,8 +46,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# spark-submit runs this file as a script; make the project importable when it is not installed.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# spark-submit runs this file as a script: the project's root, not this file's folder, goes first
+# on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
+sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from tidemark.duration import parse_duration_ms  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
@@ -195,9 +196,9 @@ def run_request(spark, stream: StreamConfig, request: OfflineDevicesRequest, sli
 def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> dict:
     """Run the detector on ``spark`` until the run ends (available_now) or is stopped
     (continuous); returns its summary: slices, records, periods opened and closed, horizon."""
-    from spark_jobs.offline_device_processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
-    from spark_jobs.offline_periods_table import OfflinePeriodsWriter
-    from spark_jobs.sealed_events_source import SealedEventsOptions, SealedEventsSource
+    from spark_jobs.offline_devices.processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
+    from spark_jobs.offline_devices.periods_table import OfflinePeriodsWriter
+    from spark_jobs.offline_devices.sealed_events_source import SealedEventsOptions, SealedEventsSource
     from spark_jobs.slice_progress import SliceProgress
 
     settings = _settings(stream)
