@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 TIDEMARK := $(VENV)/bin/tidemark
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install up down status demo test unit bench bench-persist bench-alignment clean
+.PHONY: install up down status demo test lint format unit bench bench-persist bench-alignment clean
 
 # Reinstall only when the dependency list changes.
 $(INSTALLED): pyproject.toml
@@ -37,8 +37,18 @@ demo: install
 	$(TIDEMARK) demo
 
 # Unit tests first (tests/conftest.py), then the services'; each test's time kept in a file.
-test: install
+test: install lint
 	$(PY) -m pytest tests --junitxml=.tidemark/test-results/junit.xml
+
+# The style, written down in pyproject.toml ([tool.ruff]): the layout and the lint rules; seconds.
+lint: install
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+# Lay the code out and apply the safe lint fixes, before a commit.
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 unit: install
 	$(PY) -m pytest tests/unit

@@ -48,9 +48,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.spark_watermark_emulation import read_event_times, replay  # noqa: E402
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
+from benchmarks.spark_watermark_emulation import read_event_times, replay  # noqa: E402
 from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 from stack.kafka_broker import KafkaBroker  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
@@ -104,14 +104,18 @@ def _parse_args() -> argparse.Namespace:
         "--max-records-per-batch", type=int, default=50_000, help="read budget of every batch, all runs (default 50000)"
     )
     parser.add_argument(
-        "--runs", default=",".join(RUNS), help=f"comma-separated subset of {','.join(RUNS)} (default: all, in that order)"
+        "--runs",
+        default=",".join(RUNS),
+        help=f"comma-separated subset of {','.join(RUNS)} (default: all, in that order)",
     )
     parser.add_argument(
         "--transaction-size", type=int, help="produce with a transactional producer committing every N records"
     )
     parser.add_argument("--results", type=Path, help="where to write the JSON (default: benchmarks/results/...)")
     parser.add_argument(
-        "--scratch", type=Path, help="keep broker state, job logs and lakes in this new folder (default: a temporary one)"
+        "--scratch",
+        type=Path,
+        help="keep broker state, job logs and lakes in this new folder (default: a temporary one)",
     )
     args = parser.parse_args()
     args.runs = [name.strip() for name in args.runs.split(",")]
@@ -136,7 +140,9 @@ def run_benchmark(broker: KafkaBroker, scratch: Path, jars: Path, args: argparse
         if name == "spark":
             runs[name] = _spark_run(broker, scratch / name, base_env, args, tolerances.allowed_lateness_ms, produced)
         else:
-            runs[name] = _tidemark_run(broker, scratch / name, base_env, args, list(produced), aligned=name == "aligned")
+            runs[name] = _tidemark_run(
+                broker, scratch / name, base_env, args, list(produced), aligned=name == "aligned"
+            )
         if not runs[name].get("skipped"):
             # A run that stops early has fewer chances to drop records; say so next to its figures.
             read = runs[name]["read_per_partition"]
@@ -185,12 +191,31 @@ def run_benchmark(broker: KafkaBroker, scratch: Path, jars: Path, args: argparse
 def _produce_backlog(env: dict, args: argparse.Namespace) -> dict:
     # The backlog ends an hour ago on the hour, so no record is ahead of the future guard's limit.
     end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
-    print(f"producing {args.hours:g} h of {','.join(PROFILES)} at scale {args.scale:g} ...", file=sys.stderr, flush=True)
+    print(
+        f"producing {args.hours:g} h of {','.join(PROFILES)} at scale {args.scale:g} ...", file=sys.stderr, flush=True
+    )
     produced = subprocess.run(
-        [sys.executable, "-m", "generator", "--topic", TOPIC, "backlog", "--hours", f"{args.hours:g}", "--end", end,
-         "--profiles", ",".join(PROFILES), "--rate-scale", f"{args.scale:g}",
-         *(["--transaction-size", str(args.transaction_size)] if args.transaction_size else [])],
-        env=env, cwd=REPO, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--topic",
+            TOPIC,
+            "backlog",
+            "--hours",
+            f"{args.hours:g}",
+            "--end",
+            end,
+            "--profiles",
+            ",".join(PROFILES),
+            "--rate-scale",
+            f"{args.scale:g}",
+            *(["--transaction-size", str(args.transaction_size)] if args.transaction_size else []),
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     if produced.returncode != 0:
         raise SystemExit(f"the generator failed ({produced.returncode}):\n{produced.stderr[-3000:]}")
@@ -221,16 +246,34 @@ def _tidemark_run(
     if not aligned and "--no-alignment" not in persist.read_text():
         return {"skipped": "spark_jobs/persist/job.py has no --no-alignment flag yet"}
     conf = _bench_config(run_dir / "streams.yaml", broker.bootstrap, run_dir)
-    command = [sys.executable, str(persist), "--stream", STREAM, "--conf", str(conf), "--mode", "available_now",
-               "--max-records-per-batch", str(args.max_records_per_batch)]
+    command = [
+        sys.executable,
+        str(persist),
+        "--stream",
+        STREAM,
+        "--conf",
+        str(conf),
+        "--mode",
+        "available_now",
+        "--max-records-per-batch",
+        str(args.max_records_per_batch),
+    ]
     if not aligned:
         command.append("--no-alignment")
     wall_s, peak_rss = _run_measured(command, env, run_dir / "job.log")
 
     figures = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "tidemark_lake_figures.py"), "--lake", str(run_dir / "lake"),
-         "--stream", STREAM],
-        env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "tidemark_lake_figures.py"),
+            "--lake",
+            str(run_dir / "lake"),
+            "--stream",
+            STREAM,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if figures.returncode != 0:
         raise SystemExit(f"reading the lake of {run_dir.name} failed:\n{figures.stderr[-3000:]}")
@@ -241,7 +284,9 @@ def _tidemark_run(
     records_per_batch: dict[int, int] = {}
     for row in admitted:
         per_batch.setdefault(row["step_id"], {})[row["source_partition"]] = row["max_event_time_ms"]
-        records_per_batch[row["step_id"]] = records_per_batch.get(row["step_id"], 0) + row["records"] + row.get("late", 0)
+        records_per_batch[row["step_id"]] = (
+            records_per_batch.get(row["step_id"], 0) + row["records"] + row.get("late", 0)
+        )
     read = {p: 0 for p in partitions}
     for row in lake["ledger"]:
         read[row["source_partition"]] += row["records"] + row["quarantined"] + row.get("late", 0)
@@ -269,10 +314,26 @@ def _spark_run(
 ) -> dict:
     run_dir.mkdir(parents=True)
     report_path = run_dir / "report.json"
-    command = [sys.executable, str(REPO / "benchmarks" / "spark_kafka_watermark.py"), "--bootstrap", broker.bootstrap,
-               "--topic", TOPIC, "--partitions", str(len(produced)), "--max-offsets-per-trigger",
-               str(args.max_records_per_batch), "--checkpoint", str(run_dir / "checkpoint"), "--report",
-               str(report_path), "--allowed-lateness-ms", str(lateness_ms), "--window-ms", str(WINDOW_MS)]
+    command = [
+        sys.executable,
+        str(REPO / "benchmarks" / "spark_kafka_watermark.py"),
+        "--bootstrap",
+        broker.bootstrap,
+        "--topic",
+        TOPIC,
+        "--partitions",
+        str(len(produced)),
+        "--max-offsets-per-trigger",
+        str(args.max_records_per_batch),
+        "--checkpoint",
+        str(run_dir / "checkpoint"),
+        "--report",
+        str(report_path),
+        "--allowed-lateness-ms",
+        str(lateness_ms),
+        "--window-ms",
+        str(WINDOW_MS),
+    ]
     wall_s, peak_rss = _run_measured(command, env, run_dir / "job.log")
     report = json.loads(report_path.read_text())
 
@@ -284,10 +345,13 @@ def _spark_run(
     read = {p: sum(b["rows_per_partition"][str(p)] for b in batches) for p in produced}
 
     # The replay explains the real figure: it must give the same drops, batch by batch watermarks.
-    replayed = replay(report["batches"], read_event_times(broker.bootstrap, TOPIC, list(produced)), lateness_ms, WINDOW_MS)
+    replayed = replay(
+        report["batches"], read_event_times(broker.bootstrap, TOPIC, list(produced)), lateness_ms, WINDOW_MS
+    )
     replayed_dropped = {p: sum(b.dropped.get(p, 0) for b in replayed) for p in produced}
     watermarks_agree = all(
-        r.watermark_ms == b["watermark_ms"] for r, b in zip(replayed, sorted(report["batches"], key=lambda b: b["batch_id"]))
+        r.watermark_ms == b["watermark_ms"]
+        for r, b in zip(replayed, sorted(report["batches"], key=lambda b: b["batch_id"]))
     )
     return {
         **_spread_figures(per_batch, records_per_batch),
@@ -297,10 +361,17 @@ def _spark_run(
         "counted_per_partition": {str(p): n for p, n in counted.items()},
         "counted_still_in_state_per_partition": report["pending_per_partition"],
         "unparsed": sum(b["unparsed"] for b in batches),
-        "spark_rows_dropped_by_watermark_metric": sum(b["spark_rows_dropped_by_watermark"] or 0 for b in report["batches"]),
+        "spark_rows_dropped_by_watermark_metric": sum(
+            b["spark_rows_dropped_by_watermark"] or 0 for b in report["batches"]
+        ),
         "watermark_per_batch": [
-            {"batch_id": r.batch_id, "watermark": format_optional_event_time(r.watermark_ms), "late_cutoff": format_optional_event_time(r.late_cutoff_ms),
-             "rows": b["rows"], "dropped_replayed": r.dropped}
+            {
+                "batch_id": r.batch_id,
+                "watermark": format_optional_event_time(r.watermark_ms),
+                "late_cutoff": format_optional_event_time(r.late_cutoff_ms),
+                "rows": b["rows"],
+                "dropped_replayed": r.dropped,
+            }
             for r, b in zip(replayed, sorted(report["batches"], key=lambda b: b["batch_id"]))
         ],
         "replay": {

@@ -68,16 +68,40 @@ def run(broker, scratch: Path, jars: Path, hours: int) -> dict:
     start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start_s))
     produced = subprocess.run(
         [sys.executable, "-m", "generator", "--topic", topic, "backlog", "--hours", str(hours), "--end", end],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     records = json.loads(produced.stdout.strip().splitlines()[-1])["records"]
 
-    live = _job(scratch, env, "live", [str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", "telemetry", "--mode", "available_now"])
+    live = _job(
+        scratch,
+        env,
+        "live",
+        [str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", "telemetry", "--mode", "available_now"],
+    )
     window = ["--stream", "telemetry", "--start", start, "--end", end]
     backfill = str(REPO / "spark_jobs" / "replay" / "backfill.py")
-    shadow = _job(scratch, env, "reconcile", [backfill, *window, "--target", "shadow", "--shadow-name", "bench", "--compare",
-                                              "--result", str(scratch / "reconcile.json")])  # fmt: skip
-    into_events = _job(scratch, env, "into_events", [backfill, *window, "--target", "events", "--result", str(scratch / "events.json")])
+    shadow = _job(
+        scratch,
+        env,
+        "reconcile",
+        [
+            backfill,
+            *window,
+            "--target",
+            "shadow",
+            "--shadow-name",
+            "bench",
+            "--compare",
+            "--result",
+            str(scratch / "reconcile.json"),
+        ],
+    )
+    into_events = _job(
+        scratch, env, "into_events", [backfill, *window, "--target", "events", "--result", str(scratch / "events.json")]
+    )
     reconcile_result = json.loads((scratch / "reconcile.json").read_text())
     return {
         "benchmark": "backfill_throughput",
@@ -101,7 +125,9 @@ def run(broker, scratch: Path, jars: Path, hours: int) -> dict:
 def _job(scratch: Path, env: dict, name: str, command: list[str]) -> dict:
     log_file = scratch / f"{name}.log"
     started = time.monotonic()
-    job = subprocess.Popen([sys.executable, *command], env=env, stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    job = subprocess.Popen(
+        [sys.executable, *command], env=env, stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
     peak = wait_sampling_peak_rss(job)
     wall = time.monotonic() - started
     if job.returncode != 0:

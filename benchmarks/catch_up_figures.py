@@ -11,8 +11,8 @@ Times are ms since the epoch (UTC) unless a name says seconds.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 
 def failed(run: Mapping | None) -> bool:

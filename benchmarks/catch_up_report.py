@@ -65,7 +65,9 @@ def _backlog_title(scenario: dict) -> str:
         return f": {backlog['records']:,} records, {backlog['hours']:g} h of {','.join(backlog['profiles'])}"
     backlogs = scenario.get("backlogs")
     if backlogs:
-        return ": " + "; ".join(f"{name} {b['records']:,} records over {b['hours']:g} h" for name, b in backlogs.items())
+        return ": " + "; ".join(
+            f"{name} {b['records']:,} records over {b['hours']:g} h" for name, b in backlogs.items()
+        )
     if "producer" in scenario:
         producer = scenario["producer"]
         return f": live producer, {','.join(producer['profiles'])}, {producer['minutes']:g} min"
@@ -103,8 +105,12 @@ def _run_row(name: str, run: dict | None, scenario_name: str) -> str:
         batches = "–"
     elif name == "d":
         seconds, per_second = run["write_seconds"], run["records_per_second"]
-        notes = [f"{run['chunks']} chunks", f"JVM/session {run['session_seconds']} s", f"decode {run['decode_seconds']} s",
-                 f"process {run['process_wall_seconds']} s"]  # fmt: skip
+        notes = [
+            f"{run['chunks']} chunks",
+            f"JVM/session {run['session_seconds']} s",
+            f"decode {run['decode_seconds']} s",
+            f"process {run['process_wall_seconds']} s",
+        ]
         batches = f"{run['chunks']} chunks"
     else:
         seconds, per_second = run["wall_seconds"], run["records_per_second"]
@@ -116,7 +122,9 @@ def _run_row(name: str, run: dict | None, scenario_name: str) -> str:
             per_second = run["kept_records_per_second"]
             notes.append(f"records/s over the {run['kept']:,} records kept")
         if "late" in run:
-            notes.append(f"late (kept in the late table) {run['late']:,}{_per_partition(run.get('late_per_partition'))}")
+            notes.append(
+                f"late (kept in the late table) {run['late']:,}{_per_partition(run.get('late_per_partition'))}"
+            )
         if "dropped" in run:
             notes.append(
                 f"dropped by Spark's watermark {run['dropped']:,}{_per_partition(run['dropped_per_partition'])}, "
@@ -148,7 +156,9 @@ def _planning_lines(planning: dict) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for number, batch in enumerate(planning["batches"], 1):
-        lines.append(f"| {number} | {batch['seconds']} | {batch['steps']} | {batch['read_tasks']} | {batch['tasks_seconds']} |")
+        lines.append(
+            f"| {number} | {batch['seconds']} | {batch['steps']} | {batch['read_tasks']} | {batch['tasks_seconds']} |"
+        )
     return lines
 
 

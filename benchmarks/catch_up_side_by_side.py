@@ -145,7 +145,8 @@ def main() -> int:
             "partition_records": args.partition_records,
             "planning_partitions": args.planning_partitions,
             "scenarios": args.scenarios,
-            "driver_memory": os.environ.get("TIDEMARK_DRIVER_MEMORY") or _sized_driver_memory(args.max_records_per_batch),
+            "driver_memory": os.environ.get("TIDEMARK_DRIVER_MEMORY")
+            or _sized_driver_memory(args.max_records_per_batch),
         },
         "scenarios": scenarios,
         "failed": failures(scenarios),
@@ -173,31 +174,50 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     """The options, checked before anything starts; a bad one exits 2 naming it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all)"
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all)",
     )
     parser.add_argument("--records", type=_positive_int, default=2_000_000, help="uniform backlog (default 2000000)")
     parser.add_argument(
-        "--max-records-per-batch", type=_positive_int, default=200_000, help="row budget of a batch, all runs (default 200000)"
+        "--max-records-per-batch",
+        type=_positive_int,
+        default=200_000,
+        help="row budget of a batch, all runs (default 200000)",
     )
     parser.add_argument(
-        "--latency-minutes", type=_positive_float, default=10.0, help="how long the continuous producer writes (default 10)"
+        "--latency-minutes",
+        type=_positive_float,
+        default=10.0,
+        help="how long the continuous producer writes (default 10)",
     )
     parser.add_argument(
-        "--partition-records", type=_positive_int, default=5_120, help="records of the partitions scenario (default 5120)"
+        "--partition-records",
+        type=_positive_int,
+        default=5_120,
+        help="records of the partitions scenario (default 5120)",
     )
     parser.add_argument(
-        "--planning-partitions", type=_positive_int, default=1_800,
+        "--planning-partitions",
+        type=_positive_int,
+        default=1_800,
         help="partitions of the topic the planner is timed on (default 1800, the seeds' shard count)",
-    )  # fmt: skip
-    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help=f"folder for the JSON and markdown (default {RESULTS_DIR})")
+    )
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS_DIR, help=f"folder for the JSON and markdown (default {RESULTS_DIR})"
+    )
     parser.add_argument("--scratch", type=Path, help="keep broker state, job logs and lakes in this new folder")
     args = parser.parse_args(argv)
     args.scenarios = [name.strip() for name in args.scenarios.split(",") if name.strip()]
     unknown = [name for name in args.scenarios if name not in SCENARIOS]
     if unknown or not args.scenarios:
-        parser.error(f"--scenarios: unknown scenario {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCENARIOS)}")
+        parser.error(
+            f"--scenarios: unknown scenario {', '.join(unknown) or '(none given)'}; choose from {', '.join(SCENARIOS)}"
+        )
     if args.scratch is not None and args.scratch.exists():
-        parser.error(f"--scratch: {args.scratch} exists; give a new folder (a second run must not read the first one's lake)")
+        parser.error(
+            f"--scratch: {args.scratch} exists; give a new folder (a second run must not read the first one's lake)"
+        )
     if args.results.exists() and not args.results.is_dir():
         parser.error(f"--results: {args.results} is a file; give a folder")
     return args
@@ -281,14 +301,37 @@ class Bench:
         guard); returns the generator's summary. ScenarioFailed when the generator fails."""
         self.create_topic(topic, PARTITIONS)
         end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
-        print(f"  producing {topic}: {hours:g} h of {','.join(profiles)} at rate scale {rate_scale:g} ...", file=sys.stderr, flush=True)
+        print(
+            f"  producing {topic}: {hours:g} h of {','.join(profiles)} at rate scale {rate_scale:g} ...",
+            file=sys.stderr,
+            flush=True,
+        )
         produced = subprocess.run(
-            [sys.executable, "-m", "generator", "--topic", topic, "backlog", "--hours", f"{hours:g}", "--end", end,
-             "--profiles", ",".join(profiles), "--rate-scale", repr(rate_scale)],
-            env=self.env, cwd=REPO, capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "generator",
+                "--topic",
+                topic,
+                "backlog",
+                "--hours",
+                f"{hours:g}",
+                "--end",
+                end,
+                "--profiles",
+                ",".join(profiles),
+                "--rate-scale",
+                repr(rate_scale),
+            ],
+            env=self.env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
         if produced.returncode != 0:
-            raise ScenarioFailed(f"the generator failed for {topic} ({produced.returncode}):\n{produced.stderr[-3000:]}")
+            raise ScenarioFailed(
+                f"the generator failed for {topic} ({produced.returncode}):\n{produced.stderr[-3000:]}"
+            )
         return json.loads(produced.stdout.strip().splitlines()[-1])
 
     def uniform_backlog(self) -> dict:
@@ -319,7 +362,9 @@ class Bench:
 
         document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
         stream = document["streams"][STREAM]
-        stream["source"].update(topic=topic, bootstrap_servers=self.bootstrap, partitions=self.topic_partitions.get(topic, PARTITIONS))
+        stream["source"].update(
+            topic=topic, bootstrap_servers=self.bootstrap, partitions=self.topic_partitions.get(topic, PARTITIONS)
+        )
         stream["lake"].update(root=str(run_dir / "lake"), checkpoint_root=str(run_dir / "checkpoints"))
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / "streams.yaml"
@@ -339,8 +384,18 @@ class Bench:
         run_dir = self.scratch / name
         try:
             conf = self.stream_config(run_dir, topic)
-            command = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
-                       "--mode", "available_now", "--max-records-per-batch", str(self.args.max_records_per_batch)]  # fmt: skip
+            command = [
+                sys.executable,
+                str(REPO / "spark_jobs" / "persist" / "job.py"),
+                "--stream",
+                STREAM,
+                "--conf",
+                str(conf),
+                "--mode",
+                "available_now",
+                "--max-records-per-batch",
+                str(self.args.max_records_per_batch),
+            ]
             wall_s, peak = run_measured(command, self.env, run_dir / "job.log")
             lake = tidemark_lake_figures(self.load_stream(conf))
         except Exception as error:  # noqa: BLE001
@@ -363,7 +418,14 @@ class Bench:
             conf = self.stream_config(self.scratch / name, topic)
             report, wall_s, peak = self._measured_script(
                 "spark_kafka_delta.py",
-                ["--conf", str(conf), "--stream", STREAM, "--max-offsets-per-trigger", str(self.args.max_records_per_batch)],
+                [
+                    "--conf",
+                    str(conf),
+                    "--stream",
+                    STREAM,
+                    "--max-offsets-per-trigger",
+                    str(self.args.max_records_per_batch),
+                ],
                 self.scratch / name,
             )
         except Exception as error:  # noqa: BLE001
@@ -402,7 +464,14 @@ class Bench:
             conf = self.stream_config(self.scratch / "uniform_d", topic)
             report, wall_s, peak = self._measured_script(
                 "write_ceiling.py",
-                ["--conf", str(conf), "--stream", STREAM, "--max-records-per-batch", str(self.args.max_records_per_batch)],
+                [
+                    "--conf",
+                    str(conf),
+                    "--stream",
+                    STREAM,
+                    "--max-records-per-batch",
+                    str(self.args.max_records_per_batch),
+                ],
                 self.scratch / "uniform_d",
             )
         except Exception as error:  # noqa: BLE001
@@ -434,7 +503,9 @@ def _memory_figures(peak: PeakMemory) -> dict:
     return {
         "peak_rss_megabytes": round(peak.rss / 1e6),
         "peak_pss_megabytes": round(peak.pss / 1e6),
-        "rss_megabytes_at_peak_by_process": {kind: round(rss / 1e6) for kind, rss in sorted(peak.rss_by_kind_at_peak.items())},
+        "rss_megabytes_at_peak_by_process": {
+            kind: round(rss / 1e6) for kind, rss in sorted(peak.rss_by_kind_at_peak.items())
+        },
     }
 
 
@@ -443,7 +514,9 @@ def uniform_hours(records: int) -> int:
     return math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
 
 
-def run_measured(command: list[str], env: dict, log_file: Path, timeout_s: float = RUN_TIMEOUT_S) -> tuple[float, PeakMemory]:
+def run_measured(
+    command: list[str], env: dict, log_file: Path, timeout_s: float = RUN_TIMEOUT_S
+) -> tuple[float, PeakMemory]:
     """Run a job to completion as its own process group; returns (wall seconds, peak memory of
     its process tree). RunFailed with the last lines of its log when it exits non-zero or runs
     longer than ``timeout_s`` (then it is killed)."""
@@ -513,12 +586,16 @@ def tidemark_lake_figures(stream) -> dict:
         path = stream.table_path(table)
         return DeltaTable(path).count() if DeltaTable.is_deltatable(path) else 0
 
-    ledger = pa.table(DeltaTable(stream.table_path("ledger")).scan(columns=["step_id", "records", "late", "quarantined"]))
+    ledger = pa.table(
+        DeltaTable(stream.table_path("ledger")).scan(columns=["step_id", "records", "late", "quarantined"])
+    )
     admitting = pc.greater(pc.add(pc.add(ledger["records"], ledger["late"]), ledger["quarantined"]), 0)
     aligned_slices = len(pc.unique(ledger.filter(admitting)["step_id"]))
     late_per_partition: dict[int, int] = {}
     if DeltaTable.is_deltatable(stream.table_path("late")):
-        partitions = pa.table(DeltaTable(stream.table_path("late")).scan(columns=["source_partition"]))["source_partition"]
+        partitions = pa.table(DeltaTable(stream.table_path("late")).scan(columns=["source_partition"]))[
+            "source_partition"
+        ]
         for entry in pc.value_counts(partitions).to_pylist():
             late_per_partition[entry["values"]] = entry["counts"]
     return {
@@ -578,7 +655,9 @@ def skewed_scenario(bench: Bench) -> dict:
             # The run's own figures stay; without the replay it has no kept count, so no ratio.
             runs["b"] = {**b, **_failed(RunFailed(f"replaying Spark's watermark over (b)'s batches failed: {error}"))}
     return {
-        "backlog": _backlog_figures(backlog, hours=SKEWED_HOURS, profiles=SKEWED_PROFILES, per_partition=produced_per_partition),
+        "backlog": _backlog_figures(
+            backlog, hours=SKEWED_HOURS, profiles=SKEWED_PROFILES, per_partition=produced_per_partition
+        ),
         "runs": runs,
         "ratios": {"kept_records_per_second a/b": ratio(runs, "a", ["b"], "kept_records_per_second", at_least=1.0)},
     }
@@ -601,10 +680,15 @@ def kept_under_spark_watermark(batches: list[dict], event_times: dict[int, list[
         "dropped_per_partition": {str(p): n for p, n in dropped.items()},
         "watermark_delay_ms": delay_ms,
         "watermark_per_batch": [
-            {"batch_id": b.batch_id, "watermark": format_optional_event_time(b.watermark_ms), "dropped": sum(b.dropped.values())}
+            {
+                "batch_id": b.batch_id,
+                "watermark": format_optional_event_time(b.watermark_ms),
+                "dropped": sum(b.dropped.values()),
+            }
             for b in replayed
         ],
-        "replay_agrees": all(from_maxima[b.batch_id] == b.watermark_ms for b in replayed) and replayed_rows == observed_rows,
+        "replay_agrees": all(from_maxima[b.batch_id] == b.watermark_ms for b in replayed)
+        and replayed_rows == observed_rows,
     }
 
 
@@ -612,7 +696,9 @@ def sparse_scenario(bench: Bench) -> dict:
     # 18,000 × scale records an hour per heavy partition (rounded by the generator): aim at the
     # same total over 7 days and over 1 hour; the summaries say what was really produced.
     per_hour_all = HEAVY_RECORDS_PER_HOUR * PARTITIONS
-    sparse = bench.produce_backlog("bench_sparse", ("heavy",), SPARSE_HOURS, SPARSE_RECORDS / (per_hour_all * SPARSE_HOURS))
+    sparse = bench.produce_backlog(
+        "bench_sparse", ("heavy",), SPARSE_HOURS, SPARSE_RECORDS / (per_hour_all * SPARSE_HOURS)
+    )
     dense = bench.produce_backlog("bench_dense", ("heavy",), 1, SPARSE_RECORDS / per_hour_all)
     runs = {
         "a sparse": bench.tidemark_run("bench_sparse", "sparse_a", sparse["records"]),
@@ -639,7 +725,10 @@ def memory_scenario(bench: Bench) -> dict:
         "b 4x": bench.uniform_run("b"),
     }
     return {
-        "backlogs": {"1x": _backlog_figures(quarter, hours=hours), "4x": _backlog_figures(uniform, hours=uniform["hours"])},
+        "backlogs": {
+            "1x": _backlog_figures(quarter, hours=hours),
+            "4x": _backlog_figures(uniform, hours=uniform["hours"]),
+        },
         "runs": runs,
         "targets": {
             "peak_rss a 4x/1x": ratio(runs, "a 4x", ["a 1x"], "peak_rss_megabytes", limit=1.1),
@@ -660,12 +749,34 @@ def continuous_scenario(bench: Bench) -> dict:
     stream = bench.load_stream(conf)
     trigger_s = stream.persist.trigger_interval_ms / 1000
     bench.create_topic(topic, PARTITIONS)
-    job = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
-           "--mode", "continuous", "--max-records-per-batch", str(bench.args.max_records_per_batch)]  # fmt: skip
+    job = [
+        sys.executable,
+        str(REPO / "spark_jobs" / "persist" / "job.py"),
+        "--stream",
+        STREAM,
+        "--conf",
+        str(conf),
+        "--mode",
+        "continuous",
+        "--max-records-per-batch",
+        str(bench.args.max_records_per_batch),
+    ]
     # No disorder: the log timestamp (the event time) is then the moment the record was sent.
     duration = f"{round(bench.args.latency_minutes * 60_000)}ms"
-    producer = [sys.executable, "-m", "generator", "--topic", topic, "live", "--duration", duration,
-                "--profiles", ",".join(DEMO_PROFILES), "--max-disorder", "0s"]  # fmt: skip
+    producer = [
+        sys.executable,
+        "-m",
+        "generator",
+        "--topic",
+        topic,
+        "live",
+        "--duration",
+        duration,
+        "--profiles",
+        ",".join(DEMO_PROFILES),
+        "--max-disorder",
+        "0s",
+    ]
     print(f"  run (a) continuous on {topic} for {bench.args.latency_minutes:g} min ...", file=sys.stderr, flush=True)
     # The last records wait at most one trigger interval and one batch; two intervals and 30 s
     # more leave room for a slow batch before a record counts as never visible.

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.pytest_trials import run_trials, write_results  # noqa: E402
+
 RESULTS = REPO / "benchmarks" / "results" / "concurrent_writers.json"
 
 
@@ -29,7 +30,11 @@ def main() -> int:
     parser.add_argument("--seeds", default="0,1,2", help='comma-separated seeds, e.g. "0,1,2"')
     args = parser.parse_args()
     passed, seconds, cases = run_trials(
-        ["tests/integration/test_concurrent_writers.py", "-k", "two_writers_at_once"],  # the matrix only, not the suite's S3 case
+        [
+            "tests/integration/test_concurrent_writers.py",
+            "-k",
+            "two_writers_at_once",
+        ],  # the matrix only, not the suite's S3 case
         {"TIDEMARK_WRITER_TRIALS": args.seeds},
         "TIDEMARK_WRITER_TRIALS_FILE",
     )

@@ -21,8 +21,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from benchmarks.catch_up_figures import percentile
 from benchmarks.process_memory import wait_sampling_peak_rss
@@ -113,7 +113,9 @@ def measure_latency(
     job_log = run_dir / "job.log"
     peak: dict[str, int] = {}
     with job_log.open("w") as log:
-        job = subprocess.Popen(job_command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        job = subprocess.Popen(
+            job_command, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     sampler = threading.Thread(target=lambda: peak.update(rss=wait_sampling_peak_rss(job)), daemon=True)
     sampler.start()
     visibility = EventsVisibility(events_path)
@@ -157,7 +159,9 @@ def _wait_for_query(job: subprocess.Popen, job_log: Path, timeout_s: float) -> N
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if job.poll() is not None:
-            raise RuntimeError(f"the persist job ended before its query started (exit {job.returncode}):\n{_tail(job_log)}")
+            raise RuntimeError(
+                f"the persist job ended before its query started (exit {job.returncode}):\n{_tail(job_log)}"
+            )
         if '"query_started"' in job_log.read_text(errors="replace"):
             return
         time.sleep(0.5)

@@ -31,7 +31,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     passed, seconds, trials = run_trials(
-        ["-s", "tests/integration/test_crash_trials.py"], {"TIDEMARK_CRASH_TRIALS": f"{args.trials}:{args.seed}"}, "TIDEMARK_CRASH_TRIALS_FILE"
+        ["-s", "tests/integration/test_crash_trials.py"],
+        {"TIDEMARK_CRASH_TRIALS": f"{args.trials}:{args.seed}"},
+        "TIDEMARK_CRASH_TRIALS_FILE",
     )
     summary = {
         "command": f"benchmarks/crash_trials.py --trials {args.trials} --seed {args.seed}",

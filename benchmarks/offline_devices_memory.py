@@ -82,7 +82,9 @@ def main() -> int:
 
 def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scales", default="1,4", help="rate scales of the heavy partitions, comma-separated (default 1,4)")
+    parser.add_argument(
+        "--scales", default="1,4", help="rate scales of the heavy partitions, comma-separated (default 1,4)"
+    )
     parser.add_argument("--hours", type=float, default=6, help="simulated hours of data (default 6)")
     parser.add_argument("--slices", default="6h,1h", help="backfill slice lengths, comma-separated (default 6h,1h)")
     parser.add_argument("--results", type=Path, help=f"where to write the JSON (default {RESULTS.relative_to(REPO)})")
@@ -114,13 +116,24 @@ def run_scale(broker, scratch: Path, jars: Path, scale: float, args: argparse.Na
     env["TIDEMARK_CONF"] = str(conf)
     end_ms = (int(time.time() * 1000) // HOUR_MS - 1) * HOUR_MS  # an hour ago, on the hour
     start_ms = end_ms - int(args.hours * HOUR_MS)
-    persist = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
-               "--mode", "available_now", "--no-alignment"]  # fmt: skip
+    persist = [
+        sys.executable,
+        str(REPO / "spark_jobs" / "persist" / "job.py"),
+        "--stream",
+        STREAM,
+        "--conf",
+        str(conf),
+        "--mode",
+        "available_now",
+        "--no-alignment",
+    ]
     # The first hour with every partition: partition 3 gets a watermark, so that, frozen, it holds G.
     first = _produce(env, scale, start_ms, start_ms + HOUR_MS)
     first_s, _ = _run_measured(persist, env, scratch / "persist-first-hour.log")
     rest = _produce(env, scale, start_ms + HOUR_MS, end_ms)
-    behind_s, _ = _run_measured(persist, {**env, "TIDEMARK_CHAOS_FREEZE": f"{STREAM}:{FROZEN}"}, scratch / "persist-frozen.log")
+    behind_s, _ = _run_measured(
+        persist, {**env, "TIDEMARK_CHAOS_FREEZE": f"{STREAM}:{FROZEN}"}, scratch / "persist-frozen.log"
+    )
     # The generator's log timestamps are event times, hours old: a partition that catches up is
     # at once IDLE (caught up, quiet), and with every partition IDLE, G holds. One fresh record per
     # partition keeps them ACTIVE, so that G reaches the end of the data and seals it.
@@ -138,9 +151,24 @@ def run_scale(broker, scratch: Path, jars: Path, scale: float, args: argparse.Na
     backfills = {}
     for slice_text in args.slices:
         result = scratch / f"backfill-{slice_text}.json"
-        backfill = [sys.executable, str(REPO / "spark_jobs" / "offline_devices" / "job.py"), "--stream", STREAM, "--conf", str(conf),
-                    "--start", lake["first_hour"], "--end", lake["horizon"], "--output", str(scratch / f"offline_devices-{slice_text}"),
-                    "--slice", slice_text, "--result", str(result)]  # fmt: skip
+        backfill = [
+            sys.executable,
+            str(REPO / "spark_jobs" / "offline_devices" / "job.py"),
+            "--stream",
+            STREAM,
+            "--conf",
+            str(conf),
+            "--start",
+            lake["first_hour"],
+            "--end",
+            lake["horizon"],
+            "--output",
+            str(scratch / f"offline_devices-{slice_text}"),
+            "--slice",
+            slice_text,
+            "--result",
+            str(result),
+        ]
         wall_s, peak_rss = _run_measured(backfill, env, scratch / f"backfill-{slice_text}.log")
         summary = json.loads(result.read_text())
         backfills[slice_text] = {
@@ -158,7 +186,11 @@ def run_scale(broker, scratch: Path, jars: Path, scale: float, args: argparse.Na
         "records_produced": produced["records"],
         "records_per_partition": {str(p["partition"]): p["records"] for p in produced["partitions"]},
         "lake": lake,
-        "persist_seconds": {"first_hour": round(first_s, 1), "partition_3_frozen": round(behind_s, 1), "catching_up": round(caught_up_s, 1)},
+        "persist_seconds": {
+            "first_hour": round(first_s, 1),
+            "partition_3_frozen": round(behind_s, 1),
+            "catching_up": round(caught_up_s, 1),
+        },
         "backfill_range": [lake["first_hour"], lake["horizon"]],
         "backfill_by_slice": backfills,
     }
@@ -168,10 +200,27 @@ def _produce(env: dict, scale: float, start_ms: int, end_ms: int) -> dict:
     """Generate [start_ms, end_ms) (whole hours, ending an hour ago or earlier: no record is ahead
     of the future guard's limit); returns the generator's summary."""
     produced = subprocess.run(
-        [sys.executable, "-m", "generator", "--topic", TOPIC, "backlog", "--hours", f"{(end_ms - start_ms) / HOUR_MS:g}",
-         "--end", _iso(end_ms), "--profiles", ",".join(PROFILES), "--rate-scale", f"{scale:g}"],
-        env=env, cwd=REPO, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--topic",
+            TOPIC,
+            "backlog",
+            "--hours",
+            f"{(end_ms - start_ms) / HOUR_MS:g}",
+            "--end",
+            _iso(end_ms),
+            "--profiles",
+            ",".join(PROFILES),
+            "--rate-scale",
+            f"{scale:g}",
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     if produced.returncode != 0:
         raise SystemExit(f"the generator failed ({produced.returncode}):\n{produced.stderr[-3000:]}")
     return json.loads(produced.stdout.strip().splitlines()[-1])
@@ -183,7 +232,13 @@ def _produce_heartbeats(bootstrap: str) -> None:
     now_ms = int(time.time() * 1000)
     producer = Producer({"bootstrap.servers": bootstrap})
     for partition in range(len(PROFILES)):
-        value = {"device_id": f"bench-heartbeat-{partition}", "event_time": _iso(now_ms - 60_000), "lat": 52.37, "lon": 4.89, "battery": 90}
+        value = {
+            "device_id": f"bench-heartbeat-{partition}",
+            "event_time": _iso(now_ms - 60_000),
+            "lat": 52.37,
+            "lon": 4.89,
+            "battery": 90,
+        }
         producer.produce(TOPIC, value=json.dumps(value).encode(), partition=partition, timestamp=now_ms)
     if producer.flush(60):
         raise SystemExit("the heartbeat records did not reach the broker")
@@ -207,9 +262,9 @@ def _lake_figures(env: dict, lake: Path) -> dict:
 import json
 import pyarrow as pa, pyarrow.compute as pc
 from deltalake import DeltaTable
-events = pa.table(DeltaTable({str(lake / 'events')!r}).scan(columns=["source_partition", "event_time"]))
-hours = pa.table(DeltaTable({str(lake / 'seals')!r}).scan(columns=["hour"])).column("hour").cast(pa.int64())
-ledger = pa.table(DeltaTable({str(lake / 'ledger')!r}).scan(
+events = pa.table(DeltaTable({str(lake / "events")!r}).scan(columns=["source_partition", "event_time"]))
+hours = pa.table(DeltaTable({str(lake / "seals")!r}).scan(columns=["hour"])).column("hour").cast(pa.int64())
+ledger = pa.table(DeltaTable({str(lake / "ledger")!r}).scan(
     columns=["step_id", "source_partition", "records", "min_event_time", "max_event_time"])).to_pylist()
 parts = events.column("source_partition")
 # How far behind partition {FROZEN}'s records reached the lake: the oldest record of its first batch
@@ -224,7 +279,7 @@ print(json.dumps({{
     "first_event_ms": pc.min(events.column("event_time").cast(pa.int64())).as_py() // 1000,
     "last_sealed_hour_ms": pc.max(hours).as_py() // 1000,
     "partition_{FROZEN}_behind_hours": round((others - oldest).total_seconds() / 3600, 2),
-    "late": DeltaTable({str(lake / 'late')!r}).scan(columns=["source_partition"]).read_all().num_rows,
+    "late": DeltaTable({str(lake / "late")!r}).scan(columns=["source_partition"]).read_all().num_rows,
 }}))
 """
     figures = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

@@ -62,7 +62,9 @@ def partitions_scenario(bench) -> dict:
         "planning": planning,
         "targets": {
             f"wall_seconds a {widest}p / a 4p": ratio(runs, f"a {widest}p", ["a 4p"], "wall_seconds", limit=1.3),
-            f"wall_seconds a {widest}p / b {widest}p": ratio(runs, f"a {widest}p", [f"b {widest}p"], "wall_seconds", limit=1.0),
+            f"wall_seconds a {widest}p / b {widest}p": ratio(
+                runs, f"a {widest}p", [f"b {widest}p"], "wall_seconds", limit=1.0
+            ),
             f"first batch planning seconds, {bench.args.planning_partitions} partitions": target(
                 first_batch_s, 2.0, "planning failed"
             ),
@@ -80,7 +82,9 @@ def produce_spread(bootstrap: str, topic: str, partitions: int, records: int, sp
 
     from generator.scooters import ScooterFleet
 
-    print(f"  producing {topic}: {records:,} records over 1 h on {partitions} partitions ...", file=sys.stderr, flush=True)
+    print(
+        f"  producing {topic}: {records:,} records over 1 h on {partitions} partitions ...", file=sys.stderr, flush=True
+    )
     fleets = [ScooterFleet(p, random.Random(p)) for p in range(partitions)]
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
     start_ms = span_end_ms - HOUR_MS
@@ -111,7 +115,9 @@ def planning_figures(bench, partitions: int, max_records_per_batch: int) -> dict
         bench.create_topic(topic, partitions)
         create_s = time.monotonic() - created
         bench.topic_partitions[topic] = partitions
-        produce_spread(bench.bootstrap, topic, partitions, partitions * PLANNING_RECORDS_PER_PARTITION, _hour_ended_an_hour_ago())
+        produce_spread(
+            bench.bootstrap, topic, partitions, partitions * PLANNING_RECORDS_PER_PARTITION, _hour_ended_an_hour_ago()
+        )
         stream = bench.load_stream(bench.stream_config(bench.scratch / "planning", topic))
         tolerances = stream.event_time
         options = KafkaSourceOptions(
@@ -160,14 +166,24 @@ def _plan_three_batches(reader, max_records_per_batch: int) -> dict:
             started = time.monotonic()
             tasks = reader.partitions(offset, planned)
             tasks_s = time.monotonic() - started
-            batches.append({"seconds": round(plan_s, 3), "tasks_seconds": round(tasks_s, 3),
-                            "steps": len(planned.get("steps") or []) or 1, "read_tasks": len(tasks)})  # fmt: skip
+            batches.append(
+                {
+                    "seconds": round(plan_s, 3),
+                    "tasks_seconds": round(tasks_s, 3),
+                    "steps": len(planned.get("steps") or []) or 1,
+                    "read_tasks": len(tasks),
+                }
+            )
             if first_tasks is None:
                 first_tasks = [len(task.ranges) for task in tasks]
             offset = planned
     finally:
         reader.stop()
-    return {"initial_seconds": round(initial_s, 3), "batches": batches, "first_batch_partitions_per_read_task": first_tasks}
+    return {
+        "initial_seconds": round(initial_s, 3),
+        "batches": batches,
+        "first_batch_partitions_per_read_task": first_tasks,
+    }
 
 
 def _hour_ended_an_hour_ago() -> int:

@@ -52,7 +52,11 @@ def main() -> int:
     parser.add_argument("--lake", choices=("local", "s3", "both"), default="local")
     parser.add_argument("--results", type=Path, default=None)
     args = parser.parse_args()
-    name = "persist_throughput" + ("_no_alignment" if args.no_alignment else "") + {"local": "", "s3": "_s3", "both": "_lakes"}[args.lake]
+    name = (
+        "persist_throughput"
+        + ("_no_alignment" if args.no_alignment else "")
+        + {"local": "", "s3": "_s3", "both": "_lakes"}[args.lake]
+    )
     results = args.results or RESULTS.with_name(f"{name}.json")
 
     jars = shared_jars_root()
@@ -61,7 +65,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
         scratch = Path(scratch)
         with scratch_broker(scratch, jars) as broker, _loopback_s3(scratch, jars, "s3" in lakes) as s3:
-            figures = run(broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment, lakes, s3)
+            figures = run(
+                broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment, lakes, s3
+            )
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
@@ -87,9 +93,15 @@ def _loopback_s3(scratch: Path, jars: Path, wanted: bool):
 
 
 def run(
-    broker: KafkaBroker, scratch: Path, jars: Path, records: int, max_records_per_batch: int, align: bool,
-    lakes: list[str] = ("local",), s3=None,
-) -> dict:  # fmt: skip
+    broker: KafkaBroker,
+    scratch: Path,
+    jars: Path,
+    records: int,
+    max_records_per_batch: int,
+    align: bool,
+    lakes: list[str] = ("local",),
+    s3=None,
+) -> dict:
     topic = "bench_persist"
     broker.create_topic(topic, PARTITIONS)
     hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
@@ -97,29 +109,73 @@ def run(
     # The backlog ends an hour ago so that no record is ahead of the future guard's limit.
     end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
     produced = subprocess.run(
-        [sys.executable, "-m", "generator", "--topic", topic, "backlog", "--hours", str(hours), "--end", end,
-         "--profiles", "heavy"],
-        env=env, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--topic",
+            topic,
+            "backlog",
+            "--hours",
+            str(hours),
+            "--end",
+            end,
+            "--profiles",
+            "heavy",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     summary = json.loads(produced.stdout.strip().splitlines()[-1])
     value_bytes = _value_bytes(broker.bootstrap, topic)
     figures = {
-        lake: _persist(scratch, env if lake == "local" else {**env, **s3.lake_environment("bench")}, topic, broker,
-                       summary["records"], value_bytes, max_records_per_batch, align, lake)
+        lake: _persist(
+            scratch,
+            env if lake == "local" else {**env, **s3.lake_environment("bench")},
+            topic,
+            broker,
+            summary["records"],
+            value_bytes,
+            max_records_per_batch,
+            align,
+            lake,
+        )
         for lake in lakes
-    }  # fmt: skip
+    }
     return figures[lakes[0]] if len(lakes) == 1 else {"benchmark": "persist_throughput_lakes", "lakes": figures}
 
 
-def _persist(scratch: Path, env: dict, topic: str, broker: KafkaBroker, total: int, value_bytes: int,
-             max_records_per_batch: int, align: bool, lake: str) -> dict:  # fmt: skip
+def _persist(
+    scratch: Path,
+    env: dict,
+    topic: str,
+    broker: KafkaBroker,
+    total: int,
+    value_bytes: int,
+    max_records_per_batch: int,
+    align: bool,
+    lake: str,
+) -> dict:
     log_file = scratch / f"persist-{lake}.log"
     started = time.monotonic()
     job = subprocess.Popen(
-        [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", "telemetry", "--mode", "available_now",
-         "--max-records-per-batch", str(max_records_per_batch), *([] if align else ["--no-alignment"])],
+        [
+            sys.executable,
+            str(REPO / "spark_jobs" / "persist" / "job.py"),
+            "--stream",
+            "telemetry",
+            "--mode",
+            "available_now",
+            "--max-records-per-batch",
+            str(max_records_per_batch),
+            *([] if align else ["--no-alignment"]),
+        ],
         env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, broker.bootstrap))},
-        stdout=log_file.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=log_file.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     peak_rss = wait_sampling_peak_rss(job)
     wall_s = time.monotonic() - started

@@ -14,7 +14,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_trials(pytest_args: list[str], environment: dict[str, str], file_variable: str) -> tuple[bool, float, list[dict]]:
+def run_trials(
+    pytest_args: list[str], environment: dict[str, str], file_variable: str
+) -> tuple[bool, float, list[dict]]:
     """Run pytest with ``pytest_args`` and ``environment``; the test writes one JSON line a trial
     to the file named by ``file_variable``. Returns (pytest passed, seconds, the trials)."""
     with tempfile.TemporaryDirectory(prefix="tidemark-trials-") as folder:

@@ -22,12 +22,14 @@ import platform
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
 
 from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 
@@ -87,18 +89,26 @@ def run(spark, scratch: Path, records: int, partitions: int, range_records: int)
     runs = []
     for attempt in ("cold", "warm"):
         started = time.monotonic()
-        result = run_quality(spark, stream, [hour_ms], bounds, now_ms, scratch / "reports", scratch / "gx", f"bench-{attempt}")
+        result = run_quality(
+            spark, stream, [hour_ms], bounds, now_ms, scratch / "reports", scratch / "gx", f"bench-{attempt}"
+        )
         wall = time.monotonic() - started
         outcome = [(p.partition, p.status.value, p.records) for p in result.partitions]
         if outcome != [(p, "OK", per_partition) for p in range(partitions)] or not result.success:
-            raise SystemExit(f"the benchmark's hour did not check clean: {outcome}, checks {result.to_json()['checks']}")
+            raise SystemExit(
+                f"the benchmark's hour did not check clean: {outcome}, checks {result.to_json()['checks']}"
+            )
         runs.append(
             {
                 "run": attempt,
                 "wall_seconds": round(wall, 2),
                 "stage_seconds": {stage: round(seconds, 2) for stage, seconds in result.stage_seconds},
                 "checks": {
-                    c.name: {"facts_seconds": round(c.facts_seconds, 2), "gx_seconds": round(c.gx_seconds, 2), "rows": c.rows}
+                    c.name: {
+                        "facts_seconds": round(c.facts_seconds, 2),
+                        "gx_seconds": round(c.gx_seconds, 2),
+                        "rows": c.rows,
+                    }
                     for c in result.checks
                 },
                 "gx_seconds_total": round(sum(c.gx_seconds for c in result.checks), 2),
@@ -161,9 +171,9 @@ def _synthesise(spark, stream, hour_ms, now_ms, records, partitions, range_recor
     events.write.format("delta").mode("append").save(stream.table_path("events"))
 
     def at(ms):
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
     ledger_rows = []
     ranges = per_partition // range_records
@@ -173,19 +183,37 @@ def _synthesise(spark, stream, hour_ms, now_ms, records, partitions, range_recor
             first_ms = hour_ms + start * HOUR_MS // per_partition
             last_ms = hour_ms + (end - 1) * HOUR_MS // per_partition
             row = {
-                "stream": stream.name, "batch_id": index, "source_partition": partition, "mode": "live",
-                "start_offset": start, "end_offset": end, "log_end_offset": per_partition, "records": range_records,
-                "quarantined": 0, "late": 0, "data_records": range_records, "min_event_time": at(first_ms),
-                "max_event_time": at(last_ms), "partition_watermark": at(last_ms - 30_001),
-                "global_watermark": at(last_ms - 60_000), "partition_status": "ACTIVE", "slicing": "event_time",
-                "read_time": at(now_ms - (ranges - index) * 60_000), "held_by_open_transaction": False,
-            }  # fmt: skip
+                "stream": stream.name,
+                "batch_id": index,
+                "source_partition": partition,
+                "mode": "live",
+                "start_offset": start,
+                "end_offset": end,
+                "log_end_offset": per_partition,
+                "records": range_records,
+                "quarantined": 0,
+                "late": 0,
+                "data_records": range_records,
+                "min_event_time": at(first_ms),
+                "max_event_time": at(last_ms),
+                "partition_watermark": at(last_ms - 30_001),
+                "global_watermark": at(last_ms - 60_000),
+                "partition_status": "ACTIVE",
+                "slicing": "event_time",
+                "read_time": at(now_ms - (ranges - index) * 60_000),
+                "held_by_open_transaction": False,
+            }
             ledger_rows.append(tuple(row.get(name) for name, _ in LEDGER_COLUMNS))
     spark.createDataFrame(ledger_rows, ddl(LEDGER_COLUMNS)).write.format("delta").mode("append").save(
         stream.table_path("ledger")
     )
-    seal = {"stream": stream.name, "hour": at(hour_ms), "sealed_at": at(now_ms - 60_000),
-            "global_watermark": at(hour_ms + HOUR_MS + 600_000), "batch_id": ranges}  # fmt: skip
+    seal = {
+        "stream": stream.name,
+        "hour": at(hour_ms),
+        "sealed_at": at(now_ms - 60_000),
+        "global_watermark": at(hour_ms + HOUR_MS + 600_000),
+        "batch_id": ranges,
+    }
     spark.createDataFrame([tuple(seal[name] for name, _ in SEALS_COLUMNS)], ddl(SEALS_COLUMNS)).write.format(
         "delta"
     ).mode("append").save(stream.table_path("seals"))

@@ -30,12 +30,14 @@ import platform
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
 
 from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
 
@@ -54,7 +56,9 @@ class Bounds:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=7)
-    parser.add_argument("--batches-per-hour", type=int, default=12, help="persist runs an hour (the demo: every 5 minutes)")
+    parser.add_argument(
+        "--batches-per-hour", type=int, default=12, help="persist runs an hour (the demo: every 5 minutes)"
+    )
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
 
@@ -107,16 +111,24 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
         t3 = time.monotonic()
         statuses = {p.partition: p.status.value for p in result.partitions}
         if missing or set(statuses.values()) != {"OK"} or len(swept) != len(hours):
-            raise SystemExit(f"the sweep found something in a clean lake: {statuses}, missing files {missing}, {len(swept)} hours")
+            raise SystemExit(
+                f"the sweep found something in a clean lake: {statuses}, missing files {missing}, {len(swept)} hours"
+            )
         persisted = sum(f.persisted for f in result.hours)
         if persisted != sum(DEMO_RATES) * len(hours):
-            raise SystemExit(f"the sweep counted {persisted} persisted records, the lake holds {sum(DEMO_RATES) * len(hours)}")
-        sweeps.append({
-            "wall_s": round(t3 - t0, 2), "seals_s": round(t1 - t0, 2), "files_missing_check_s": round(t2 - t1, 2),
-            "run_quality_s": round(t3 - t2, 2),
-            "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds},
-            "gx_seconds": {c.name: round(c.gx_seconds, 2) for c in result.checks if c.ran},
-        })  # fmt: skip
+            raise SystemExit(
+                f"the sweep counted {persisted} persisted records, the lake holds {sum(DEMO_RATES) * len(hours)}"
+            )
+        sweeps.append(
+            {
+                "wall_s": round(t3 - t0, 2),
+                "seals_s": round(t1 - t0, 2),
+                "files_missing_check_s": round(t2 - t1, 2),
+                "run_quality_s": round(t3 - t2, 2),
+                "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds},
+                "gx_seconds": {c.name: round(c.gx_seconds, 2) for c in result.checks if c.ran},
+            }
+        )
 
     # A scheduled run's log reading: remember the versions, then an hour of persist commits.
     sealed = {h: None for h in hours}
@@ -185,7 +197,7 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
 
     Partition p holds DEMO_RATES[p] records an hour at contiguous offsets, spread evenly over the
     hour; batch b of an hour holds the records of its slice [b/batches, (b+1)/batches) of the hour."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from pyspark.sql import functions as F
 
@@ -195,7 +207,7 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
     LakeTables(spark, stream).ensure()
 
     def at(ms):
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+        return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
     first, count = hours[0], len(hours)
     frames = []
@@ -204,10 +216,14 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
         hour_index = F.floor(F.col("id") / rate)
         within = F.col("id") % rate
         event_ms = F.lit(first) + hour_index * HOUR_MS + F.floor(within * HOUR_MS / rate)
-        frames.append(ids.select(
-            F.lit(partition).alias("p"), F.col("id").alias("o"), event_ms.cast("long").alias("ms"),
-            F.floor(within * batches / rate).cast("int").alias("slot"),
-        ))  # fmt: skip
+        frames.append(
+            ids.select(
+                F.lit(partition).alias("p"),
+                F.col("id").alias("o"),
+                event_ms.cast("long").alias("ms"),
+                F.floor(within * batches / rate).cast("int").alias("slot"),
+            )
+        )
     rows = frames[0].unionByName(frames[1]).unionByName(frames[2]).unionByName(frames[3])
     event_time = F.timestamp_millis(F.col("ms"))
     generated = {
@@ -230,8 +246,10 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
     (
         events.repartition(count * batches, "event_date", "event_hour", "slot")
         .drop("slot")
-        .write.format("delta").mode("append").save(stream.table_path("events"))
-    )  # fmt: skip
+        .write.format("delta")
+        .mode("append")
+        .save(stream.table_path("events"))
+    )
     spark.conf.set("spark.sql.shuffle.partitions", os.environ.get("TIDEMARK_SHUFFLE_PARTITIONS", "4"))
 
     ledger, seals = [], []
@@ -244,37 +262,85 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
                 low, high = min(-(-slot * rate // batches), rate), min(-(-(slot + 1) * rate // batches), rate)
                 start, end = index * rate + low, index * rate + high
                 times = [hour + i * HOUR_MS // rate for i in (low, high - 1)] if high > low else []
-                ledger.append(tuple({
-                    "stream": stream.name, "batch_id": batch_id, "source_partition": partition, "mode": "live",
-                    "start_offset": start, "end_offset": end, "log_end_offset": end, "records": end - start,
-                    "quarantined": 0, "late": 0, "data_records": end - start,
-                    "min_event_time": at(times[0]) if times else None, "max_event_time": at(times[-1]) if times else None,
-                    "partition_watermark": at(read_ms - 60_000), "global_watermark": at(read_ms - 90_000),
-                    "partition_status": "ACTIVE", "slicing": "event_time", "read_time": at(read_ms),
-                    "held_by_open_transaction": False,
-                }.get(name) for name, _ in LEDGER_COLUMNS))  # fmt: skip
-        seals.append(tuple({"stream": stream.name, "hour": at(hour), "sealed_at": at(hour + HOUR_MS + 11 * MINUTE_MS),
-                            "global_watermark": at(hour + HOUR_MS + 10 * MINUTE_MS), "batch_id": index}.get(name)
-                           for name, _ in SEALS_COLUMNS))  # fmt: skip
-    spark.createDataFrame(ledger, ddl(LEDGER_COLUMNS)).write.format("delta").mode("append").save(stream.table_path("ledger"))
-    spark.createDataFrame(seals, ddl(SEALS_COLUMNS)).write.format("delta").mode("append").save(stream.table_path("seals"))
+                ledger.append(
+                    tuple(
+                        {
+                            "stream": stream.name,
+                            "batch_id": batch_id,
+                            "source_partition": partition,
+                            "mode": "live",
+                            "start_offset": start,
+                            "end_offset": end,
+                            "log_end_offset": end,
+                            "records": end - start,
+                            "quarantined": 0,
+                            "late": 0,
+                            "data_records": end - start,
+                            "min_event_time": at(times[0]) if times else None,
+                            "max_event_time": at(times[-1]) if times else None,
+                            "partition_watermark": at(read_ms - 60_000),
+                            "global_watermark": at(read_ms - 90_000),
+                            "partition_status": "ACTIVE",
+                            "slicing": "event_time",
+                            "read_time": at(read_ms),
+                            "held_by_open_transaction": False,
+                        }.get(name)
+                        for name, _ in LEDGER_COLUMNS
+                    )
+                )
+        seals.append(
+            tuple(
+                {
+                    "stream": stream.name,
+                    "hour": at(hour),
+                    "sealed_at": at(hour + HOUR_MS + 11 * MINUTE_MS),
+                    "global_watermark": at(hour + HOUR_MS + 10 * MINUTE_MS),
+                    "batch_id": index,
+                }.get(name)
+                for name, _ in SEALS_COLUMNS
+            )
+        )
+    spark.createDataFrame(ledger, ddl(LEDGER_COLUMNS)).write.format("delta").mode("append").save(
+        stream.table_path("ledger")
+    )
+    spark.createDataFrame(seals, ddl(SEALS_COLUMNS)).write.format("delta").mode("append").save(
+        stream.table_path("seals")
+    )
     return {partition: rate * count for partition, rate in enumerate(DEMO_RATES)}
 
 
 def _append_batches(spark, stream, hour: int, batches: int) -> None:
     """``batches`` small appends to events, late and quarantine, as an hour of persist runs makes."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from tidemark.table_schemas import QUARANTINE_COLUMNS, ddl, events_columns, late_columns
 
-    moment = datetime.fromtimestamp(hour / 1000, tz=timezone.utc)
-    record = {"source_partition": 0, "source_offset": 10**9, "log_timestamp": moment, "event_time": moment,
-              "record_key": b"k", "device_id": "x", "lat": 1.0, "lon": 1.0, "battery": 1, "batch_id": 0,
-              "event_date": moment.date(), "event_hour": moment.hour, "global_watermark": moment,
-              "raw_value": b"{", "reason": "malformed_json", "detail": "x", "read_time": moment}  # fmt: skip
+    moment = datetime.fromtimestamp(hour / 1000, tz=UTC)
+    record = {
+        "source_partition": 0,
+        "source_offset": 10**9,
+        "log_timestamp": moment,
+        "event_time": moment,
+        "record_key": b"k",
+        "device_id": "x",
+        "lat": 1.0,
+        "lon": 1.0,
+        "battery": 1,
+        "batch_id": 0,
+        "event_date": moment.date(),
+        "event_hour": moment.hour,
+        "global_watermark": moment,
+        "raw_value": b"{",
+        "reason": "malformed_json",
+        "detail": "x",
+        "read_time": moment,
+    }
     for number in range(batches):
-        for table, columns in (("events", events_columns(stream.payload)), ("late", late_columns(stream.payload)),
-                               ("quarantine", QUARANTINE_COLUMNS)):  # fmt: skip
+        for table, columns in (
+            ("events", events_columns(stream.payload)),
+            ("late", late_columns(stream.payload)),
+            ("quarantine", QUARANTINE_COLUMNS),
+        ):
             row = {**record, "source_offset": 10**9 + number}
             frame = spark.createDataFrame([tuple(row.get(name) for name, _ in columns)], ddl(columns))
             frame.write.format("delta").mode("append").save(stream.table_path(table))

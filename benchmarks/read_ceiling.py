@@ -69,7 +69,9 @@ def read_topic(bootstrap: str, topic: str, chunk: int = 10_000, timeout_s: float
         if not partitions:
             raise RuntimeError(f"topic {topic!r} does not exist at {bootstrap}")
         # Empty partitions send no EOF before their first record; only wait for those with data.
-        unfinished = {p for p in partitions if consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0}
+        unfinished = {
+            p for p in partitions if consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0
+        }
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         columns: dict[str, list] = {"offset": [], "timestamp": [], "key": [], "value": []}
         waited_since = time.monotonic()
@@ -77,7 +79,9 @@ def read_topic(bootstrap: str, topic: str, chunk: int = 10_000, timeout_s: float
             messages = consumer.consume(num_messages=chunk, timeout=1.0)
             if not messages:
                 if time.monotonic() - waited_since > timeout_s:
-                    raise TimeoutError(f"nothing received for {timeout_s:.0f} s; partitions {sorted(unfinished)} unfinished")
+                    raise TimeoutError(
+                        f"nothing received for {timeout_s:.0f} s; partitions {sorted(unfinished)} unfinished"
+                    )
                 continue
             waited_since = time.monotonic()
             offsets, timestamps, keys, values = [], [], [], []

@@ -141,7 +141,9 @@ class EventsBatchWriter:
                 "rows": metrics["rows"],
                 "unparsed": metrics["unparsed"],
                 "rows_per_partition": {str(p): metrics[f"rows_{p}"] for p in partitions},
-                "max_event_time_ms": {str(p): metrics[f"max_event_time_{p}"] for p in partitions if metrics[f"rows_{p}"]},
+                "max_event_time_ms": {
+                    str(p): metrics[f"max_event_time_{p}"] for p in partitions if metrics[f"rows_{p}"]
+                },
                 "seconds": round(time.monotonic() - started, 2),
             }
         )

@@ -25,8 +25,8 @@ def kafka_delta_session(app_name: str):
     """tidemark's own lake session (connectors.spark_session: Delta, UTC, its commit settings)
     with Spark's Kafka connector on the classpath next to Delta, so the peer and the ceiling pay
     the same commit costs as the persist job. Needs TIDEMARK_JARS (delta/ and spark-kafka/)."""
-    from connectors.spark_session import lake_spark_session
     from connectors.jars import delta_classpath, jars_root
+    from connectors.spark_session import lake_spark_session
 
     classpath = f"{delta_classpath()}:{jars_root() / 'spark-kafka'}/*"
     return lake_spark_session(
@@ -57,11 +57,15 @@ def events_from_kafka_rows(kafka_rows, payload: PayloadSchema, batch_id):
 
     # The JSON is parsed once into a struct, and the columns read from that struct.
     parsed = kafka_rows.select(
-        "partition", "offset", "timestamp", "key", batch_id.alias("batch_id"),
+        "partition",
+        "offset",
+        "timestamp",
+        "key",
+        batch_id.alias("batch_id"),
         F.from_json(
             F.col("value").cast("string"), payload_json_schema(payload), {"timestampFormat": ISO_TIMESTAMP_FORMAT}
         ).alias("payload"),
-    )  # fmt: skip
+    )
     raw_event_time = F.col(f"payload.`{payload.event_time_field}`")
     event_time = raw_event_time if payload.event_time_format == "iso8601" else F.timestamp_millis(raw_event_time)
     built = {

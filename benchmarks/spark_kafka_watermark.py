@@ -89,7 +89,10 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--report", required=True, help="JSON report to write")
     parser.add_argument("--allowed-lateness-ms", type=int, default=600_000, help="watermark delay (default 10 min)")
     parser.add_argument("--window-ms", type=int, default=300_000, help="tumbling window length (default 5 min)")
-    parser.add_argument("--jars", default=os.environ.get("TIDEMARK_JARS") or str(Path(__file__).resolve().parents[1] / ".tidemark" / "jars"))
+    parser.add_argument(
+        "--jars",
+        default=os.environ.get("TIDEMARK_JARS") or str(Path(__file__).resolve().parents[1] / ".tidemark" / "jars"),
+    )
     return parser.parse_args()
 
 

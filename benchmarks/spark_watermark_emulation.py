@@ -37,8 +37,12 @@ def read_event_times(bootstrap: str, topic: str, partitions: list[int]) -> dict[
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench-emulation", "enable.auto.commit": False,
-         "enable.partition.eof": True}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-emulation",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
     )
     try:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}

@@ -59,7 +59,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--transactions", type=int, default=40)
     parser.add_argument("--records", type=int, default=25, help="records per transaction (default 25)")
     parser.add_argument("--abort-every", type=int, default=5, help="abort every N-th transaction (default 5)")
-    parser.add_argument("--max-records-per-batch", type=int, default=200, help="the persist job's read budget (default 200)")
+    parser.add_argument(
+        "--max-records-per-batch", type=int, default=200, help="the persist job's read budget (default 200)"
+    )
     parser.add_argument("--results", type=Path, default=RESULTS)
     return parser.parse_args()
 
@@ -69,8 +71,18 @@ def run_benchmark(broker: KafkaBroker, scratch: Path, jars: Path, args: argparse
     committed, aborted = _produce(broker.bootstrap, args)
     env = scratch_environment(broker.bootstrap, scratch, jars)
     conf = _config(scratch / "streams.yaml", broker.bootstrap, scratch)
-    command = [sys.executable, str(REPO / "spark_jobs" / "persist" / "job.py"), "--stream", STREAM, "--conf", str(conf),
-               "--mode", "available_now", "--max-records-per-batch", str(args.max_records_per_batch)]  # fmt: skip
+    command = [
+        sys.executable,
+        str(REPO / "spark_jobs" / "persist" / "job.py"),
+        "--stream",
+        STREAM,
+        "--conf",
+        str(conf),
+        "--mode",
+        "available_now",
+        "--max-records-per-batch",
+        str(args.max_records_per_batch),
+    ]
     import subprocess
 
     started = time.monotonic()
@@ -114,7 +126,9 @@ def _produce(bootstrap: str, args: argparse.Namespace) -> tuple[int, int]:
         for i in range(args.records):
             n = t * args.records + i
             event_ms = now_ms - 2 * 3_600_000 + n * 2 * 3_600_000 // total
-            producer.produce(TOPIC, telemetry_value(f"s{n % 9}", event_ms), partition=n % PARTITIONS, timestamp=event_ms)
+            producer.produce(
+                TOPIC, telemetry_value(f"s{n % 9}", event_ms), partition=n % PARTITIONS, timestamp=event_ms
+            )
         producer.flush(60)  # an aborted transaction's records are in the log before the abort
         if (t + 1) % args.abort_every == 0:
             producer.abort_transaction(60)
@@ -154,16 +168,39 @@ def _read_lake(lake: Path, env: dict) -> dict:
     offsets = []
     for table in ("events", "late", "quarantine"):
         if (lake / table / "_delta_log").exists():
-            rows = spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect()
+            rows = (
+                spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect()
+            )
             offsets += [(r.source_partition, r.source_offset) for r in rows]
-    ledger = [row.asDict() for row in spark.read.format("delta").load(str(lake / "ledger")).orderBy("step_id", "source_partition").collect()]
+    ledger = [
+        row.asDict()
+        for row in spark.read.format("delta")
+        .load(str(lake / "ledger"))
+        .orderBy("step_id", "source_partition")
+        .collect()
+    ]
     spark.stop()
-    columns = ("step_id", "source_partition", "start_offset", "end_offset", "data_records", "records", "late", "quarantined")
+    columns = (
+        "step_id",
+        "source_partition",
+        "start_offset",
+        "end_offset",
+        "data_records",
+        "records",
+        "late",
+        "quarantined",
+    )
 
     def offsets_without_data(row) -> int:
-        return row["end_offset"] - row["start_offset"] - row.get("data_records", row["records"] + row["late"] + row["quarantined"])
+        return (
+            row["end_offset"]
+            - row["start_offset"]
+            - row.get("data_records", row["records"] + row["late"] + row["quarantined"])
+        )
 
-    showing = next((row["step_id"] for row in ledger if offsets_without_data(row) > 0), ledger[-1]["step_id"] if ledger else None)
+    showing = next(
+        (row["step_id"] for row in ledger if offsets_without_data(row) > 0), ledger[-1]["step_id"] if ledger else None
+    )
     return {
         "offsets": offsets,
         "batches": len({row["step_id"] for row in ledger}),

@@ -19,7 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,18 +48,27 @@ def main(argv: list[str] | None = None) -> int:
         conf = _conf(Path(folder), args.partitions)
         from tidemark.stream_config import load_stream
 
-        stream = load_stream(conf, "telemetry", {"TIDEMARK_LAKE_ROOT": f"{folder}/lake", "TIDEMARK_CHECKPOINT_ROOT": f"{folder}/cp"})
+        stream = load_stream(
+            conf, "telemetry", {"TIDEMARK_LAKE_ROOT": f"{folder}/lake", "TIDEMARK_CHECKPOINT_ROOT": f"{folder}/cp"}
+        )
         history = LedgerHistory(
-            "telemetry", partitions=args.partitions, start_ms=now_ms - args.days * DAY, end_ms=now_ms,
-            stalled_partition=args.partitions // 2, stalled_since_ms=now_ms - DAY, idle_partition=args.partitions - 1,
-        )  # fmt: skip
+            "telemetry",
+            partitions=args.partitions,
+            start_ms=now_ms - args.days * DAY,
+            end_ms=now_ms,
+            stalled_partition=args.partitions // 2,
+            stalled_since_ms=now_ms - DAY,
+            idle_partition=args.partitions - 1,
+        )
         started = time.monotonic()
         rows = history.rows()
-        files = _write_ledger(stream.table_path("ledger"), rows, args.partitions, args.uncompacted_days * DAY // history.interval_ms)
+        files = _write_ledger(
+            stream.table_path("ledger"), rows, args.partitions, args.uncompacted_days * DAY // history.interval_ms
+        )
         written_s = time.monotonic() - started
         timings = _time_page(conf, stream, args.repeat, Path(folder))
     figures = {
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "benchmarks/watermark_page_load.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "partitions": args.partitions,
         "days": args.days,
@@ -87,14 +96,22 @@ def _write_ledger(path: str, rows: list[tuple], partitions: int, uncompacted_bat
 
     from tidemark.table_schemas import LEDGER_COLUMNS
 
-    types = {"STRING": pa.string(), "BIGINT": pa.int64(), "INT": pa.int32(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us", tz="UTC")}
+    types = {
+        "STRING": pa.string(),
+        "BIGINT": pa.int64(),
+        "INT": pa.int32(),
+        "BOOLEAN": pa.bool_(),
+        "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+    }
     schema = pa.schema([(name, types[sql]) for name, sql in LEDGER_COLUMNS])
     tail = max(uncompacted_batches, SMALL_FILES_LEFT) * partitions
     old, recent = rows[:-tail], rows[-tail:]
     write_deltalake(path, pa.Table.from_pylist([dict(zip(schema.names, r)) for r in old], schema=schema), mode="append")
     for start in range(0, len(recent), partitions):
         batch = recent[start : start + partitions]
-        write_deltalake(path, pa.Table.from_pylist([dict(zip(schema.names, r)) for r in batch], schema=schema), mode="append")
+        write_deltalake(
+            path, pa.Table.from_pylist([dict(zip(schema.names, r)) for r in batch], schema=schema), mode="append"
+        )
     table = DeltaTable(path)
     table.create_checkpoint()  # delta-spark checkpoints every 10 commits; a reader starts from the newest
     return len(table.file_uris())

@@ -136,9 +136,16 @@ def ensure_jars(root: Path, groups: Iterable[str] = GROUPS) -> list[str]:
 
 def _run_maven(group: str, root: Path, excluded: list[str]) -> None:
     command = [
-        "mvn", "-q", "-B", "-f", str(POM), "-P", group,
-        "dependency:copy-dependencies", f"-Dtidemark.jars={root}",
-    ]  # fmt: skip
+        "mvn",
+        "-q",
+        "-B",
+        "-f",
+        str(POM),
+        "-P",
+        group,
+        "dependency:copy-dependencies",
+        f"-Dtidemark.jars={root}",
+    ]
     if excluded:
         command.append(f"-DexcludeArtifactIds={','.join(excluded)}")
     result = subprocess.run(command, capture_output=True, text=True)
@@ -146,9 +153,7 @@ def _run_maven(group: str, root: Path, excluded: list[str]) -> None:
         output = (result.stdout + result.stderr).strip().splitlines()
         errors = [line for line in output if "ERROR" in line] or output
         detail = errors[0] if errors else f"exit code {result.returncode}"
-        raise JarsError(
-            f"Maven could not fetch the {group!r} jars (is Maven Central reachable?): {detail}"
-        )
+        raise JarsError(f"Maven could not fetch the {group!r} jars (is Maven Central reachable?): {detail}")
 
 
 def _build(project: Path, build_dir: Path, folder: Path) -> None:
@@ -158,9 +163,15 @@ def _build(project: Path, build_dir: Path, folder: Path) -> None:
     ones that will run it. The build directory is outside the checkout.
     """
     command = [
-        "mvn", "-q", "-B", "-f", str(project / "pom.xml"), "package",
-        f"-Dpyspark.jars={_pyspark_jars_dir()}", f"-Dtidemark.build={build_dir}",
-    ]  # fmt: skip
+        "mvn",
+        "-q",
+        "-B",
+        "-f",
+        str(project / "pom.xml"),
+        "package",
+        f"-Dpyspark.jars={_pyspark_jars_dir()}",
+        f"-Dtidemark.build={build_dir}",
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip().splitlines()

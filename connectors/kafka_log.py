@@ -12,8 +12,8 @@ tests import this module cheaply (and Spark pickles no client object).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping
 
 from tidemark.aligned_slices import LoggedRecord
 
@@ -97,7 +97,7 @@ class KafkaLog:
         offset; latest under read_uncommitted, the high watermark), sent together: one round
         trip to each partition's leader, whatever the number of partitions.
         """
-        from confluent_kafka import IsolationLevel, KafkaError, KafkaException
+        from confluent_kafka import IsolationLevel, KafkaException
         from confluent_kafka.admin import OffsetSpec
 
         partitions = self.partition_ids() if partitions is None else sorted(set(partitions))
@@ -114,8 +114,10 @@ class KafkaLog:
                         (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),
                     )
                 )
-                answers = {name: _answers(futures, self._timeout_s) for name, futures in
-                           (("earliest", earliest), ("stable", stable_end), ("written", written_end))}  # fmt: skip
+                answers = {
+                    name: _answers(futures, self._timeout_s)
+                    for name, futures in (("earliest", earliest), ("stable", stable_end), ("written", written_end))
+                }
                 break
             except KafkaException as error:
                 # Asked again, within the timeout, where the answer may come a moment later: a
@@ -220,16 +222,24 @@ def _transient_errors() -> frozenset:
 
     return frozenset(
         {
-            KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART,  # a partition just added
+            KafkaError._UNKNOWN_PARTITION,
+            KafkaError.UNKNOWN_TOPIC_OR_PART,  # a partition just added
             # A broker restarting: gone, no partition leader yet, or not the leader any more.
-            KafkaError._NOENT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError.LEADER_NOT_AVAILABLE,
-            KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+            KafkaError._NOENT,
+            KafkaError._TRANSPORT,
+            KafkaError._ALL_BROKERS_DOWN,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError._TIMED_OUT,
+            KafkaError.REQUEST_TIMED_OUT,
             # A broker back from a restart: the client's leader epoch is older than the broker's
             # until its metadata is refreshed (seen in the suite), or a new leader has no offsets yet.
-            KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+            KafkaError.FENCED_LEADER_EPOCH,
+            KafkaError.UNKNOWN_LEADER_EPOCH,
+            KafkaError.OFFSET_NOT_AVAILABLE,
             KafkaError.BROKER_NOT_AVAILABLE,
         }
-    )  # fmt: skip
+    )
 
 
 def _answers(futures: Mapping, timeout_s: float) -> dict[int, int]:
@@ -283,7 +293,8 @@ def read_ranges(
     def unfinished() -> str:
         return ", ".join(
             f"partition {p} at offset {next_offsets[p]} (range [{todo[p][0]}, "
-            f"{'the readable end' if todo[p][1] is None else todo[p][1]}))" for p in sorted(todo)
+            f"{'the readable end' if todo[p][1] is None else todo[p][1]}))"
+            for p in sorted(todo)
         )
 
     def batch_size() -> int:
@@ -297,7 +308,12 @@ def read_ranges(
     try:
         consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in todo.items()])
         fetches = _fetches(
-            consumer, topic, todo, batch_size, poll_s=0.1, timeout_s=timeout_s,
+            consumer,
+            topic,
+            todo,
+            batch_size,
+            poll_s=0.1,
+            timeout_s=timeout_s,
             silence=lambda: f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished()}",
             lost=lambda p: _lost_while_reading(consumer, topic, p, next_offsets[p], *todo[p]),
         )
@@ -371,7 +387,9 @@ def _open_messages(messages, open_partitions, lost) -> Iterator[tuple[int, objec
             raise KafkaException(error)
 
 
-def _lost_while_reading(consumer, topic: str, partition: int, offset: int, start: int, end: int | None) -> RetentionLossError:
+def _lost_while_reading(
+    consumer, topic: str, partition: int, offset: int, start: int, end: int | None
+) -> RetentionLossError:
     """The error for a range whose next offset left the log between planning and reading (the
     planner stops before a loss it can see; this is the race after it): with the exact lost
     offsets [offset, earliest retained) when the broker says where the log starts now."""
@@ -423,10 +441,19 @@ def first_records(
         # end-of-partition event, then nothing. Thousands of partitions are answered in a few
         # calls, not one call per message.
         fetches = _fetches(
-            consumer, topic, unanswered, lambda: len(unanswered), poll_s=0.05, timeout_s=timeout_s,
-            silence=lambda: f"partitions {sorted(unanswered)} of {topic!r}: nothing received for {timeout_s:.0f}s "
-            f"from offsets {[offsets[p] for p in sorted(unanswered)]}",
-            lost=lambda p: RetentionLossError(f"partition {p} of {topic!r}: offset {offsets.get(p)} is no longer retained"),
+            consumer,
+            topic,
+            unanswered,
+            lambda: len(unanswered),
+            poll_s=0.05,
+            timeout_s=timeout_s,
+            silence=lambda: (
+                f"partitions {sorted(unanswered)} of {topic!r}: nothing received for {timeout_s:.0f}s "
+                f"from offsets {[offsets[p] for p in sorted(unanswered)]}"
+            ),
+            lost=lambda p: RetentionLossError(
+                f"partition {p} of {topic!r}: offset {offsets.get(p)} is no longer retained"
+            ),
         )
         for fetch in fetches:
             for partition, message in fetch:

@@ -12,6 +12,7 @@ does not answer, the overview says so and shows the ledger's newest figures.
 from __future__ import annotations
 
 import time
+
 from tidemark.offset_coverage import LIVE_MODE
 from tidemark.stream_config import StreamConfig
 from tidemark.stream_overview import LedgerPoint, PartitionTotals, StreamOverview, build_stream_overview
@@ -20,9 +21,17 @@ DAY_MS = 86_400_000
 CHART_POINTS = 300  # per partition line: more than a chart's width shows
 
 _LEDGER_COLUMNS = [
-    "source_partition", "mode", "end_offset", "log_end_offset", "partition_watermark", "global_watermark",
-    "partition_status", "read_time", "late", "quarantined",
-]  # fmt: skip
+    "source_partition",
+    "mode",
+    "end_offset",
+    "log_end_offset",
+    "partition_watermark",
+    "global_watermark",
+    "partition_status",
+    "read_time",
+    "late",
+    "quarantined",
+]
 
 
 class LedgerMissingError(RuntimeError):
@@ -56,11 +65,21 @@ def read_stream_overview(
             log_ends, oldest_unread, notes = _ask_log(stream, points, log_timeout_s)
             partitions |= set(log_ends)
         except Exception as error:  # the page must still show the lake when the log is away
-            notes = [f"the log at {stream.source.bootstrap_servers} did not answer ({error}): log ends and lag are the newest ledger rows'"]
+            notes = [
+                f"the log at {stream.source.bootstrap_servers} did not answer ({error}): log ends and lag are the newest ledger rows'"
+            ]
     overview = build_stream_overview(
-        stream.name, points, totals, sorted(partitions), rules, stream.retention_ms, now_ms,
-        last_sealed_hour_ms=_last_sealed_hour(stream), log_ends=log_ends, oldest_unread_ms=oldest_unread,
-    )  # fmt: skip
+        stream.name,
+        points,
+        totals,
+        sorted(partitions),
+        rules,
+        stream.retention_ms,
+        now_ms,
+        last_sealed_hour_ms=_last_sealed_hour(stream),
+        log_ends=log_ends,
+        oldest_unread_ms=oldest_unread,
+    )
     return overview if not notes else _with_notes(overview, notes)
 
 
@@ -70,7 +89,9 @@ def last_global_watermark_ms(stream: StreamConfig) -> int | None:
     ledger = _table(stream, "ledger")
     if ledger is None:
         return None
-    watermarks = ledger.to_pyarrow_table(columns=["global_watermark"], filters=[("mode", "=", LIVE_MODE)])["global_watermark"]
+    watermarks = ledger.to_pyarrow_table(columns=["global_watermark"], filters=[("mode", "=", LIVE_MODE)])[
+        "global_watermark"
+    ]
     return _newest_ms(watermarks)
 
 
@@ -94,7 +115,9 @@ def _table(stream: StreamConfig, name: str):
         return None
 
 
-def _charted_points(live, since_ms: int, stall_since_ms: int, window_rows: int, most: int = CHART_POINTS) -> list[LedgerPoint]:
+def _charted_points(
+    live, since_ms: int, stall_since_ms: int, window_rows: int, most: int = CHART_POINTS
+) -> list[LedgerPoint]:
     """The live rows the overview needs, thinned before they become Python objects (a month of
     64 partitions is half a million rows): per partition, at most about ``most`` rows evenly
     spread over those read at or after ``since_ms``, plus every row of the stall rules (the
@@ -131,9 +154,14 @@ def _points(rows) -> list[LedgerPoint]:
     return [
         LedgerPoint(partition, read_time, end, log_end if log_end is not None else end, watermark, g, status or "")
         for partition, read_time, end, log_end, watermark, g, status in zip(
-            columns["source_partition"], columns["read_time"], columns["end_offset"], columns["log_end_offset"],
-            columns["partition_watermark"], columns["global_watermark"], columns["partition_status"],
-        )  # fmt: skip
+            columns["source_partition"],
+            columns["read_time"],
+            columns["end_offset"],
+            columns["log_end_offset"],
+            columns["partition_watermark"],
+            columns["global_watermark"],
+            columns["partition_status"],
+        )
     ]
 
 
@@ -155,7 +183,11 @@ def _totals(live) -> dict[int, PartitionTotals]:
     summed = live.group_by("source_partition").aggregate([("late", "sum"), ("quarantined", "sum")])
     return {
         p: PartitionTotals(late=late or 0, quarantined=quarantined or 0)
-        for p, late, quarantined in zip(summed["source_partition"].to_pylist(), summed["late_sum"].to_pylist(), summed["quarantined_sum"].to_pylist())
+        for p, late, quarantined in zip(
+            summed["source_partition"].to_pylist(),
+            summed["late_sum"].to_pylist(),
+            summed["quarantined_sum"].to_pylist(),
+        )
     }
 
 
@@ -169,7 +201,9 @@ def _newest_ms(times) -> int | None:
     return max((ms for ms in _millis_or_values(times) if ms is not None), default=None)
 
 
-def _ask_log(stream: StreamConfig, points: list[LedgerPoint], timeout_s: float) -> tuple[dict[int, int], dict[int, int | None], list[str]]:
+def _ask_log(
+    stream: StreamConfig, points: list[LedgerPoint], timeout_s: float
+) -> tuple[dict[int, int], dict[int, int | None], list[str]]:
     """The log's readable end per partition now; per lagging partition the log time of the
     record at its position (None: only offsets without data before the end); notes for a
     person when those times could not be read (a position the log no longer retains)."""
@@ -190,7 +224,11 @@ def _ask_log(stream: StreamConfig, points: list[LedgerPoint], timeout_s: float) 
     try:
         records = first_records(stream.source.bootstrap_servers, stream.source.topic, lagging, timeout_s=timeout_s)
     except (RetentionLossError, TimeoutError) as error:
-        return ends, {}, [f"retention deadlines unknown: {error} (the quality run's retention check reports lost offsets)"]
+        return (
+            ends,
+            {},
+            [f"retention deadlines unknown: {error} (the quality run's retention check reports lost offsets)"],
+        )
     return ends, {p: None if r is None else r.timestamp_ms for p, r in records.items()}, []
 
 
@@ -213,4 +251,3 @@ def _with_notes(overview: StreamOverview, notes: list[str]) -> StreamOverview:
     from dataclasses import replace
 
     return replace(overview, notes=tuple(notes))
-

@@ -59,7 +59,9 @@ class S3Access:
         key, secret = environ.get("AWS_ACCESS_KEY_ID") or None, environ.get("AWS_SECRET_ACCESS_KEY") or None
         if bool(key) != bool(secret):
             missing = "AWS_SECRET_ACCESS_KEY" if key else "AWS_ACCESS_KEY_ID"
-            raise LakeStorageError(f"{missing} is not set while its pair is: set both, or neither to use the default AWS chain")
+            raise LakeStorageError(
+                f"{missing} is not set while its pair is: set both, or neither to use the default AWS chain"
+            )
         endpoint = (environ.get("TIDEMARK_S3_ENDPOINT") or "").strip().rstrip("/") or None
         if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
             raise LakeStorageError(f"TIDEMARK_S3_ENDPOINT={endpoint!r} is not an http:// or https:// URL")

@@ -76,5 +76,7 @@ def _filesystem(access: S3Access, timeout_s: float):
         options["endpoint_override"] = access.endpoint
         options["scheme"] = "https" if access.endpoint.startswith("https://") else "http"
     if access.access_key_id:
-        options.update(access_key=access.access_key_id, secret_key=access.secret_access_key, session_token=access.session_token)
+        options.update(
+            access_key=access.access_key_id, secret_key=access.secret_access_key, session_token=access.session_token
+        )
     return fs.S3FileSystem(**options)

@@ -37,9 +37,7 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
         # Idempotent appends (txnAppId) make Delta rebuild the table's transaction state with a
         # Spark job of this many tasks; at the default 50 that costs seconds per commit for a
         # micro-batch of a few thousand rows (measured: 3-4 s at 50, about 1 s at 1).
-        .config(
-            "spark.databricks.delta.snapshotPartitions", os.environ.get("TIDEMARK_DELTA_SNAPSHOT_PARTITIONS", "1")
-        )
+        .config("spark.databricks.delta.snapshotPartitions", os.environ.get("TIDEMARK_DELTA_SNAPSHOT_PARTITIONS", "1"))
         .config("spark.ui.showConsoleProgress", "false")
         # The decoded batch is wider than Spark's default of 25 fields: without this every job
         # logs a "Truncated the string representation of a plan" warning nobody can act on.

@@ -33,13 +33,23 @@ def backfill_dag(stream: StreamConfig):
         # Loose schemas on purpose: the validate task checks every param and names the wrong one,
         # also for runs started without the form.
         params={
-            "start": Param("", type="string", description="event time, ISO-8601 with offset (empty: the previous UTC day)"),
+            "start": Param(
+                "", type="string", description="event time, ISO-8601 with offset (empty: the previous UTC day)"
+            ),
             "end": Param("", type="string", description="exclusive (empty: the previous UTC day)"),
-            "partitions": Param("", type=["string", "array"], description=f'"0,2" (empty: all {stream.source.partitions})'),
-            "target": Param("shadow", type="string", enum=["shadow", "events"],
-                            description="shadow: a table set named by the run, compared with live; events: the stream's tables, insert-only"),  # fmt: skip
+            "partitions": Param(
+                "", type=["string", "array"], description=f'"0,2" (empty: all {stream.source.partitions})'
+            ),
+            "target": Param(
+                "shadow",
+                type="string",
+                enum=["shadow", "events"],
+                description="shadow: a table set named by the run, compared with live; events: the stream's tables, insert-only",
+            ),
             "shadow_name": Param("", type="string", description="the shadow table set (empty: named after the run)"),
-            "compare": Param(True, type="boolean", description="shadow only: compare with live, recover what live lacks"),
+            "compare": Param(
+                True, type="boolean", description="shadow only: compare with live, recover what live lacks"
+            ),
         },
         doc_md=f"""
 ### Backfill `{stream.name}`
@@ -78,15 +88,21 @@ it can be and the run fails, naming the lost offsets and event times.
                 params["end"] = format_event_time(int(day.timestamp() * 1000))
             params["stream"] = stream.name
             try:
-                request = parse_backfill_request(params, load_streams(CONF_PATH), int(time.time() * 1000), dag_run.run_id)
+                request = parse_backfill_request(
+                    params, load_streams(CONF_PATH), int(time.time() * 1000), dag_run.run_id
+                )
             except BackfillRequestError as error:
                 raise AirflowFailException(str(error)) from None
             return request.to_json()
 
         backfilled = BackfillOperator(
-            task_id="backfill", stream=stream.name, conf_path=CONF_PATH, request=validate(), run_name="{{ run_id }}",
+            task_id="backfill",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            request=validate(),
+            run_name="{{ run_id }}",
             conn_id=stream.persist.spark_conn_id,
-        )  # fmt: skip
+        )
 
         triggered = trigger_recovery(stream.name, backfilled.output, within="comparison")
 

@@ -35,9 +35,17 @@ def offline_devices_dag(stream: StreamConfig):
         tags=["tidemark", "offline_devices", stream.name],
         # Loose schemas on purpose: the validate task checks every param and names the wrong one.
         params={
-            "start": Param("", type=["null", "string"], description="backfill from (ISO-8601 UTC, e.g. 2026-11-21T14:00:00Z); empty: live"),
+            "start": Param(
+                "",
+                type=["null", "string"],
+                description="backfill from (ISO-8601 UTC, e.g. 2026-11-21T14:00:00Z); empty: live",
+            ),
             "end": Param("", type=["null", "string"], description="backfill up to (exclusive); empty: live"),
-            "output": Param("", type=["null", "string"], description=f"backfill output table; empty: {stream.lake.root}/{stream.name}/offline_devices_backfill/<start>_<end>"),
+            "output": Param(
+                "",
+                type=["null", "string"],
+                description=f"backfill output table; empty: {stream.lake.root}/{stream.name}/offline_devices_backfill/<start>_<end>",
+            ),
         },
         doc_md=f"""
 ### Offline devices of `{stream.name}`
@@ -64,7 +72,9 @@ how fast each Kafka partition was read.
             from tidemark.offline_devices_request import OfflineDevicesRequestError, parse_offline_devices_request
 
             try:
-                request = parse_offline_devices_request({name: (params or {}).get(name) for name in ("start", "end", "output")})
+                request = parse_offline_devices_request(
+                    {name: (params or {}).get(name) for name in ("start", "end", "output")}
+                )
             except OfflineDevicesRequestError as error:
                 raise AirflowFailException(str(error)) from None
             return request.to_json()

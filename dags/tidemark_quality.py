@@ -33,7 +33,8 @@ def quality_dag(stream: StreamConfig):
         # Per sealed hour (the persist runs' asset events), and on a short time schedule too: a
         # stalled partition holds G, so its hours stop sealing and no event would ever come.
         schedule=AssetOrTimeSchedule(
-            timetable=CronTriggerTimetable(stream.quality.schedule, timezone="UTC"), assets=sealed_hours_asset(stream.name)
+            timetable=CronTriggerTimetable(stream.quality.schedule, timezone="UTC"),
+            assets=sealed_hours_asset(stream.name),
         ),
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
@@ -63,9 +64,12 @@ hour not sealed `alerts.unsealed_hour_after` after its end.
             return sorted(hours)
 
         check = QualityCheckOperator(
-            task_id="check", stream=stream.name, conf_path=CONF_PATH, hours=hours_to_check(),
+            task_id="check",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            hours=hours_to_check(),
             conn_id=stream.persist.spark_conn_id,
-        )  # fmt: skip
+        )
 
         triggered = trigger_recovery(stream.name, check.output)
 
@@ -76,7 +80,10 @@ hour not sealed `alerts.unsealed_hour_after` after its end.
             failing = [p for p in result.get("partitions", []) if p["status"] not in PASSING or p.get("failed_checks")]
             if failing:
                 raise AirflowFailException(
-                    "; ".join(f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})" for p in failing)
+                    "; ".join(
+                        f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})"
+                        for p in failing
+                    )
                     + f". Recovery requested: {len(result.get('recovery_requests', []))}."
                 )
 

@@ -36,11 +36,17 @@ def recover_dag(stream: StreamConfig):
         # conf is a request's JSON: ranges a list of {"start", "end"}, not text).
         params={
             "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
-            "partition": Param(None, type=["null", "integer", "string"], description=f"0 … {stream.source.partitions - 1}"),
-            "ranges": Param("", type=["string", "array"], description='offset ranges, end exclusive: "100-200,300-350"'),
+            "partition": Param(
+                None, type=["null", "integer", "string"], description=f"0 … {stream.source.partitions - 1}"
+            ),
+            "ranges": Param(
+                "", type=["string", "array"], description='offset ranges, end exclusive: "100-200,300-350"'
+            ),
             "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
             "restart_live": Param(
-                False, type="boolean", description="start a persist run afterwards: the live job had stopped reading the partition"
+                False,
+                type="boolean",
+                description="start a persist run afterwards: the live job had stopped reading the partition",
             ),
         },
         doc_md=f"""
@@ -71,7 +77,11 @@ Offsets found LOST send an alarm to the receivers of the stream's `alerts:` (if 
 
         request = validate()
         recovered = RecoverOperator(
-            task_id="recover", stream=stream.name, conf_path=CONF_PATH, request=request, conn_id=stream.persist.spark_conn_id,
+            task_id="recover",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            request=request,
+            conn_id=stream.persist.spark_conn_id,
             on_failure_callback=alarm_callbacks(stream, RecoveryLost(stream.name)),
         )
 
@@ -80,9 +90,13 @@ Offsets found LOST send an alarm to the receivers of the stream's `alerts:` (if 
             return result["event_hours"]
 
         QualityCheckOperator(
-            task_id="recheck", stream=stream.name, conf_path=CONF_PATH, hours=touched_hours(recovered.output),
-            reconcile=False, conn_id=stream.persist.spark_conn_id,
-        )  # fmt: skip
+            task_id="recheck",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            hours=touched_hours(recovered.output),
+            reconcile=False,
+            conn_id=stream.persist.spark_conn_id,
+        )
 
         @task.short_circuit
         def live_job_was_the_cause(request: dict) -> bool:

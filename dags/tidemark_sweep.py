@@ -20,6 +20,7 @@ from tidemark_airflow.recovery_trigger import trigger_recovery
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
+
 def sweep_dag(stream: StreamConfig):
     @dag(
         dag_id=f"tidemark_sweep__{stream.name}",
@@ -42,21 +43,31 @@ against persisted rows), no hour report is rewritten; a hole triggers
     )
     def sweep():
         check = QualityCheckOperator(
-            task_id="sweep", stream=stream.name, conf_path=CONF_PATH, reconcile=False, sweep=True,
+            task_id="sweep",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            reconcile=False,
+            sweep=True,
             conn_id=stream.persist.spark_conn_id,
-        )  # fmt: skip
+        )
 
         triggered = trigger_recovery(stream.name, check.output)
 
         # A failed verdict sends one alarm for the run (the stream's alerts:, if any).
-        @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name, check_task_id="sweep")))
+        @task(
+            trigger_rule="all_done",
+            on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name, check_task_id="sweep")),
+        )
         def verdict(result: dict) -> None:
             from airflow.sdk.exceptions import AirflowFailException
 
             failing = [p for p in result.get("partitions", []) if p["status"] in ("HOLE", "LOST")]
             if failing:
                 raise AirflowFailException(
-                    "; ".join(f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})" for p in failing)
+                    "; ".join(
+                        f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})"
+                        for p in failing
+                    )
                     + f". Recovery requested: {len(result.get('recovery_requests', []))}."
                 )
 

@@ -8,8 +8,9 @@ carries its rule name in ``meta["tidemark_rule"]``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from expectations.quality_status import QualityStatus
 from tidemark.offset_coverage import OffsetRange

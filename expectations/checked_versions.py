@@ -44,7 +44,9 @@ def read_checked_versions(report_dir: str | Path, stream: str) -> CheckedVersion
     try:
         state = msgspec.json.decode(path.read_bytes(), type=CheckedVersions)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise CheckedVersionsUnreadable(f"{path}: {error}; every sealed hour is checked again and the file rewritten") from None
+        raise CheckedVersionsUnreadable(
+            f"{path}: {error}; every sealed hour is checked again and the file rewritten"
+        ) from None
     if state.stream != stream:
         raise CheckedVersionsUnreadable(f"{path}: written for stream {state.stream!r}, not {stream!r}")
     return state

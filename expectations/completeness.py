@@ -65,9 +65,17 @@ class RangeFacts:
     def row(self, row_id: int) -> tuple:
         e = self.entry
         return (
-            row_id, hour_text(self.hour_ms), e.partition, e.mode, e.step_id, e.start, e.end,
-            e.data_records, self.persisted, offsets_in(self.unread),
-        )  # fmt: skip
+            row_id,
+            hour_text(self.hour_ms),
+            e.partition,
+            e.mode,
+            e.step_id,
+            e.start,
+            e.end,
+            e.data_records,
+            self.persisted,
+            offsets_in(self.unread),
+        )
 
 
 def family() -> CheckFamily:
@@ -76,10 +84,17 @@ def family() -> CheckFamily:
     return CheckFamily(
         name=NAME,
         columns=(
-            ("row_id", "INT"), ("hour", "STRING"), ("source_partition", "INT"), ("mode", "STRING"),
-            ("step_id", "BIGINT"), ("start_offset", "BIGINT"), ("end_offset", "BIGINT"),
-            ("data_records", "BIGINT"), ("persisted", "BIGINT"), ("unread_next_to", "BIGINT"),
-        ),  # fmt: skip
+            ("row_id", "INT"),
+            ("hour", "STRING"),
+            ("source_partition", "INT"),
+            ("mode", "STRING"),
+            ("step_id", "BIGINT"),
+            ("start_offset", "BIGINT"),
+            ("end_offset", "BIGINT"),
+            ("data_records", "BIGINT"),
+            ("persisted", "BIGINT"),
+            ("unread_next_to", "BIGINT"),
+        ),
         index_columns=("row_id", "hour", "source_partition", "start_offset", "end_offset"),
         expectations=(
             rule(
@@ -164,32 +179,43 @@ def findings(outcome: FamilyOutcome, rows: list[RangeFacts]) -> list[Finding]:
                 if without_data > 0
                 else ""
             )
-            hole = HoleRange(e.partition, e.start, e.end, e.mode, e.step_id, e.data_records, fact.persisted, fact.missing)
+            hole = HoleRange(
+                e.partition, e.start, e.end, e.mode, e.step_id, e.data_records, fact.persisted, fact.missing
+            )
             found.append(
                 Finding(
-                    e.partition, NAME, QualityStatus.HOLE,
+                    e.partition,
+                    NAME,
+                    QualityStatus.HOLE,
                     f"{where} held {e.data_records} data records but {fact.persisted} are persisted: "
                     f"{e.data_records - fact.persisted} missing; offsets with no row: {spans_text(fact.missing)}{note}",
-                    hour_ms=fact.hour_ms, holes=fact.missing, hole_range=hole,
-                )  # fmt: skip
+                    hour_ms=fact.hour_ms,
+                    holes=fact.missing,
+                    hole_range=hole,
+                )
             )
         else:
             found.append(
                 Finding(
-                    e.partition, NAME, QualityStatus.WARN,
+                    e.partition,
+                    NAME,
+                    QualityStatus.WARN,
                     f"{where}: the ledger counts {e.data_records} data records but {fact.persisted} distinct offsets "
                     f"are persisted in it: the ledger undercounts",
                     hour_ms=fact.hour_ms,
-                )  # fmt: skip
+                )
             )
     for fact in unexpected_rows(outcome, "live_ranges_contiguous", rows):
         e = fact.entry
         found.append(
             Finding(
-                e.partition, NAME, QualityStatus.HOLE,
+                e.partition,
+                NAME,
+                QualityStatus.HOLE,
                 f"hour {hour_text(fact.hour_ms)}: offsets {spans_text(fact.unread)} next to live range "
                 f"[{e.start}, {e.end}) were never read (no live, backfill or recovery range covers them)",
-                hour_ms=fact.hour_ms, holes=fact.unread,
-            )  # fmt: skip
+                hour_ms=fact.hour_ms,
+                holes=fact.unread,
+            )
         )
     return found

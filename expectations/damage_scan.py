@@ -51,7 +51,9 @@ def find_damage(spark, stream: StreamConfig, read_table, report_dir: str | Path,
         state, unreadable = None, True
     scan = scan_log(spark, stream, None if state is None else state.versions)
     # Unreadable memory: nothing is known about what the checks saw, so every sealed hour again.
-    raw = [log_gone(table, "CHECKED VERSIONS UNREADABLE") for table in DAMAGE_TABLES] if unreadable else list(scan.damage)
+    raw = (
+        [log_gone(table, "CHECKED VERSIONS UNREADABLE") for table in DAMAGE_TABLES] if unreadable else list(scan.damage)
+    )
     entries = read_ledger(read_table("ledger")) if raw else []
     prints = removed_file_footprints(spark, stream, raw) if raw else {}
     damage = tuple(d for d in (touched_hours(r, sealed_hours, entries, prints) for r in raw) if d.hours_ms)

@@ -13,8 +13,8 @@ the scan says the log is gone and every sealed hour is checked again.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from expectations.lake_damage import (
     DAMAGE_TABLES,
@@ -133,7 +133,9 @@ def file_row_counts(spark, files: DeltaLogFiles, paths: list[str]) -> dict[str, 
     return {_relative(row.file, files.table_path): row["count"] for row in rows}
 
 
-def missing_files(spark, stream: StreamConfig, table: str, operation: str = "FILES MISSING", version: int | None = None) -> list[CommitDamage]:
+def missing_files(
+    spark, stream: StreamConfig, table: str, operation: str = "FILES MISSING", version: int | None = None
+) -> list[CommitDamage]:
     """Files the table's current snapshot references that are gone (a VACUUM with too short a
     retention that raced a writer, or files deleted by hand): one damage naming them, or []."""
     path = stream.table_path(table)
@@ -185,7 +187,10 @@ def removed_file_footprints(spark, stream: StreamConfig, damage: list[CommitDama
         has_time = "event_time" in frame.columns
         aggregates = [F.min("source_offset").alias("low"), F.max("source_offset").alias("high")]
         if has_time:
-            aggregates += [F.min(F.unix_millis("event_time")).alias("t0"), F.max(F.unix_millis("event_time")).alias("t1")]
+            aggregates += [
+                F.min(F.unix_millis("event_time")).alias("t0"),
+                F.max(F.unix_millis("event_time")).alias("t1"),
+            ]
         rows = frame.groupBy("file", "source_partition").agg(*aggregates).collect()
         by_file: dict[str, list] = {}
         for row in rows:

@@ -50,11 +50,15 @@ class GapFacts:
     def row(self, row_id: int) -> tuple:
         gap = self.longest_gap
         return (
-            row_id, hour_text(self.hour_ms), self.partition, self.counts.records, self.active_history_hours,
+            row_id,
+            hour_text(self.hour_ms),
+            self.partition,
+            self.counts.records,
+            self.active_history_hours,
             None if gap is None else gap.length_ms,
             None if gap is None else format_event_time(gap.after_ms),
             None if gap is None else format_event_time(gap.before_ms),
-        )  # fmt: skip
+        )
 
 
 def normally_active_hours(settings: QualitySettings) -> int:
@@ -70,10 +74,15 @@ def family(settings: QualitySettings) -> CheckFamily:
     return CheckFamily(
         name=NAME,
         columns=(
-            ("row_id", "INT"), ("hour", "STRING"), ("source_partition", "INT"), ("records_in_hour", "BIGINT"),
-            ("active_history_hours", "INT"), ("longest_event_time_gap_ms", "BIGINT"),
-            ("gap_after", "STRING"), ("gap_before", "STRING"),
-        ),  # fmt: skip
+            ("row_id", "INT"),
+            ("hour", "STRING"),
+            ("source_partition", "INT"),
+            ("records_in_hour", "BIGINT"),
+            ("active_history_hours", "INT"),
+            ("longest_event_time_gap_ms", "BIGINT"),
+            ("gap_after", "STRING"),
+            ("gap_before", "STRING"),
+        ),
         index_columns=("row_id", "hour", "source_partition"),
         expectations=(
             rule(
@@ -140,9 +149,12 @@ def facts(
             active = sum(1 for h in history if counts.get((partition, h), HourCounts(0, 0)).records > 0)
             rows.append(
                 GapFacts(
-                    hour_ms, partition, counts.get((partition, hour_ms), HourCounts(0, 0)), active,
+                    hour_ms,
+                    partition,
+                    counts.get((partition, hour_ms), HourCounts(0, 0)),
+                    active,
                     gaps.get((partition, hour_ms)),
-                )  # fmt: skip
+                )
             )
     return rows
 
@@ -152,21 +164,25 @@ def findings(outcome: FamilyOutcome, rows: list[GapFacts], settings: QualitySett
     for fact in unexpected_rows(outcome, "no_silent_hour", rows):
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.WARN,
+                fact.partition,
+                NAME,
+                QualityStatus.WARN,
                 f"hour {hour_text(fact.hour_ms)}: silent hour, no records although the partition had records in "
                 f"{fact.active_history_hours} of the previous {settings.history_hours} hours",
                 hour_ms=fact.hour_ms,
-            )  # fmt: skip
+            )
         )
     for fact in unexpected_rows(outcome, "event_time_gap_within_threshold", rows):
         gap = fact.longest_gap
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.WARN,
+                fact.partition,
+                NAME,
+                QualityStatus.WARN,
                 f"hour {hour_text(fact.hour_ms)}: no event time between {format_event_time(gap.after_ms)} and "
                 f"{format_event_time(gap.before_ms)} ({format_duration_ms(gap.length_ms)}, threshold "
                 f"{format_duration_ms(settings.event_time_gap_ms)})",
                 hour_ms=fact.hour_ms,
-            )  # fmt: skip
+            )
         )
     return found

@@ -114,9 +114,11 @@ class GxProject:
                 name=name,
                 validation_definitions=[validation],
                 actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs", site_names=[DATA_DOCS_SITE])],
-                result_format={"result_format": "COMPLETE", "unexpected_index_column_names": list(family.index_columns)},
+                result_format={
+                    "result_format": "COMPLETE",
+                    "unexpected_index_column_names": list(family.index_columns),
+                },
             )
         )
         self._checkpoints[key] = checkpoint
         return checkpoint
-

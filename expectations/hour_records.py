@@ -8,7 +8,7 @@ events or routed to late: both are the hour's data. The events table is partitio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from expectations.ledger_entries import HOUR_MS
 
@@ -36,7 +36,7 @@ def in_hours(frame, hours_ms: list[int], partitioned: bool):
     from pyspark.sql import functions as F
 
     if partitioned:
-        dates = sorted({datetime.fromtimestamp(h / 1000, timezone.utc).date() for h in hours_ms})
+        dates = sorted({datetime.fromtimestamp(h / 1000, UTC).date() for h in hours_ms})
         frame = frame.filter(F.col("event_date").isin(dates))
     return frame.withColumn("hour_ms", hour_bucket()).filter(F.col("hour_ms").isin(hours_ms))
 

@@ -20,7 +20,9 @@ def require_hour_starts(hours_ms: list[int]) -> list[int]:
     """The hours sorted and de-duplicated; ValueError for one that is not the start of an hour."""
     for hour_ms in hours_ms:
         if hour_ms % HOUR_MS:
-            raise ValueError(f"{format_event_time(hour_ms)} is not the start of an hour (UTC); hours are aligned to the epoch")
+            raise ValueError(
+                f"{format_event_time(hour_ms)} is not the start of an hour (UTC); hours are aligned to the epoch"
+            )
     return sorted(set(hours_ms))
 
 

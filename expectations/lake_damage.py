@@ -29,10 +29,10 @@ checked when it seals.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from enum import Enum
-from typing import Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
 from expectations.hour_scope import hour_text
@@ -222,7 +222,7 @@ def footprint_from_stats(stats: Mapping) -> FileFootprint | None:
 def _stats_time_ms(text: str) -> int:
     parsed = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return int(parsed.timestamp() * 1000)
 
 
@@ -279,10 +279,14 @@ def uncounted_removes(commits: Sequence[DeltaCommit]) -> list[str]:
     """Paths of files removed by a rewrite (dataChange: false) whose row count neither the remove
     nor an add among ``commits`` holds: the adapter counts their rows while the files exist."""
     added = {f.path for commit in commits for f in commit.added if f.records is not None}
-    return sorted({
-        f.path for commit in commits for f in commit.removed
-        if not f.data_change and f.records is None and f.path not in added
-    })  # fmt: skip
+    return sorted(
+        {
+            f.path
+            for commit in commits
+            for f in commit.removed
+            if not f.data_change and f.records is None and f.path not in added
+        }
+    )
 
 
 def log_gone(table: str, reason: str) -> CommitDamage:
@@ -316,7 +320,7 @@ def partition_hour(values: Mapping[str, str | None]) -> int | None:
     if day is None or hour is None:
         return None
     try:
-        start = datetime.combine(date.fromisoformat(day), datetime.min.time(), timezone.utc)
+        start = datetime.combine(date.fromisoformat(day), datetime.min.time(), UTC)
         return int(start.timestamp() * 1000) + int(hour) * HOUR_MS
     except ValueError:
         return None
@@ -338,12 +342,19 @@ def touched_hours(
         for removed in damage.removed:
             hours |= _file_hours(removed, sealed, entries, (footprints or {}).get(removed.path))
     return LakeDamage(
-        damage.table, damage.version, damage.operation, damage.committed_at_ms, damage.kind, damage.rows,
+        damage.table,
+        damage.version,
+        damage.operation,
+        damage.committed_at_ms,
+        damage.kind,
+        damage.rows,
         tuple(sorted(hours)),
-    )  # fmt: skip
+    )
 
 
-def _file_hours(removed: RemovedFile, sealed: list[int], entries: Sequence[LedgerEntry], read: FileFootprint | None) -> set[int]:
+def _file_hours(
+    removed: RemovedFile, sealed: list[int], entries: Sequence[LedgerEntry], read: FileFootprint | None
+) -> set[int]:
     hour = partition_hour(dict(removed.partition_values))
     if hour is not None:
         return {hour} & set(sealed)

@@ -37,9 +37,12 @@ def family(settings: QualitySettings) -> CheckFamily:
     return CheckFamily(
         name=NAME,
         columns=(
-            ("row_id", "INT"), ("hour", "STRING"), ("source_partition", "INT"), ("late", "BIGINT"),
+            ("row_id", "INT"),
+            ("hour", "STRING"),
+            ("source_partition", "INT"),
+            ("late", "BIGINT"),
             ("quarantined", "BIGINT"),
-        ),  # fmt: skip
+        ),
         index_columns=("row_id", "hour", "source_partition"),
         expectations=(
             rule(
@@ -67,18 +70,22 @@ def findings(outcome: FamilyOutcome, rows: list[LateAndQuarantineFacts], setting
     for fact in unexpected_rows(outcome, "late_within_limit", rows):
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.WARN,
+                fact.partition,
+                NAME,
+                QualityStatus.WARN,
                 f"hour {hour_text(fact.hour_ms)}: {fact.late} late records (limit {settings.max_late_per_hour})",
                 hour_ms=fact.hour_ms,
-            )  # fmt: skip
+            )
         )
     for fact in unexpected_rows(outcome, "quarantined_within_limit", rows):
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.WARN,
+                fact.partition,
+                NAME,
+                QualityStatus.WARN,
                 f"hour {hour_text(fact.hour_ms)}: {fact.quarantined} quarantined records "
                 f"(limit {settings.max_quarantined_per_hour})",
                 hour_ms=fact.hour_ms,
-            )  # fmt: skip
+            )
         )
     return found

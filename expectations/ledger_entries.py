@@ -69,9 +69,7 @@ def read_ledger(ledger_frame) -> list[LedgerEntry]:
     def millis(column: str):
         return F.unix_millis(F.col(column))
 
-    data_records = F.coalesce(
-        F.col("data_records"), F.col("records") + F.col("late") + F.col("quarantined"), F.lit(0)
-    )
+    data_records = F.coalesce(F.col("data_records"), F.col("records") + F.col("late") + F.col("quarantined"), F.lit(0))
     rows = ledger_frame.select(
         F.col("step_id"),
         F.col("source_partition"),

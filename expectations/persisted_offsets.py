@@ -10,8 +10,8 @@ the run, and each question below is one Spark job whose answer is small.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 from tidemark.offset_coverage import OffsetRange
 
@@ -71,12 +71,7 @@ class PersistedOffsets:
             return {}
         keys = list(ranges)
         spans = self._spans_frame([(index, *ranges[key]) for index, key in enumerate(keys)])
-        counted = (
-            self._join(spans)
-            .groupBy("range_id")
-            .agg(F.countDistinct("offset").alias("persisted"))
-            .collect()
-        )
+        counted = self._join(spans).groupBy("range_id").agg(F.countDistinct("offset").alias("persisted")).collect()
         found = {row.range_id: row.persisted for row in counted}
         return {key: found.get(index, 0) for index, key in enumerate(keys)}
 
@@ -136,8 +131,12 @@ class PersistedOffsets:
             .filter(F.col("n") <= MAX_SPANS_PER_RANGE + 1)
             .collect()
         )
-        edges = {row.range_id: (row.low, row.high) for row in offsets.groupBy("range_id").agg(
-            F.min("offset").alias("low"), F.max("offset").alias("high")).collect()}  # fmt: skip
+        edges = {
+            row.range_id: (row.low, row.high)
+            for row in offsets.groupBy("range_id")
+            .agg(F.min("offset").alias("low"), F.max("offset").alias("high"))
+            .collect()
+        }
         gaps: dict[int, list[OffsetRange]] = {}
         for row in inner:
             gaps.setdefault(row.range_id, []).append(OffsetRange(row.start, row.end))

@@ -200,7 +200,7 @@ class QualityRunResult:
         """The damage that touched ``hour_ms``."""
         return tuple(d for d in self.damage if hour_ms in d.hours_ms)
 
-    def finished(self, seconds: float, stage_seconds: tuple[tuple[str, float], ...]) -> "QualityRunResult":
+    def finished(self, seconds: float, stage_seconds: tuple[tuple[str, float], ...]) -> QualityRunResult:
         return replace(self, seconds=seconds, stage_seconds=stage_seconds)
 
     @property

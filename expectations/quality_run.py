@@ -34,10 +34,10 @@ import os
 import re
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping, Sequence
 
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,10 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from expectations import completeness, gaps, late_and_quarantine, retention, stall, uniqueness
 from expectations.check_family import FamilyOutcome, Finding, not_run
 from expectations.checked_hours import hour_report_path, seals_by_hour, unchecked_sealed_hours, write_hour_report
+from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
 from expectations.gx_project import GxProject
 from expectations.hour_records import HourCounts, count_by_hour, with_history
 from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
-from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
 from expectations.lake_damage import DamageKind, LakeDamage, hours_of
 from expectations.late_and_quarantine import LateAndQuarantineFacts
 from expectations.ledger_entries import live_position, read_ledger
@@ -67,7 +67,6 @@ from tidemark.structured_log import configure_json_logging
 log = logging.getLogger("tidemark.quality")
 
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,199}$")
-
 
 
 def run_quality(
@@ -104,8 +103,14 @@ def run_quality(
     tables = QualityTables(spark, stream)
     tables.require()
     settings = stream.quality
-    log.info({"event": "quality_run_started", "stream": stream.name, "run_name": run_name,
-              "hours": [hour_text(h) for h in hours_ms]})  # fmt: skip
+    log.info(
+        {
+            "event": "quality_run_started",
+            "stream": stream.name,
+            "run_name": run_name,
+            "hours": [hour_text(h) for h in hours_ms],
+        }
+    )
     stages = _Stages()
 
     with stages.time("ledger"):
@@ -123,22 +128,28 @@ def run_quality(
         with stages.time("completeness"):
             range_facts = completeness.facts(entries, scopes, offsets) if offsets is not None else []
         with stages.time("uniqueness"):
-            span_counts = offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None and not sweep else {}
+            span_counts = (
+                offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None and not sweep else {}
+            )
             uniqueness_facts = uniqueness.facts(partitions, scopes, span_counts) if not sweep else []
     finally:
         if offsets is not None:
             offsets.release()
     with stages.time("gaps"):
         hour_counts = count_by_hour(tables.read, hours_ms if sweep else with_history(hours_ms, settings.history_hours))
-        gap_facts = [] if sweep else gaps.facts(
-            partitions, hours_ms, hour_counts, gaps.longest_gaps(tables.read, hours_ms), settings
-        )  # fmt: skip
+        gap_facts = (
+            []
+            if sweep
+            else gaps.facts(partitions, hours_ms, hour_counts, gaps.longest_gaps(tables.read, hours_ms), settings)
+        )
     with stages.time("late_and_quarantine"):
         volume_facts = [
             LateAndQuarantineFacts(
-                hour_ms, partition, hour_counts.get((partition, hour_ms), HourCounts(0, 0)).late,
+                hour_ms,
+                partition,
+                hour_counts.get((partition, hour_ms), HourCounts(0, 0)).late,
                 span_counts.get((hour_ms, partition), NO_COUNT).quarantined,
-            )  # fmt: skip
+            )
             for hour_ms in hours_ms
             for partition in partitions
             if not sweep
@@ -167,9 +178,15 @@ def run_quality(
             outcome = not_run(family.name)
         outcomes[family.name] = outcome
         check = CheckSummary(
-            family.name, bool(facts), outcome.success, outcome.rows, tuple(outcome.failed_rules),
-            tuple(outcome.warned_rules), stages.seconds(family.name), outcome.seconds,
-        )  # fmt: skip
+            family.name,
+            bool(facts),
+            outcome.success,
+            outcome.rows,
+            tuple(outcome.failed_rules),
+            tuple(outcome.warned_rules),
+            stages.seconds(family.name),
+            outcome.seconds,
+        )
         checks.append(check)
         log.info({"event": "quality_check", "stream": stream.name, "run_name": run_name, **check.to_json()})
 
@@ -187,20 +204,34 @@ def run_quality(
         stall_by_partition = {fact.partition: fact for fact in stall_facts}
         partition_results = [
             partition_quality(
-                partition, [f for f in found if f.partition == partition], stall_by_partition[partition],
-                positions.get(partition), log_bounds.get(partition), entries, hours_ms, hour_counts,
+                partition,
+                [f for f in found if f.partition == partition],
+                stall_by_partition[partition],
+                positions.get(partition),
+                log_bounds.get(partition),
+                entries,
+                hours_ms,
+                hour_counts,
                 span_counts.get((None, partition), NO_COUNT),
-            )  # fmt: skip
+            )
             for partition in partitions
         ]
         requests = tuple(
             request
             for quality in partition_results
-            if (request := recovery_request(stream.name, quality, [f for f in found if f.partition == quality.partition]))
+            if (
+                request := recovery_request(
+                    stream.name, quality, [f for f in found if f.partition == quality.partition]
+                )
+            )
         )
-        figures_per_hour = hour_figures(hours_ms, partitions, found, range_facts, hour_counts, span_counts, gap_facts, earliest)
+        figures_per_hour = hour_figures(
+            hours_ms, partitions, found, range_facts, hour_counts, span_counts, gap_facts, earliest
+        )
         folder = summary_folder(report_dir, stream.name, run_name)
-        hour_paths = {} if sweep else {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
+        hour_paths = (
+            {} if sweep else {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
+        )
         ran = any(check.ran for check in checks)
         result = QualityRunResult(
             stream=stream.name,
@@ -265,8 +296,9 @@ def name_the_damage(found: list[Finding], damage: Sequence[LakeDamage]) -> list[
     for finding in found:
         causes = [d for d in damage if finding.hour_ms in d.hours_ms]
         if causes and finding.status in (QualityStatus.HOLE, QualityStatus.LOST):
-            finding = replace(finding, reason=f"{finding.reason}; the lake's log shows "
-                              + "; ".join(d.sentence() for d in causes))  # fmt: skip
+            finding = replace(
+                finding, reason=f"{finding.reason}; the lake's log shows " + "; ".join(d.sentence() for d in causes)
+            )
         named.append(finding)
     return named
 
@@ -355,17 +387,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--stream", required=True, help="the stream's name in the configuration")
     parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
-    parser.add_argument("--hours", help="hours to check, comma-separated ISO-8601 UTC starts; default: every "
-                        "sealed hour without a report yet")  # fmt: skip
-    parser.add_argument("--reconcile", action="store_true", help="with --hours: also every sealed hour without a "
-                        "report yet (without --hours this is what happens anyway)")  # fmt: skip
+    parser.add_argument(
+        "--hours",
+        help="hours to check, comma-separated ISO-8601 UTC starts; default: every sealed hour without a report yet",
+    )
+    parser.add_argument(
+        "--reconcile",
+        action="store_true",
+        help="with --hours: also every sealed hour without a report yet (without --hours this is what happens anyway)",
+    )
     parser.add_argument("--report-dir", required=True, type=Path)
     parser.add_argument("--gx-dir", required=True, type=Path)
     parser.add_argument("--run-name", required=True)
     parser.add_argument("--result", type=Path, help="also write the result JSON to this file")
     parser.add_argument("--now-ms", type=int, help="judge the stall rules at this time (ms since the epoch, UTC)")
-    parser.add_argument("--sweep", action="store_true", help="the slow sweep: completeness of every sealed hour the "
-                        "source log still retains, no other check, no hour report")  # fmt: skip
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="the slow sweep: completeness of every sealed hour the "
+        "source log still retains, no other check, no hour report",
+    )
     return parser
 
 
@@ -386,7 +427,9 @@ def main(argv: list[str] | None = None) -> int:
         return _refuse(str(error))
     sweep = args.sweep
     if sweep and (hours is not None or args.reconcile):
-        return _refuse("--sweep checks every sealed hour the source log still retains: give it without --hours and --reconcile")
+        return _refuse(
+            "--sweep checks every sealed hour the source log still retains: give it without --hours and --reconcile"
+        )
 
     try:
         from connectors.spark_session import lake_spark_session
@@ -405,16 +448,33 @@ def main(argv: list[str] | None = None) -> int:
             unchecked = unchecked_sealed_hours(sealed, args.report_dir, stream.name)
             found = find_damage(spark, stream, tables.read, args.report_dir, sealed)
             damaged = hours_of(found.damage)
-            log.info({"event": "quality_hours_reconciled", "stream": stream.name, "hours": [hour_text(h) for h in unchecked],
-                      "damaged_hours": [hour_text(h) for h in damaged], "log_commits_read": found.commits_read})  # fmt: skip
+            log.info(
+                {
+                    "event": "quality_hours_reconciled",
+                    "stream": stream.name,
+                    "hours": [hour_text(h) for h in unchecked],
+                    "damaged_hours": [hour_text(h) for h in damaged],
+                    "log_commits_read": found.commits_read,
+                }
+            )
             hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
         try:
             log_bounds = read_log_bounds(stream)
         except ValueError as error:  # the configured topic does not exist
             return _refuse(f"stream {stream.name!r}: {error}")
         with _reading_around_missing_files(spark, any(d.kind is DamageKind.FILES_MISSING for d in found.damage)):
-            result = run_quality(spark, stream, hours, log_bounds, now_ms, args.report_dir, args.gx_dir, args.run_name,
-                                 damage=found.damage, sweep=sweep)  # fmt: skip
+            result = run_quality(
+                spark,
+                stream,
+                hours,
+                log_bounds,
+                now_ms,
+                args.report_dir,
+                args.gx_dir,
+                args.run_name,
+                damage=found.damage,
+                sweep=sweep,
+            )
         remember_checked(args.report_dir, stream.name, found, args.run_name, now_ms)
     except QualityTablesMissingError as error:
         return _refuse(str(error))
@@ -456,13 +516,21 @@ def _refuse(message: str) -> int:
 def _one_screen(result: QualityRunResult) -> str:
     lines = [
         f"stream {result.stream}, run {result.run_name}: "
-        + ("all checks passed" if result.success else "checks failed: " + ", ".join(
-            c.name for c in result.checks if c.ran and not c.success))  # fmt: skip
-        + (f"; sweep of {len(result.hours_ms)} hours (completeness only)" if result.sweep
-           else f"; hours: {', '.join(hour_text(h) for h in result.hours_ms) or 'none'}")  # fmt: skip
+        + (
+            "all checks passed"
+            if result.success
+            else "checks failed: " + ", ".join(c.name for c in result.checks if c.ran and not c.success)
+        )
+        + (
+            f"; sweep of {len(result.hours_ms)} hours (completeness only)"
+            if result.sweep
+            else f"; hours: {', '.join(hour_text(h) for h in result.hours_ms) or 'none'}"
+        )
     ]
     for d in result.damage:
-        lines.append(f"  lake damage: {d.sentence()}; hours checked again: {', '.join(hour_text(h) for h in d.hours_ms)}")
+        lines.append(
+            f"  lake damage: {d.sentence()}; hours checked again: {', '.join(hour_text(h) for h in d.hours_ms)}"
+        )
     for p in result.partitions:
         lines.append(f"  partition {p.partition}: {p.status.value} - {p.reason}")
     lines.append(f"summary: {result.summary_html}")

@@ -56,12 +56,12 @@ def write_summary(result: QualityRunResult) -> None:
 
 def render_html(result: QualityRunResult) -> str:
     e = _text
-    verdict = "all checks passed" if result.success else "checks failed: " + ", ".join(
-        c.name for c in result.checks if c.ran and not c.success
+    verdict = (
+        "all checks passed"
+        if result.success
+        else "checks failed: " + ", ".join(c.name for c in result.checks if c.ran and not c.success)
     )
-    hours = ", ".join(hour_text(h) for h in result.hours_ms) or (
-        "none (stream-wide stall and retention checks only)"
-    )
+    hours = ", ".join(hour_text(h) for h in result.hours_ms) or ("none (stream-wide stall and retention checks only)")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -106,7 +106,9 @@ def _partitions_table(result: QualityRunResult) -> str:
             + _cell(p.late, numeric=True)
             + _cell(p.quarantined, numeric=True)
             + _cell(spans_text(p.lost) if p.lost else "")
-            + "<td>" + _list(_reason_first(p.reason, p.reasons)) + "</td>"
+            + "<td>"
+            + _list(_reason_first(p.reason, p.reasons))
+            + "</td>"
             + "</tr>"
         )
     return _table(header, rows)
@@ -152,7 +154,11 @@ def _recovery_list(result: QualityRunResult) -> str:
 def _damage_list(result: QualityRunResult) -> str:
     """The commits since the previous run that removed or rewrote rows, and the hours they sent back."""
     if not result.damage:
-        note = "a sweep reads no log: it checks every hour the source log retains" if result.sweep else "none since the previous run"
+        note = (
+            "a sweep reads no log: it checks every hour the source log retains"
+            if result.sweep
+            else "none since the previous run"
+        )
         return f'<p class="meta">{_text(note)}</p>'
     items = [
         f"<li>{_text(d.sentence())} &mdash; hours checked again: {_text(', '.join(hour_text(h) for h in d.hours_ms))}</li>"
@@ -163,9 +169,20 @@ def _damage_list(result: QualityRunResult) -> str:
 
 def _hours_table(result: QualityRunResult) -> str:
     header = (
-        "hour", "partition", "status", "records", "late", "quarantined", "ranges", "data records", "persisted",
-        "duplicated offsets", "active history hours", "longest event-time gap", "reason",
-    )  # fmt: skip
+        "hour",
+        "partition",
+        "status",
+        "records",
+        "late",
+        "quarantined",
+        "ranges",
+        "data records",
+        "persisted",
+        "duplicated offsets",
+        "active history hours",
+        "longest event-time gap",
+        "reason",
+    )
     rows = []
     for h in result.hours:
         gap = "" if h.longest_event_time_gap_ms is None else format_duration_ms(h.longest_event_time_gap_ms)
@@ -177,12 +194,20 @@ def _hours_table(result: QualityRunResult) -> str:
             + "".join(
                 _cell(value, numeric=True)
                 for value in (
-                    h.records, h.late, h.quarantined, h.ranges, h.data_records, h.persisted,
-                    h.duplicated_offsets, h.active_history_hours,
-                )  # fmt: skip
+                    h.records,
+                    h.late,
+                    h.quarantined,
+                    h.ranges,
+                    h.data_records,
+                    h.persisted,
+                    h.duplicated_offsets,
+                    h.active_history_hours,
+                )
             )
             + _cell(gap, numeric=True)
-            + "<td>" + _list(h.reasons) + "</td>"
+            + "<td>"
+            + _list(h.reasons)
+            + "</td>"
             + "</tr>"
         )
     return _table(header, rows)

@@ -54,7 +54,9 @@ def partition_quality(
     hole_ranges = {}
     for finding in found:
         if finding.hole_range is not None:
-            hole_ranges.setdefault((finding.hole_range.start, finding.hole_range.end, finding.hole_range.step_id), finding.hole_range)
+            hole_ranges.setdefault(
+                (finding.hole_range.start, finding.hole_range.end, finding.hole_range.step_id), finding.hole_range
+            )
     reasons = list(dict.fromkeys(finding.reason for finding in found)) or [stall_fact.verdict.reason]
     status = worst(finding.status for finding in found)
     reason = next((finding.reason for finding in found if finding.status is status), reasons[0])
@@ -107,7 +109,9 @@ def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding
     reason = "; ".join(why)
     if len(reason) > MAX_REASON_CHARS:
         reason = reason[: MAX_REASON_CHARS - 3] + "..."
-    return RecoveryRequest(stream, quality.partition, tuple(merge_ranges(ranges)), reason, restart_live=bool(live_job_stopped))
+    return RecoveryRequest(
+        stream, quality.partition, tuple(merge_ranges(ranges)), reason, restart_live=bool(live_job_stopped)
+    )
 
 
 def hour_figures(
@@ -151,7 +155,9 @@ def hour_figures(
                     persisted=sum(fact.persisted for fact in ranges),
                     duplicated_offsets=span_counts.get((hour_ms, partition), NO_COUNT).duplicated_offsets,
                     active_history_hours=0 if gap is None else gap.active_history_hours,
-                    longest_event_time_gap_ms=None if gap is None or gap.longest_gap is None else gap.longest_gap.length_ms,
+                    longest_event_time_gap_ms=None
+                    if gap is None or gap.longest_gap is None
+                    else gap.longest_gap.length_ms,
                     failed_checks=tuple(sorted({finding.check for finding in here if finding.failed})),
                     reasons=tuple(dict.fromkeys(finding.reason for finding in here)),
                 )

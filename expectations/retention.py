@@ -46,9 +46,12 @@ def family() -> CheckFamily:
     return CheckFamily(
         name=NAME,
         columns=(
-            ("row_id", "INT"), ("source_partition", "INT"), ("position", "BIGINT"),
-            ("earliest_retained", "BIGINT"), ("missing_below_earliest", "BIGINT"),
-        ),  # fmt: skip
+            ("row_id", "INT"),
+            ("source_partition", "INT"),
+            ("position", "BIGINT"),
+            ("earliest_retained", "BIGINT"),
+            ("missing_below_earliest", "BIGINT"),
+        ),
         index_columns=("row_id", "source_partition"),
         expectations=(
             rule(
@@ -91,20 +94,24 @@ def findings(outcome: FamilyOutcome, rows: list[RetentionFacts]) -> list[Finding
     for fact in unexpected_rows(outcome, "position_still_retained", rows):
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.LOST,
+                fact.partition,
+                NAME,
+                QualityStatus.LOST,
                 f"offsets [{fact.position}, {fact.earliest}) were never read and are no longer in the log "
                 f"(read position {fact.position}, earliest retained offset {fact.earliest}): "
                 f"{fact.earliest - fact.position} offsets lost",
                 lost=fact.never_read,
-            )  # fmt: skip
+            )
         )
     for fact in unexpected_rows(outcome, "no_hole_below_earliest", rows):
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.LOST,
+                fact.partition,
+                NAME,
+                QualityStatus.LOST,
                 f"offsets {spans_text(fact.lost_holes)} are missing from the lake and below the earliest retained "
                 f"offset {fact.earliest}: they can no longer be recovered",
                 lost=fact.lost_holes,
-            )  # fmt: skip
+            )
         )
     return found

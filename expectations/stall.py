@@ -26,7 +26,14 @@ class StallFacts:
     log_end: int | None
 
     def row(self, row_id: int) -> tuple:
-        return (row_id, self.partition, self.verdict.status.value, self.verdict.observations, self.position, self.log_end)
+        return (
+            row_id,
+            self.partition,
+            self.verdict.status.value,
+            self.verdict.observations,
+            self.position,
+            self.log_end,
+        )
 
 
 def family() -> CheckFamily:
@@ -35,9 +42,13 @@ def family() -> CheckFamily:
     return CheckFamily(
         name=NAME,
         columns=(
-            ("row_id", "INT"), ("source_partition", "INT"), ("status", "STRING"), ("observations", "INT"),
-            ("position", "BIGINT"), ("log_end", "BIGINT"),
-        ),  # fmt: skip
+            ("row_id", "INT"),
+            ("source_partition", "INT"),
+            ("status", "STRING"),
+            ("observations", "INT"),
+            ("position", "BIGINT"),
+            ("log_end", "BIGINT"),
+        ),
         index_columns=("row_id", "source_partition", "status"),
         expectations=(
             rule(
@@ -81,9 +92,17 @@ def findings(outcome: FamilyOutcome, rows: list[StallFacts]) -> list[Finding]:
     for fact in unexpected_rows(outcome, "reading_progresses", rows):
         status = QualityStatus(fact.verdict.status.value)
         found.append(
-            Finding(fact.partition, NAME, status, f"{status.value}: {fact.verdict.reason}", job_silent=fact.verdict.job_silent)
+            Finding(
+                fact.partition,
+                NAME,
+                status,
+                f"{status.value}: {fact.verdict.reason}",
+                job_silent=fact.verdict.job_silent,
+            )
         )
     for fact in unexpected_rows(outcome, "lag_not_growing", rows):
         if fact.verdict.status is StallStatus.WARN:
-            found.append(Finding(fact.partition, NAME, QualityStatus.WARN, f"WARN: {fact.verdict.reason}", failed=False))
+            found.append(
+                Finding(fact.partition, NAME, QualityStatus.WARN, f"WARN: {fact.verdict.reason}", failed=False)
+            )
     return found

@@ -37,9 +37,13 @@ def family() -> CheckFamily:
     return CheckFamily(
         name=NAME,
         columns=(
-            ("row_id", "INT"), ("hour", "STRING"), ("source_partition", "INT"), ("persisted_rows", "BIGINT"),
-            ("distinct_offsets", "BIGINT"), ("duplicated_offsets", "BIGINT"),
-        ),  # fmt: skip
+            ("row_id", "INT"),
+            ("hour", "STRING"),
+            ("source_partition", "INT"),
+            ("persisted_rows", "BIGINT"),
+            ("distinct_offsets", "BIGINT"),
+            ("duplicated_offsets", "BIGINT"),
+        ),
         index_columns=("row_id", "hour", "source_partition"),
         expectations=(
             rule(
@@ -54,7 +58,9 @@ def family() -> CheckFamily:
     )
 
 
-def facts(partitions: list[int], scopes: list[HourScope], counts: dict[tuple[int, int], ScopeCount]) -> list[UniquenessFacts]:
+def facts(
+    partitions: list[int], scopes: list[HourScope], counts: dict[tuple[int, int], ScopeCount]
+) -> list[UniquenessFacts]:
     empty = ScopeCount(0, 0, 0, (), 0)
     return [
         UniquenessFacts(scope.hour_ms, partition, counts.get((scope.hour_ms, partition), empty))
@@ -71,10 +77,12 @@ def findings(outcome: FamilyOutcome, rows: list[UniquenessFacts]) -> list[Findin
         more = "" if c.duplicated_offsets <= len(c.duplicated_sample) else ", ..."
         found.append(
             Finding(
-                fact.partition, NAME, QualityStatus.WARN,
+                fact.partition,
+                NAME,
+                QualityStatus.WARN,
                 f"hour {hour_text(fact.hour_ms)}: {c.duplicated_offsets} offsets persisted more than once "
                 f"({c.rows} rows for {c.distinct_offsets} offsets), e.g. offsets {sample}{more}",
                 hour_ms=fact.hour_ms,
-            )  # fmt: skip
+            )
         )
     return found

@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 from generator.bad_records import BadRecord
-from tidemark.event_time_text import format_event_time, parse_event_time
 from generator.kafka_target import KafkaTarget, KafkaTargetError
 from generator.production_plan import ProductionPlan
 from generator.production_summary import PartitionTally, run_summary
 from generator.profiles import DEFAULT_PROFILE_ORDER, HOUR_MS, MINUTE_MS, PROFILES, RateProfile, profile_named
 from tidemark.duration import format_duration_ms, parse_duration_ms
+from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     topic = args.topic or stream.source.topic
     tallies = [PartitionTally(partition, profile.name) for partition, profile in enumerate(plan.profiles)]
     try:
-        target = KafkaTarget(bootstrap, topic, partitions_needed=len(plan.profiles), transaction_size=args.transaction_size)
+        target = KafkaTarget(
+            bootstrap, topic, partitions_needed=len(plan.profiles), transaction_size=args.transaction_size
+        )
         print(
             f"{parser.prog}: {args.command} {format_event_time(start_ms)} .. {format_event_time(end_ms)} to topic "
             f"{topic!r} at {bootstrap}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
@@ -222,15 +224,15 @@ def _parser() -> argparse.ArgumentParser:
     shared.add_argument("--summary-file", help="also write the JSON summary to this file")
 
     commands = parser.add_subparsers(dest="command", required=True, metavar="{backlog,live}")
-    backlog = commands.add_parser(
-        "backlog", parents=[shared], help="write simulated past hours as fast as possible"
-    )
+    backlog = commands.add_parser("backlog", parents=[shared], help="write simulated past hours as fast as possible")
     backlog.add_argument("--hours", type=_positive_hours, required=True, help="simulated hours to write, e.g. 2 or 0.5")
     backlog.add_argument(
         "--end", type=_utc_time, help="end of the window, ISO-8601 with offset (default: now, floored to the minute)"
     )
     live = commands.add_parser("live", parents=[shared], help="produce at the real pace for a while")
-    live.add_argument("--duration", type=_positive_duration, default=60_000, help="how long to run, e.g. 60s, 10m (default: 60s)")
+    live.add_argument(
+        "--duration", type=_positive_duration, default=60_000, help="how long to run, e.g. 60s, 10m (default: 60s)"
+    )
     return parser
 
 

@@ -8,7 +8,8 @@ persisted and never allowed to move a watermark. Kinds are cycled deterministica
 from __future__ import annotations
 
 import json
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from tidemark.event_time_text import format_event_time
 
@@ -97,4 +98,6 @@ def partition_bad_records(
         # Middle of the position-th of len(numbers) equal slices of the window.
         nominal = start_ms + (2 * position + 1) * (end_ms - start_ms) // (2 * len(numbers))
         kind = BAD_RECORD_KINDS[number % len(BAD_RECORD_KINDS)]
-        yield BadRecord(nominal, partition, kind, device_id.encode(), bad_record_value(kind, nominal, device_id, event_time_field))
+        yield BadRecord(
+            nominal, partition, kind, device_id.encode(), bad_record_value(kind, nominal, device_id, event_time_field)
+        )

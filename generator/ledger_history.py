@@ -16,7 +16,7 @@ Times are ms since the epoch (UTC); the rows carry datetimes (UTC) as the tables
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 MINUTE_MS = 60_000
 
@@ -45,7 +45,11 @@ class LedgerHistory:
         rows = []
         for step_id, read_ms in enumerate(range(self.start_ms, self.end_ms, self.interval_ms)):
             stalled_now = self.stalled_since_ms is not None and read_ms >= self.stalled_since_ms
-            ceiling = None if not stalled_now or global_watermark is None else global_watermark + self.max_drift_ms - self.bound_ms - 1
+            ceiling = (
+                None
+                if not stalled_now or global_watermark is None
+                else global_watermark + self.max_drift_ms - self.bound_ms - 1
+            )
             batch = []
             for p in range(self.partitions):
                 start = positions[p]
@@ -74,14 +78,31 @@ class LedgerHistory:
             for p, start, read, status, newest_event in batch:
                 rows.append(
                     (
-                        self.stream, step_id, p, "live", start, start + read, log_ends[p], read, 0, 0, read,
-                        _datetime(newest_event - self.interval_ms) if read else None, _datetime(newest_event) if read else None,
-                        _datetime(watermarks[p]), _datetime(global_watermark), status, "event_time", _datetime(read_ms),
-                        None, False, self.writer,
+                        self.stream,
+                        step_id,
+                        p,
+                        "live",
+                        start,
+                        start + read,
+                        log_ends[p],
+                        read,
+                        0,
+                        0,
+                        read,
+                        _datetime(newest_event - self.interval_ms) if read else None,
+                        _datetime(newest_event) if read else None,
+                        _datetime(watermarks[p]),
+                        _datetime(global_watermark),
+                        status,
+                        "event_time",
+                        _datetime(read_ms),
+                        None,
+                        False,
+                        self.writer,
                     )
-                )  # fmt: skip
+                )
         return rows
 
 
 def _datetime(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)

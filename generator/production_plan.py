@@ -8,9 +8,9 @@ is the one ``partition_events`` promises, so the disorder bound holds on the log
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Iterator
 
 from generator.bad_records import BadRecord, partition_bad_records
 from generator.profiles import GeneratedEvent, RateProfile, partition_events

@@ -54,4 +54,3 @@ def run_summary(run: dict, tallies: list[PartitionTally], elapsed_s: float) -> d
         "elapsed_s": round(elapsed_s, 3),
         "records_per_s": round((records + bad_records) / elapsed_s, 1) if elapsed_s > 0 else None,
     }
-

@@ -13,8 +13,9 @@ no clock. Times are ms since the epoch, UTC.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from generator.scooters import ScooterFleet
 

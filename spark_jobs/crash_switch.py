@@ -46,7 +46,9 @@ class CrashSwitch:
     def _maybe_die(self, batch: int | None, commit: str) -> None:
         if self._point is None or not self._point.is_at(batch, commit):
             return
-        log.warning({"event": "crash_point_reached", "after": commit, "batch": self._point.batch, "action": self._point.action})
+        log.warning(
+            {"event": "crash_point_reached", "after": commit, "batch": self._point.batch, "action": self._point.action}
+        )
         for handler in logging.getLogger().handlers:
             handler.flush()
         if self._point.action == "raise":

@@ -8,7 +8,8 @@ types and constraints checked, when the query builds its reader.
 
 from __future__ import annotations
 
-from typing import Mapping, TypeVar
+from collections.abc import Mapping
+from typing import TypeVar
 
 import msgspec
 
@@ -34,6 +35,8 @@ def spec_from_options(options: Mapping[str, str], spec_type: type[Spec], source_
     try:
         return msgspec.json.decode(text, type=spec_type)
     except msgspec.ValidationError as error:
-        raise ValueError(f"Option '{SPEC_OPTION}' of {source_name} is not a valid {spec_type.__name__}: {error}") from None
+        raise ValueError(
+            f"Option '{SPEC_OPTION}' of {source_name} is not a valid {spec_type.__name__}: {error}"
+        ) from None
     except msgspec.DecodeError as error:
         raise ValueError(f"Option '{SPEC_OPTION}' of {source_name} is not JSON: {error}") from None

@@ -94,7 +94,6 @@ def _read(spark, path: str) -> str | None:
         stream.close()
 
 
-
 def in_flight_ranges(spark, checkpoint: str) -> tuple[int | None, dict[int, tuple[int, int]]]:
     """The batch the query checkpointed at ``checkpoint`` is writing now (planned, not committed)
     and its ranges, {partition: (start, end)}; (None, {}) when there is none (or no checkpoint).

@@ -27,7 +27,13 @@ class AirflowApi:
     start. A trigger (POST) is never sent again: it could start a second run."""
 
     def __init__(
-        self, base_url: str, username: str, password: str, timeout_s: float = 30.0, retries: int = 4, retry_wait_s: float = 2.0
+        self,
+        base_url: str,
+        username: str,
+        password: str,
+        timeout_s: float = 30.0,
+        retries: int = 4,
+        retry_wait_s: float = 2.0,
     ):
         self._base = base_url.rstrip("/")
         self._timeout_s = timeout_s
@@ -46,7 +52,9 @@ class AirflowApi:
             except StackError:
                 errors = self._call("GET", "/api/v2/importErrors").get("import_errors", [])
                 if errors:
-                    raise StackError(f"Airflow could not import the DAGs: {errors[0].get('stack_trace', errors[0])}")
+                    raise StackError(
+                        f"Airflow could not import the DAGs: {errors[0].get('stack_trace', errors[0])}"
+                    ) from None
                 time.sleep(2)
         raise StackError(f"DAG {dag_id} did not appear in Airflow within {timeout_s:.0f}s")
 
@@ -66,7 +74,9 @@ class AirflowApi:
     def return_value(self, dag_id: str, run_id: str, task_id: str):
         """What task ``task_id`` of the run returned (its XCom ``return_value``), or None."""
         try:
-            entry = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value")
+            entry = self._call(
+                "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
+            )
         except StackError:
             return None
         value = entry.get("value")
@@ -121,7 +131,11 @@ class AirflowApi:
             self._base + path,
             method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Accept": "application/json", **({"Authorization": f"Bearer {self._token}"} if authorized else {})},
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                **({"Authorization": f"Bearer {self._token}"} if authorized else {}),
+            },
         )
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:

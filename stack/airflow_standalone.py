@@ -98,8 +98,7 @@ class AirflowStandalone:
             tails = self._log_tails()
             self.daemon.stop(timeout_s=45)
             raise StackError(
-                f"Airflow's API server did not answer at {self.url} within {timeout_s:.0f} s; "
-                f"last log lines:\n{tails}"
+                f"Airflow's API server did not answer at {self.url} within {timeout_s:.0f} s; last log lines:\n{tails}"
             )
         return f"Airflow started at {self.url}. {self._login(first_start=created_passwords)}"
 

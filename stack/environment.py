@@ -48,9 +48,7 @@ LAKE_STORES = ("local", "s3")
 SPARK_DEFAULT_CONNECTION = json.dumps({"conn_type": "spark", "host": "local[*]"})
 
 
-def tidemark_home(
-    repo_root: Path | None = None, environ: Mapping[str, str] | None = None
-) -> Path:
+def tidemark_home(repo_root: Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
     """The state folder of the embedded stack: ``$TIDEMARK_HOME`` or ``<repo>/.tidemark``."""
     environ = os.environ if environ is None else environ
     if environ.get("TIDEMARK_HOME"):
@@ -75,9 +73,7 @@ def kafka_port(environ: Mapping[str, str] | None = None) -> int:
 
 def airflow_port(environ: Mapping[str, str] | None = None) -> int:
     """The Airflow API server's port (``TIDEMARK_AIRFLOW_PORT``), UI included."""
-    return _port(
-        os.environ if environ is None else environ, "TIDEMARK_AIRFLOW_PORT", DEFAULT_AIRFLOW_PORT
-    )
+    return _port(os.environ if environ is None else environ, "TIDEMARK_AIRFLOW_PORT", DEFAULT_AIRFLOW_PORT)
 
 
 def s3_port(environ: Mapping[str, str] | None = None) -> int:
@@ -85,9 +81,7 @@ def s3_port(environ: Mapping[str, str] | None = None) -> int:
     return _port(os.environ if environ is None else environ, "TIDEMARK_S3_PORT", DEFAULT_S3_PORT)
 
 
-def embedded_environment(
-    repo_root: Path | None = None, environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
+def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables the embedded stack needs, each one only if ``environ`` lacks it.
 
     ``environ`` defaults to ``os.environ``. The result is meant to be merged over it:

@@ -65,9 +65,7 @@ class KafkaBroker:
     @property
     def daemon(self) -> Daemon:
         # The marker is this broker's config path: unique to it among all brokers on the machine.
-        return Daemon(
-            "kafka", self.state_dir / "kafka.pid", self.state_dir / "kafka.out", str(self.config_file)
-        )
+        return Daemon("kafka", self.state_dir / "kafka.pid", self.state_dir / "kafka.out", str(self.config_file))
 
     @property
     def config_file(self) -> Path:
@@ -84,8 +82,7 @@ class KafkaBroker:
                 return f"Kafka is already running on {self.bootstrap}."
             raise StackError(
                 f"Kafka (pid {self.daemon.pid()}) runs but does not answer on {self.bootstrap}; "
-                f"see {self.log_file}, or restart it with `tidemark down kafka`.\n"
-                + self._log_tails()
+                f"see {self.log_file}, or restart it with `tidemark down kafka`.\n" + self._log_tails()
             )
         if shutil.which("java") is None:
             raise StackError(f"java not found on PATH; {JAVA_HINT}.")
@@ -96,13 +93,19 @@ class KafkaBroker:
         config = self._write_config()
         self._format_storage_once(config)
         self.daemon.launch(
-            ["java", *JVM_OPTIONS,
-             f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
-             f"-Dkafka.logs.dir={self.state_dir / 'logs'}",
-             "-cp", classpath, "kafka.Kafka", str(config)],
+            [
+                "java",
+                *JVM_OPTIONS,
+                f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
+                f"-Dkafka.logs.dir={self.state_dir / 'logs'}",
+                "-cp",
+                classpath,
+                "kafka.Kafka",
+                str(config),
+            ],
             env=os.environ,
             cwd=self.state_dir,
-        )  # fmt: skip
+        )
         if not self._wait_answering(timeout_s):
             tails = self._log_tails()
             self.daemon.stop(timeout_s=10)
@@ -141,9 +144,7 @@ class KafkaBroker:
             return False
         return bool(metadata.brokers)
 
-    def create_topic(
-        self, name: str, partitions: int, config: Mapping[str, str] | None = None
-    ) -> str:
+    def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None) -> str:
         return create_topic(self.bootstrap, name, partitions, config)
 
     @property
@@ -155,8 +156,7 @@ class KafkaBroker:
         while time.monotonic() < deadline:
             if not self.daemon.is_running():
                 raise StackError(
-                    f"Kafka exited during start-up (see {self.log_file}); last log lines:\n"
-                    + self._log_tails()
+                    f"Kafka exited during start-up (see {self.log_file}); last log lines:\n" + self._log_tails()
                 )
             if self.is_answering():
                 return True
@@ -218,12 +218,25 @@ class KafkaBroker:
         if (self.state_dir / "data" / "meta.properties").exists():
             return
         result = subprocess.run(
-            ["java", "-Xmx256m", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
-             f"-Dkafka.logs.dir={self.state_dir / 'logs'}",
-             "-cp", self._classpath(), "kafka.tools.StorageTool", "format",
-             "--config", str(config), "--cluster-id", _new_cluster_id()],
-            capture_output=True, text=True, timeout=120, env=os.environ,
-        )  # fmt: skip
+            [
+                "java",
+                "-Xmx256m",
+                f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
+                f"-Dkafka.logs.dir={self.state_dir / 'logs'}",
+                "-cp",
+                self._classpath(),
+                "kafka.tools.StorageTool",
+                "format",
+                "--config",
+                str(config),
+                "--cluster-id",
+                _new_cluster_id(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=os.environ,
+        )
         if result.returncode != 0:
             raise StackError(
                 f"Formatting Kafka storage in {self.state_dir / 'data'} failed: "
@@ -237,9 +250,7 @@ class KafkaBroker:
         return text
 
 
-def create_topic(
-    bootstrap: str, name: str, partitions: int, config: Mapping[str, str] | None = None
-) -> str:
+def create_topic(bootstrap: str, name: str, partitions: int, config: Mapping[str, str] | None = None) -> str:
     """Create topic ``name`` with ``partitions`` partitions (replication factor 1).
 
     Idempotent: an existing topic with the same partition count is fine. An existing topic
@@ -316,4 +327,3 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cluster_id.startswith("-"):
             return cluster_id
-

@@ -72,7 +72,11 @@ class LoopbackS3:
         """``environment`` plus a lake root and a checkpoint root under ``s3a://<bucket>/<prefix>/``:
         merged into a job's environment, it puts that stream's tables and checkpoints here."""
         root = f"s3a://{self.buckets[0]}/{prefix.strip('/')}"
-        return {**self.environment, "TIDEMARK_LAKE_ROOT": f"{root}/lake", "TIDEMARK_CHECKPOINT_ROOT": f"{root}/checkpoints"}
+        return {
+            **self.environment,
+            "TIDEMARK_LAKE_ROOT": f"{root}/lake",
+            "TIDEMARK_CHECKPOINT_ROOT": f"{root}/checkpoints",
+        }
 
     @property
     def config_file(self) -> Path:
@@ -92,12 +96,15 @@ class LoopbackS3:
             self._write_config()
             self.daemon.launch(
                 ["java", *JVM_OPTIONS, "-jar", jar, "--properties", str(self.config_file)],
-                env={**os.environ, "LOG_LEVEL": "warn"}, cwd=self.state_dir,
-            )  # fmt: skip
+                env={**os.environ, "LOG_LEVEL": "warn"},
+                cwd=self.state_dir,
+            )
             if not self._wait_answering(timeout_s):
                 tails = self.daemon.log_tail(20)
                 self.daemon.stop(timeout_s=10)
-                raise StackError(f"The loopback S3 did not answer on {self.endpoint} within {timeout_s:.0f} s; last lines:\n{tails}")
+                raise StackError(
+                    f"The loopback S3 did not answer on {self.endpoint} within {timeout_s:.0f} s; last lines:\n{tails}"
+                )
             started = "started"
         elif self._wait_answering(timeout_s):
             started = "already running"
@@ -139,9 +146,14 @@ class LoopbackS3:
         from pyarrow import fs
 
         return fs.S3FileSystem(
-            access_key=self.access_key_id, secret_key=self.secret_access_key, endpoint_override=self.endpoint,
-            scheme="http", region="us-east-1", allow_bucket_creation=True, allow_bucket_deletion=True,
-        )  # fmt: skip
+            access_key=self.access_key_id,
+            secret_key=self.secret_access_key,
+            endpoint_override=self.endpoint,
+            scheme="http",
+            region="us-east-1",
+            allow_bucket_creation=True,
+            allow_bucket_deletion=True,
+        )
 
     def _write_config(self) -> None:
         data = self.state_dir / "data"

@@ -85,24 +85,31 @@ class SparkStandalone:
     def master(self) -> Daemon:
         # The marker holds the port: unique to this master among all on the machine.
         return Daemon(
-            "spark-master", self.state_dir / "master.pid", self.state_dir / "master.log",
+            "spark-master",
+            self.state_dir / "master.pid",
+            self.state_dir / "master.log",
             f"{MASTER_CLASS} --host {LOOPBACK} --port {self.master_port}",
-        )  # fmt: skip
+        )
 
     @property
     def worker(self) -> Daemon:
         return Daemon(
-            "spark-worker", self.state_dir / "worker.pid", self.state_dir / "worker.log",
+            "spark-worker",
+            self.state_dir / "worker.pid",
+            self.state_dir / "worker.log",
             f"{WORKER_CLASS} --host {LOOPBACK} --webui-port {self.worker_webui_port}",
-        )  # fmt: skip
+        )
 
     def start(self, timeout_s: float = 90.0) -> str:
         """Start the master, then the worker; returns once the master lists the worker ALIVE."""
         spark_class = self.spark_home / "bin" / "spark-class"
         if not spark_class.is_file():
             raise StackError(f"{spark_class} not found: is pyspark installed completely? Reinstall it with pip.")
-        for port, what in ((self.master_port, "master"), (self.webui_port, "master web UI"),
-                           (self.worker_webui_port, "worker web UI")):  # fmt: skip
+        for port, what in (
+            (self.master_port, "master"),
+            (self.webui_port, "master web UI"),
+            (self.worker_webui_port, "worker web UI"),
+        ):
             if not port_is_free(port):
                 raise StackError(
                     f"Port {port} on {LOOPBACK} (Spark {what}) is already in use by another program; "
@@ -113,23 +120,47 @@ class SparkStandalone:
         environment = self._jvm_environment()
 
         self.master.launch(
-            [str(spark_class), MASTER_CLASS, "--host", LOOPBACK, "--port", str(self.master_port),
-             "--webui-port", str(self.webui_port)],
-            env=environment, cwd=self.state_dir,
-        )  # fmt: skip
+            [
+                str(spark_class),
+                MASTER_CLASS,
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(self.master_port),
+                "--webui-port",
+                str(self.webui_port),
+            ],
+            env=environment,
+            cwd=self.state_dir,
+        )
         self._wait(self.master, lambda state: state.get("status") == "ALIVE", "answer as ALIVE", timeout_s)
         self.worker.launch(
-            [str(spark_class), WORKER_CLASS, "--host", LOOPBACK, "--webui-port", str(self.worker_webui_port),
-             "--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(self.work_dir),
-             self.master_url],
-            env=environment, cwd=self.state_dir,
-        )  # fmt: skip
+            [
+                str(spark_class),
+                WORKER_CLASS,
+                "--host",
+                LOOPBACK,
+                "--webui-port",
+                str(self.worker_webui_port),
+                "--cores",
+                str(self.cores),
+                "--memory",
+                self.memory,
+                "--work-dir",
+                str(self.work_dir),
+                self.master_url,
+            ],
+            env=environment,
+            cwd=self.state_dir,
+        )
         self._wait(self.worker, lambda state: state.get("aliveworkers", 0) >= 1, "list the worker ALIVE", timeout_s)
         return f"Spark master at {self.master_url} (UI {self.webui_url}), one worker with {self.cores} cores, {self.memory}."
 
     def stop(self, timeout_s: float = 30.0) -> str:
         """Stop the worker (and any executor it runs), then the master; idempotent."""
-        stopped = [name for name, daemon in (("worker", self.worker), ("master", self.master)) if daemon.stop(timeout_s)]
+        stopped = [
+            name for name, daemon in (("worker", self.worker), ("master", self.master)) if daemon.stop(timeout_s)
+        ]
         return f"Spark {' and '.join(stopped)} stopped." if stopped else "Spark standalone is not running."
 
     def state(self) -> dict | None:

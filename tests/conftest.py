@@ -14,11 +14,10 @@ than spend twenty minutes on services first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -47,7 +46,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Stop before the first test that needs services when a unit test failed."""
     if _failed_unit_tests and not item.nodeid.startswith(UNIT):
-        pytest.exit(f"{len(_failed_unit_tests)} unit test(s) failed: fix them first; the service tests did not run", returncode=1)
+        pytest.exit(
+            f"{len(_failed_unit_tests)} unit test(s) failed: fix them first; the service tests did not run",
+            returncode=1,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -82,7 +84,9 @@ def loopback_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3
     (pyarrow) and ``.create_bucket(name)``.
     """
     ensure_jars(shared_jars_root(), ["s3proxy"])
-    store = LoopbackS3(state_dir=tmp_path_factory.mktemp("s3-home") / "s3", jars_dir=shared_jars_root(), port=free_port())
+    store = LoopbackS3(
+        state_dir=tmp_path_factory.mktemp("s3-home") / "s3", jars_dir=shared_jars_root(), port=free_port()
+    )
     store.start()
     try:
         yield store
@@ -117,7 +121,7 @@ def spark_on_loopback_s3(spark, loopback_s3: LoopbackS3) -> LoopbackS3:
 
 # Stand-ins for tidemark's packages on the Spark worker's Python path: importing one fails.
 _NOT_ON_THE_WORKER = (
-    'raise ImportError("{package} was imported from the Spark worker\'s own Python path: a job\'s executors '
+    "raise ImportError(\"{package} was imported from the Spark worker's own Python path: a job's executors "
     'must run the code the job ships (--py-files), as on a machine without the checkout")\n'
 )
 
@@ -172,7 +176,9 @@ def spark():
     # py4j logs at INFO while the interpreter shuts down, after pytest closed its streams.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     # Spark's own Kafka source rides along: it is the second reader that checks what the lake holds.
-    session = lake_spark_session("tidemark-tests", {"spark.driver.memory": "1g", "spark.jars": spark_jars(jars, ["spark-kafka"])})
+    session = lake_spark_session(
+        "tidemark-tests", {"spark.driver.memory": "1g", "spark.jars": spark_jars(jars, ["spark-kafka"])}
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -113,7 +113,8 @@ class AlertSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def __post_init__(self):
         if self.email is None and self.webhook is None:
             raise ConfigRuleError(
-                "", "name at least one receiver: an 'email:' (Airflow SMTP connection) or a 'webhook:' (Airflow HTTP connection)"
+                "",
+                "name at least one receiver: an 'email:' (Airflow SMTP connection) or a 'webhook:' (Airflow HTTP connection)",
             )
 
     def connections(self) -> tuple[tuple[str, str], ...]:

@@ -16,8 +16,9 @@ stepped over: every partition still reaches its log end.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from tidemark.record_count_slices import plan_record_count_slices
 

@@ -96,7 +96,11 @@ def plan_backfill(
             lost.append(part)
     if lost and not ranges and len(lost) == len(request.partitions):
         firsts = [logs[p].first_retained_ms for p in request.partitions if logs[p].first_retained_ms is not None]
-        since = f"; the log holds records from {format_event_time(min(firsts))} on" if firsts else "; the log holds no records"
+        since = (
+            f"; the log holds records from {format_event_time(min(firsts))} on"
+            if firsts
+            else "; the log holds no records"
+        )
         raise BeyondRetentionError(
             f"[{format_event_time(request.start_ms)}, {format_event_time(request.end_ms)}) is beyond the log's retention "
             f"in every requested partition{since}: nothing of it can be read"
@@ -104,7 +108,9 @@ def plan_backfill(
     return BackfillPlan(ranges, tuple(lost))
 
 
-def _lost_part(request: BackfillRequest, partition: int, index: PartitionTimeIndex, ledger_first: int | None) -> LostPart | None:
+def _lost_part(
+    request: BackfillRequest, partition: int, index: PartitionTimeIndex, ledger_first: int | None
+) -> LostPart | None:
     if index.earliest == 0:
         return None  # nothing was ever deleted
     if index.first_retained_ms is not None and request.start_ms >= index.first_retained_ms:

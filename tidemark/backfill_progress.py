@@ -9,8 +9,8 @@ offsets its predecessor read as its own speed. Time comes from an injected clock
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class ProgressReport:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "ProgressReport":
+    def from_json(cls, data: dict) -> ProgressReport:
         """The report back from ``to_json`` (the backfill job's ``backfill_progress`` log line),
         with its rounding: the rate and the time left are whole numbers. KeyError or ValueError
         when ``data`` is not such a report."""

@@ -21,7 +21,8 @@ with what live wrote.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
@@ -61,7 +62,9 @@ class BackfillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if list(self.partitions) != sorted(set(self.partitions)) or self.partitions[0] < 0:
             raise ValueError(f"partitions must be distinct, sorted and >= 0, got {list(self.partitions)}")
         if self.shadow is not None and not _SHADOW_NAME.match(self.shadow):
-            raise ValueError(f"shadow {self.shadow!r} is not a table set name: lowercase letters, digits and _, at most 80")
+            raise ValueError(
+                f"shadow {self.shadow!r} is not a table set name: lowercase letters, digits and _, at most 80"
+            )
         if self.compare and self.shadow is None:
             raise ValueError("compare compares a shadow table set with live: it needs a shadow")
 
@@ -76,7 +79,7 @@ class BackfillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return msgspec.json.decode(msgspec.json.encode(self))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "BackfillRequest":
+    def from_json(cls, data: Mapping[str, Any]) -> BackfillRequest:
         """The request from its mapping; BackfillRequestError naming the field that is wrong."""
         try:
             return msgspec.convert(dict(data), cls)
@@ -88,7 +91,7 @@ class BackfillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return msgspec.json.encode(self).decode()
 
     @classmethod
-    def decode(cls, text: str | bytes) -> "BackfillRequest":
+    def decode(cls, text: str | bytes) -> BackfillRequest:
         """The request from ``encode``'s text; BackfillRequestError naming the field that is wrong."""
         try:
             return msgspec.json.decode(text, type=cls)
@@ -124,13 +127,16 @@ def parse_backfill_request(
     """
     name = params.get("stream")
     if not isinstance(name, str) or name not in streams:
-        raise BackfillRequestError("stream", f"unknown stream {name!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}")
+        raise BackfillRequestError(
+            "stream", f"unknown stream {name!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
+        )
     stream = streams[name]
     start_ms = _time("start", params.get("start"))
     end_ms = _time("end", params.get("end"))
     if start_ms >= end_ms:
         raise BackfillRequestError(
-            "end", f"{format_event_time(end_ms)} is not after start {format_event_time(start_ms)}: the range is [start, end)"
+            "end",
+            f"{format_event_time(end_ms)} is not after start {format_event_time(start_ms)}: the range is [start, end)",
         )
     if end_ms > now_ms:
         raise BackfillRequestError(
@@ -191,7 +197,8 @@ def _partitions(value: Any, stream: StreamConfig) -> tuple[int, ...]:
         partition = int(item)
         if partition not in every:
             raise BackfillRequestError(
-                "partitions", f"partition {partition} is outside [0, {len(every)}): stream {stream.name!r} has {len(every)} partitions"
+                "partitions",
+                f"partition {partition} is outside [0, {len(every)}): stream {stream.name!r} has {len(every)} partitions",
             )
         partitions.add(partition)
     return tuple(sorted(partitions))

@@ -12,8 +12,6 @@ Offsets are [start, end), end exclusive; times are ISO-8601 UTC text.
 
 from __future__ import annotations
 
-from typing import Union
-
 import msgspec
 
 from tidemark.recovery_request import RecoveryRequest
@@ -92,7 +90,7 @@ class BackfillRefusal(msgspec.Struct, frozen=True, forbid_unknown_fields=True, t
     error: str
 
 
-BackfillOutcome = Union[BackfillResult, BackfillRefusal]
+BackfillOutcome = BackfillResult | BackfillRefusal
 
 
 def encode_backfill_outcome(outcome: BackfillOutcome) -> bytes:

@@ -19,7 +19,8 @@ do not import each other.
 from __future__ import annotations
 
 import os
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 
 class _TypedField(Protocol):
@@ -42,6 +43,7 @@ class BatchedStream(Protocol):
 
     payload: RowShape
     persist: _BatchSettings
+
 
 # Spark's own heap (execution, Delta's snapshot state of a table, the query's planning): a
 # persist job with a tiny budget runs in this (measured: 640 MiB left headroom for 1,000 records).
@@ -102,7 +104,7 @@ def check_batch_fits(max_records_per_batch: int, payload: RowShape, limit_mib: i
     raise BatchMemoryError(
         "persist.max_records_per_batch",
         f"a batch of {max_records_per_batch:,} records needs about {needed:,} MiB "
-        f"of driver memory, more than the {limit_mib:,} MiB of {limit_source}; {advice}"
+        f"of driver memory, more than the {limit_mib:,} MiB of {limit_source}; {advice}",
     )
 
 

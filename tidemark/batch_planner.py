@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from tidemark.aligned_slices import (
     LoggedRecord,
@@ -195,7 +195,9 @@ class BatchPlanner:
         global_watermark = GlobalWatermark(previous.global_watermark_ms)
 
         def fold_global_watermark() -> int | None:
-            return global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses, unread, just_read)
+            return global_watermark.update(
+                {p: w.current_ms for p, w in watermarks.items()}, statuses, unread, just_read
+            )
 
         g = fold_global_watermark()
         ends, cut, target = self._slice(
@@ -212,7 +214,9 @@ class BatchPlanner:
                 last_produced_ms=last_produced[p],
                 next_record_at_least_ms=target if cut.get(p) else None,
                 open_transaction=(
-                    track_open_transaction(state.open_transaction, *unstable_ends[p], now, self._open_transaction_timeout_ms)
+                    track_open_transaction(
+                        state.open_transaction, *unstable_ends[p], now, self._open_transaction_timeout_ms
+                    )
                     if p in unstable_ends
                     else None
                 ),
@@ -240,7 +244,18 @@ class BatchPlanner:
             partitions=partitions,
         )
 
-    def _slice(self, positions, log_ends, watermarks, statuses, global_watermark, fold_global_watermark, index, max_records, now):
+    def _slice(
+        self,
+        positions,
+        log_ends,
+        watermarks,
+        statuses,
+        global_watermark,
+        fold_global_watermark,
+        index,
+        max_records,
+        now,
+    ):
         """Ends per partition, which were cut at the target, and the target (None: not aligned).
         ``fold_global_watermark()`` folds the partitions' watermarks, as raised, into G."""
         if not self._align or global_watermark.current_ms is None:
@@ -312,7 +327,11 @@ class BatchPlanner:
 
 def _offsets_read(before: SourceState, after: SourceState) -> int:
     """Offsets the step from ``before`` to ``after`` reads, over all partitions."""
-    return sum(state.position - before.partitions[p].position for p, state in after.partitions.items() if p in before.partitions)
+    return sum(
+        state.position - before.partitions[p].position
+        for p, state in after.partitions.items()
+        if p in before.partitions
+    )
 
 
 def partition_watermark_after(
@@ -321,7 +340,9 @@ def partition_watermark_after(
     """W_p once a batch planned as ``state`` is persisted: raised by the largest valid event time
     it admitted and by the time-index bound of its slice. The persist job reports this back to
     the planner; a rejected record has no valid event time, so it never moves W_p."""
-    return watermark_after(state.watermark_ms, state.next_record_at_least_ms, max_valid_event_time_ms, max_out_of_orderness_ms)
+    return watermark_after(
+        state.watermark_ms, state.next_record_at_least_ms, max_valid_event_time_ms, max_out_of_orderness_ms
+    )
 
 
 def watermark_after(

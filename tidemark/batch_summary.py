@@ -8,8 +8,8 @@ alone, writes its ledger rows and reports its progress: these are the rules it a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
-from typing import Iterable
 
 from tidemark.batch_planner import watermark_after
 from tidemark.planned_range import RANGE_ROW, PlannedRange
@@ -45,7 +45,15 @@ def partition_totals(step_stats: dict[tuple[int, int], dict]) -> dict[int, dict]
     totals: dict[int, dict] = {}
     for (partition, _), counts in step_stats.items():
         total = totals.setdefault(
-            partition, {"records": 0, "late": 0, "quarantined": 0, "data_records": 0, "min_event_time_ms": None, "max_event_time_ms": None}
+            partition,
+            {
+                "records": 0,
+                "late": 0,
+                "quarantined": 0,
+                "data_records": 0,
+                "min_event_time_ms": None,
+                "max_event_time_ms": None,
+            },
         )
         for key in ("records", "late", "quarantined", "data_records"):
             total[key] += counts[key]
@@ -75,7 +83,9 @@ def watermarks_after_steps(
     watermark, after_steps = None, []
     for step in planned.steps:
         counts = step_stats.get((planned.partition, step.seq), {})
-        after = watermark_after(step.watermark_ms, step.next_record_at_least_ms, counts.get("max_event_time_ms"), max_out_of_orderness_ms)
+        after = watermark_after(
+            step.watermark_ms, step.next_record_at_least_ms, counts.get("max_event_time_ms"), max_out_of_orderness_ms
+        )
         watermark = after if watermark is None or (after is not None and after > watermark) else watermark
         after_steps.append(watermark)
     return after_steps

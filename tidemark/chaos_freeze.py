@@ -9,7 +9,7 @@ read position constant while the log end grows. The stall alarms are tested with
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from collections.abc import Iterable
 
 from tidemark.source_state import SourceState
 
@@ -32,7 +32,8 @@ def freeze_partitions(previous: SourceState, planned: SourceState, frozen: Itera
             partitions[partition], position=previous.partitions[partition].position, next_record_at_least_ms=None
         )
     steps = tuple(
-        dataclasses.replace(step, ends={p: end for p, end in step.ends.items() if p not in frozen}) for step in planned.steps
+        dataclasses.replace(step, ends={p: end for p, end in step.ends.items() if p not in frozen})
+        for step in planned.steps
     )
     result = dataclasses.replace(planned, partitions=partitions, steps=steps)
     moved = result.positions() != previous.positions() or result.global_watermark_ms != previous.global_watermark_ms

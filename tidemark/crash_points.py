@@ -94,4 +94,6 @@ def crash_point_from_environment(environ: Mapping[str, str]) -> CrashPoint | Non
     except msgspec.ValidationError as error:
         raise CrashPointError(f"{CRASH_AT}: {error} (expected e.g. {CrashPoint('events', 0).to_json()})") from None
     except msgspec.DecodeError as error:
-        raise CrashPointError(f"{CRASH_AT} is not JSON ({error}); expected e.g. {CrashPoint('events', 0).to_json()}") from None
+        raise CrashPointError(
+            f"{CRASH_AT} is not JSON ({error}); expected e.g. {CrashPoint('events', 0).to_json()}"
+        ) from None

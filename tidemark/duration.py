@@ -18,9 +18,7 @@ def parse_duration_ms(text: object) -> int:
         raise ValueError(f"a bare number is ambiguous; write it with a unit, e.g. '{text}s' or '{text}ms'")
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(
-            f"expected a non-negative duration like '500ms', '30s', '10m', '2h', '7d', got {text!r}"
-        )
+        raise ValueError(f"expected a non-negative duration like '500ms', '30s', '10m', '2h', '7d', got {text!r}")
     amount, unit = match.groups()
     return int(amount) * _UNIT_MS[unit]
 

@@ -1,7 +1,7 @@
 """Event times as the telemetry payload spells them: ISO-8601, UTC, milliseconds, 'Z'."""
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 
@@ -39,4 +39,4 @@ def parse_event_time(text: str) -> int:
     return (parsed - _EPOCH) // timedelta(milliseconds=1)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -24,7 +24,7 @@ restarts (the caller restores it from the checkpointed offsets). Times in ms sin
 
 from __future__ import annotations
 
-from typing import Collection, Mapping
+from collections.abc import Collection, Mapping
 
 from tidemark.partition_status import PartitionStatus
 

@@ -11,8 +11,8 @@ equal to live's, record for record, and keeps a record in the same table whichev
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True, order=True)
@@ -65,5 +65,7 @@ class LiveRouting:
                 break
             if routed.end <= start:
                 continue
-            parts.append(RoutedRange(partition, max(start, routed.start), min(end, routed.end), routed.global_watermark_ms))
+            parts.append(
+                RoutedRange(partition, max(start, routed.start), min(end, routed.end), routed.global_watermark_ms)
+            )
         return parts

@@ -18,8 +18,8 @@ result depends only on the records and on W, never on how the records were batch
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 # The detector's output table (spark_jobs/offline_devices/job.py), as (name, Spark SQL type) pairs.
 # Key (device_id, offline_at); online_at is null while the device is still offline.

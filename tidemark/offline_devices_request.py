@@ -9,8 +9,9 @@ horizon. Times are ISO-8601 with an explicit UTC offset; held as ms since the ep
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from tidemark.event_time_text import parse_event_time
 from tidemark.param_error import ParamError
@@ -37,7 +38,7 @@ class OfflineDevicesRequest:
         return {"mode": self.mode, "start_ms": self.start_ms, "end_ms": self.end_ms, "output": self.output}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "OfflineDevicesRequest":
+    def from_json(cls, data: Mapping[str, Any]) -> OfflineDevicesRequest:
         return cls(data["mode"], data.get("start_ms"), data.get("end_ms"), data.get("output"))
 
 
@@ -51,10 +52,14 @@ def parse_offline_devices_request(params: Mapping[str, Any]) -> OfflineDevicesRe
     output = (output or "").strip() or None
     if start is None and end is None:
         if output is not None:
-            raise OfflineDevicesRequestError("output", "only a backfill takes an output path; the live run writes the stream's table")
+            raise OfflineDevicesRequestError(
+                "output", "only a backfill takes an output path; the live run writes the stream's table"
+            )
         return OfflineDevicesRequest(LIVE)
     if start is None:
-        raise OfflineDevicesRequestError("start", "a backfill needs both start and end; leave both empty for a live run")
+        raise OfflineDevicesRequestError(
+            "start", "a backfill needs both start and end; leave both empty for a live run"
+        )
     if end is None:
         raise OfflineDevicesRequestError("end", "a backfill needs both start and end; leave both empty for a live run")
     if end <= start:
@@ -79,7 +84,9 @@ def _time_param(params: Mapping[str, Any], name: str) -> int | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str):
-        raise OfflineDevicesRequestError(name, f"expected an ISO-8601 UTC time like 2026-11-22T09:00:00Z, got {value!r}")
+        raise OfflineDevicesRequestError(
+            name, f"expected an ISO-8601 UTC time like 2026-11-22T09:00:00Z, got {value!r}"
+        )
     try:
         return parse_event_time(value.strip())
     except ValueError as error:

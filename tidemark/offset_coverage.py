@@ -9,9 +9,9 @@ compacted offsets hold none).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Iterable, Sequence
 
 LIVE_MODE = "live"
 
@@ -38,7 +38,7 @@ class OffsetRange:
         return {"start": self.start, "end": self.end}
 
     @classmethod
-    def from_json(cls, data: dict) -> "OffsetRange":
+    def from_json(cls, data: dict) -> OffsetRange:
         return cls(data["start"], data["end"])
 
     def __str__(self) -> str:
@@ -59,7 +59,9 @@ class LedgerRange:
 
     def __post_init__(self) -> None:
         if self.end < self.start:
-            raise ValueError(f"ledger range of partition {self.partition} ends at {self.end} before its start {self.start}")
+            raise ValueError(
+                f"ledger range of partition {self.partition} ends at {self.end} before its start {self.start}"
+            )
 
 
 def range_breaks(ranges: Sequence[LedgerRange]) -> list[tuple[int, OffsetRange]]:

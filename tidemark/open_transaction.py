@@ -43,7 +43,7 @@ class OpenTransaction:
         }
 
     @classmethod
-    def from_json(cls, data: dict | None) -> "OpenTransaction | None":
+    def from_json(cls, data: dict | None) -> OpenTransaction | None:
         if data is None:
             return None
         return cls(data["stable_offset"], data["written_end"], data["since_ms"], data["held"])

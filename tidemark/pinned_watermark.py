@@ -7,7 +7,7 @@ steps, so no record read moves G and no hour is sealed by the run (the live job 
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from collections.abc import Mapping
 
 from tidemark.source_state import SourceState
 

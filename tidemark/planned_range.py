@@ -44,11 +44,18 @@ class StepRange:
     next_record_at_least_ms: int | None
 
     def to_json(self) -> list:
-        return [self.seq, self.start, self.end, self.global_watermark_ms, self.target_ms, self.watermark_ms,
-                self.next_record_at_least_ms]  # fmt: skip
+        return [
+            self.seq,
+            self.start,
+            self.end,
+            self.global_watermark_ms,
+            self.target_ms,
+            self.watermark_ms,
+            self.next_record_at_least_ms,
+        ]
 
     @classmethod
-    def from_json(cls, data: list) -> "StepRange":
+    def from_json(cls, data: list) -> StepRange:
         return cls(*data)
 
 
@@ -89,7 +96,7 @@ class PlannedRange:
         return self.state.position - self.start_offset
 
     @classmethod
-    def of_batch(cls, before: SourceState, after: SourceState) -> list["PlannedRange"]:
+    def of_batch(cls, before: SourceState, after: SourceState) -> list[PlannedRange]:
         """The ranges of the batch planned from ``before`` to ``after``, ordered by partition.
 
         A partition new in ``after`` starts at its own position: its first range is empty.
@@ -130,7 +137,7 @@ class PlannedRange:
         )
 
     @classmethod
-    def from_text(cls, text: str) -> "PlannedRange":
+    def from_text(cls, text: str) -> PlannedRange:
         data = json.loads(text)
         return cls(
             partition=data["partition"],
@@ -153,9 +160,16 @@ def _step_ranges(after: SourceState, partition: int, start: int) -> tuple[StepRa
     end = state.position
     if not after.steps:
         return (
-            StepRange(after.plan_seq, start, end, after.global_watermark_ms, after.target_ms, state.watermark_ms,
-                      state.next_record_at_least_ms),
-        )  # fmt: skip
+            StepRange(
+                after.plan_seq,
+                start,
+                end,
+                after.global_watermark_ms,
+                after.target_ms,
+                state.watermark_ms,
+                state.next_record_at_least_ms,
+            ),
+        )
     ranges, position = [], start
     first_seq = after.plan_seq - len(after.steps) + 1
     last = len(after.steps) - 1
@@ -164,10 +178,28 @@ def _step_ranges(after: SourceState, partition: int, start: int) -> tuple[StepRa
         if index == last:
             # The last step ends where the batch does (also for offsets past the steps' ends: a
             # partition discovered or unfrozen in this batch), with the batch's own state.
-            ranges.append(StepRange(first_seq + index, position, end, step.global_watermark_ms, step.target_ms,
-                                    state.watermark_ms, state.next_record_at_least_ms))  # fmt: skip
+            ranges.append(
+                StepRange(
+                    first_seq + index,
+                    position,
+                    end,
+                    step.global_watermark_ms,
+                    step.target_ms,
+                    state.watermark_ms,
+                    state.next_record_at_least_ms,
+                )
+            )
         elif step_end > position:
-            ranges.append(StepRange(first_seq + index, position, step_end, step.global_watermark_ms, step.target_ms,
-                                    step.watermarks.get(partition), step.cuts.get(partition)))  # fmt: skip
+            ranges.append(
+                StepRange(
+                    first_seq + index,
+                    position,
+                    step_end,
+                    step.global_watermark_ms,
+                    step.target_ms,
+                    step.watermarks.get(partition),
+                    step.cuts.get(partition),
+                )
+            )
             position = step_end
     return tuple(ranges)

@@ -24,8 +24,8 @@ a STOP is data not persisted yet (still in the log); LOST ranks last because it 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import Iterable
 
 
 class QualityStatus(str, Enum):

@@ -13,7 +13,7 @@ for its range row (the ledger row of every partition is written in every batch, 
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def assign_read_tasks(offsets_to_read: Mapping[int, int], max_tasks: int) -> list[list[int]]:

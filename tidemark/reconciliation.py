@@ -58,11 +58,16 @@ class HourComparison:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "HourComparison":
+    def from_json(cls, data: dict) -> HourComparison:
         return cls(
-            data["partition"], parse_event_time(data["hour"]), data["live"], data["shadow"],
-            data["missing_in_live"], data["extra_in_live"], data["routed_differently"],
-        )  # fmt: skip
+            data["partition"],
+            parse_event_time(data["hour"]),
+            data["live"],
+            data["shadow"],
+            data["missing_in_live"],
+            data["extra_in_live"],
+            data["routed_differently"],
+        )
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,8 @@ class Reconciliation:
                 continue
             hours = sorted({h.hour_ms for h in self.differing if h.partition == partition and h.missing_in_live})
             count = sum(h.missing_in_live for h in self.differing if h.partition == partition)
-            reason = (
-                f"RECONCILE: {count} records the log holds are missing in live's events, hours "
-                + ", ".join(format_event_time(h) for h in hours)
+            reason = f"RECONCILE: {count} records the log holds are missing in live's events, hours " + ", ".join(
+                format_event_time(h) for h in hours
             )
             requests.append(RecoveryRequest(self.stream, partition, ranges, reason[:500]))
         return requests

@@ -6,7 +6,7 @@ take all of it, the rest split what is left evenly, so a heavy partition cannot 
 and every partition with a backlog reads at least something whenever the budget allows.
 """
 
-from typing import Mapping
+from collections.abc import Mapping
 
 
 def plan_record_count_slices(

@@ -87,12 +87,15 @@ class RecordDecoder:
                 RejectReason.TOO_DEEPLY_NESTED, "the JSON value is nested too deeply to decode (thousands of levels)"
             )
         except Exception as error:  # noqa: BLE001 - the contract: every record becomes a row
-            return Rejection(RejectReason.UNDECODABLE, f"the decoder failed on this record: {type(error).__name__}: {error}"[:500])
+            return Rejection(
+                RejectReason.UNDECODABLE, f"the decoder failed on this record: {type(error).__name__}: {error}"[:500]
+            )
 
     def _decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
         if value is None:
             return Rejection(
-                RejectReason.EMPTY_VALUE, "the record's value is null: a tombstone, which deletes its key in a compacted topic"
+                RejectReason.EMPTY_VALUE,
+                "the record's value is null: a tombstone, which deletes its key in a compacted topic",
             )
         if not value:
             return Rejection(RejectReason.EMPTY_VALUE, "the record has no value")

@@ -27,7 +27,8 @@ record first, because those records leave the log first.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
@@ -87,7 +88,7 @@ class RecoveryRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return msgspec.json.decode(msgspec.json.encode(self))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "RecoveryRequest":
+    def from_json(cls, data: Mapping[str, Any]) -> RecoveryRequest:
         """The request from its mapping; RecoveryRequestError naming the field that is wrong."""
         try:
             return msgspec.convert(dict(data), cls)
@@ -99,7 +100,7 @@ class RecoveryRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return msgspec.json.encode(self).decode()
 
     @classmethod
-    def decode(cls, text: str | bytes) -> "RecoveryRequest":
+    def decode(cls, text: str | bytes) -> RecoveryRequest:
         """The request from ``encode``'s text; RecoveryRequestError naming the field that is wrong."""
         try:
             return msgspec.json.decode(text, type=cls)
@@ -156,7 +157,9 @@ def parse_recovery_form(params: Mapping[str, Any], streams: Mapping[str, StreamC
         )
     partition = _whole_number("partition", params.get("partition"))
     if partition < 0:
-        raise RecoveryRequestError("partition", f"partition {partition} is outside [0, {streams[name].source.partitions})")
+        raise RecoveryRequestError(
+            "partition", f"partition {partition} is outside [0, {streams[name].source.partitions})"
+        )
     ranges = _merged(_parse_ranges(params.get("ranges")))
     reason = params.get("reason")
     if not isinstance(reason, str) or not reason.strip():
@@ -220,7 +223,9 @@ def _parse_ranges(value: Any) -> list[OffsetRange]:
         if start < 0 or end < 0:
             raise RecoveryRequestError("ranges", f"{part}: offsets are never negative")
         if start >= end:
-            raise RecoveryRequestError("ranges", f"{part}: start after end; a range is start-end with start < end, end exclusive")
+            raise RecoveryRequestError(
+                "ranges", f"{part}: start after end; a range is start-end with start < end, end exclusive"
+            )
         ranges.append(OffsetRange(start, end))
     if not ranges:
         raise RecoveryRequestError("ranges", "no ranges given; name at least one, e.g. 100-200")

@@ -49,6 +49,6 @@ class RecoveryResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
 
     @classmethod
-    def decode(cls, data: str | bytes) -> "RecoveryResult":
+    def decode(cls, data: str | bytes) -> RecoveryResult:
         """The result from its file; msgspec.ValidationError naming the field when it is not one."""
         return msgspec.json.decode(data, type=cls)

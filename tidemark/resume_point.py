@@ -10,8 +10,8 @@ Without this, a new checkpoint starts at the earliest offsets and appends the wh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from tidemark.partition_status import PartitionStatus
 from tidemark.source_state import PartitionState, SourceState

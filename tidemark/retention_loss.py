@@ -13,8 +13,8 @@ count of offsets is exact, the count of data records in it is unknowable now.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 
 @dataclass(frozen=True, order=True)

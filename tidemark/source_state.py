@@ -48,7 +48,7 @@ class PartitionState:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "PartitionState":
+    def from_json(cls, data: dict) -> PartitionState:
         return cls(
             position=data["position"],
             log_end=data["log_end"],
@@ -80,7 +80,7 @@ class PlannedStep:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "PlannedStep":
+    def from_json(cls, data: dict) -> PlannedStep:
         ends = {int(p): values for p, values in data["ends"].items()}
         return cls(
             data["global_watermark_ms"],
@@ -121,7 +121,7 @@ class SourceState:
         }
 
     @classmethod
-    def from_offset(cls, offset: dict) -> "SourceState":
+    def from_offset(cls, offset: dict) -> SourceState:
         return cls(
             plan_seq=offset.get("plan_seq", -1),
             read_time_ms=offset["read_time_ms"],

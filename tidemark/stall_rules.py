@@ -51,9 +51,9 @@ Worst-case detection delays, for rows written every i ms and the check run every
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
 
 from tidemark.duration import format_duration_ms
 

@@ -54,7 +54,7 @@ class StepCounts:
         return json.dumps(asdict(self), separators=(",", ":"))
 
     @classmethod
-    def from_text(cls, text: str) -> "StepCounts":
+    def from_text(cls, text: str) -> StepCounts:
         return cls(**json.loads(text))
 
 

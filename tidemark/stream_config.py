@@ -15,8 +15,9 @@ file, ``idle_timeout_ms`` here) says so with ``msgspec.field(name=...)``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Mapping, get_args
+from typing import Annotated, Literal, get_args
 
 import msgspec
 
@@ -96,7 +97,8 @@ class PayloadSchema(_Section):
         for field in self.fields:
             if field.name == self.event_time_field:
                 raise ConfigRuleError(
-                    f"fields.{field.name}", "the event-time field is declared by event_time_field, not as a payload field"
+                    f"fields.{field.name}",
+                    "the event-time field is declared by event_time_field, not as a payload field",
                 )
 
 
@@ -131,7 +133,9 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
     # How long a partition's last stable offset may stand still below its written end (an open
     # transaction) before the job reports the partition as held by it (ms). Kafka aborts a
     # transaction after the producer's transaction.timeout.ms, at most 15 minutes by default.
-    open_transaction_timeout_ms: PositiveMilliseconds = msgspec.field(default=15 * 60_000, name="open_transaction_timeout")
+    open_transaction_timeout_ms: PositiveMilliseconds = msgspec.field(
+        default=15 * 60_000, name="open_transaction_timeout"
+    )
     # The most partitions the topic may have (tidemark.partition_limit): past it a job fails
     # at start-up instead of planning and ledgering every partition of a topic grown by mistake.
     max_partitions: PositiveNumber = DEFAULT_MAX_PARTITIONS
@@ -227,7 +231,9 @@ class OfflineDevicesSettings(_Section):
     def __post_init__(self):
         for key, ms in (("live_slice", self.live_slice_ms), ("backfill_slice", self.backfill_slice_ms)):
             if ms < _MIN_SLICE_MS:
-                raise ConfigRuleError(key, f"{format_duration_ms(ms)} is shorter than {format_duration_ms(_MIN_SLICE_MS)}")
+                raise ConfigRuleError(
+                    key, f"{format_duration_ms(ms)} is shorter than {format_duration_ms(_MIN_SLICE_MS)}"
+                )
 
 
 class StreamConfig(_Section):
@@ -249,7 +255,9 @@ class StreamConfig(_Section):
 
     def __post_init__(self):
         if not _STREAM_NAME.match(self.name):
-            raise ConfigRuleError("", "a stream name must be lower-case letters, digits and '_', starting with a letter")
+            raise ConfigRuleError(
+                "", "a stream name must be lower-case letters, digits and '_', starting with a letter"
+            )
         if self.event_time.allowed_lateness_ms >= self.retention_ms:
             raise ConfigRuleError(
                 "event_time.allowed_lateness",
@@ -258,7 +266,12 @@ class StreamConfig(_Section):
             )
         if self.persist.driver_memory_mib is not None:
             try:
-                check_batch_fits(self.persist.max_records_per_batch, self.payload, self.persist.driver_memory_mib, "persist.driver_memory")
+                check_batch_fits(
+                    self.persist.max_records_per_batch,
+                    self.payload,
+                    self.persist.driver_memory_mib,
+                    "persist.driver_memory",
+                )
             except BatchMemoryError as error:
                 raise ConfigRuleError(error.key, error.reason) from None
         if self.offline_devices is not None:
@@ -266,7 +279,8 @@ class StreamConfig(_Section):
             declared = {f.name: f for f in self.payload.fields}
             if device_field not in declared:
                 raise ConfigRuleError(
-                    "offline_devices.device_field", f"{device_field!r} is not a payload field; declared: {', '.join(declared)}"
+                    "offline_devices.device_field",
+                    f"{device_field!r} is not a payload field; declared: {', '.join(declared)}",
                 )
             if declared[device_field].type not in ("string", "long", "int"):
                 raise ConfigRuleError(

@@ -12,8 +12,8 @@ a stalled partition must stand out, and an idle one is not a problem.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from tidemark.stall_rules import LedgerObservation, StallRules, StallStatus, StallVerdict, partition_stall_status
 
@@ -38,7 +38,9 @@ class LedgerPoint:
     reading_status: str
 
     def observation(self) -> LedgerObservation:
-        return LedgerObservation(self.read_time_ms, self.position, self.log_end, self.partition_watermark_ms, self.global_watermark_ms)
+        return LedgerObservation(
+            self.read_time_ms, self.position, self.log_end, self.partition_watermark_ms, self.global_watermark_ms
+        )
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ class PartitionOverview:
     partition_watermark_ms: int | None
     status: str  # a stall status when not OK, else ACTIVE / IDLE (NO LEDGER ROWS before any)
     reason: str  # the sentence behind the status
-    retention_deadline_ms: int | None  # when the oldest unpersisted record leaves the log; None: nothing unread or unknown
+    retention_deadline_ms: (
+        int | None
+    )  # when the oldest unpersisted record leaves the log; None: nothing unread or unknown
     totals: PartitionTotals
     as_of_ms: int | None  # read time of the partition's newest live ledger row
 
@@ -113,18 +117,35 @@ def build_stream_overview(
     shown = sorted(set(partitions) | set(by_partition))
     overviews = tuple(
         _partition_overview(
-            partition, by_partition.get(partition, []), totals.get(partition, PartitionTotals()), rules, retention_ms,
-            now_ms, None if log_ends is None else log_ends.get(partition), (oldest_unread_ms or {}).get(partition),
+            partition,
+            by_partition.get(partition, []),
+            totals.get(partition, PartitionTotals()),
+            rules,
+            retention_ms,
+            now_ms,
+            None if log_ends is None else log_ends.get(partition),
+            (oldest_unread_ms or {}).get(partition),
         )
         for partition in shown
-    )  # fmt: skip
-    global_points = sorted({(p.read_time_ms, p.global_watermark_ms) for p in points if p.global_watermark_ms is not None})
+    )
+    global_points = sorted(
+        {(p.read_time_ms, p.global_watermark_ms) for p in points if p.global_watermark_ms is not None}
+    )
     watermark_lines = tuple(
-        Line(f"partition {partition}", _thinned([(p.read_time_ms, p.partition_watermark_ms) for p in rows if p.partition_watermark_ms is not None], max_chart_points))
+        Line(
+            f"partition {partition}",
+            _thinned(
+                [(p.read_time_ms, p.partition_watermark_ms) for p in rows if p.partition_watermark_ms is not None],
+                max_chart_points,
+            ),
+        )
         for partition, rows in sorted(by_partition.items())
     ) + (Line("G", _thinned(global_points, max_chart_points)),)
     lag_lines = tuple(
-        Line(f"partition {partition}", _thinned([(p.read_time_ms, max(p.log_end - p.position, 0)) for p in rows], max_chart_points))
+        Line(
+            f"partition {partition}",
+            _thinned([(p.read_time_ms, max(p.log_end - p.position, 0)) for p in rows], max_chart_points),
+        )
         for partition, rows in sorted(by_partition.items())
     )
     return StreamOverview(
@@ -151,7 +172,18 @@ def _partition_overview(
     oldest_unread_ms: int | None,
 ) -> PartitionOverview:
     if not rows:
-        return PartitionOverview(partition, None, log_end_now, None, None, NO_LEDGER, "the live job has not read this partition yet", None, totals, None)
+        return PartitionOverview(
+            partition,
+            None,
+            log_end_now,
+            None,
+            None,
+            NO_LEDGER,
+            "the live job has not read this partition yet",
+            None,
+            totals,
+            None,
+        )
     newest = rows[-1]
     verdict: StallVerdict = partition_stall_status([r.observation() for r in rows], rules, now_ms, log_end_now)
     status = newest.reading_status if verdict.status is StallStatus.OK else verdict.status.value
@@ -159,7 +191,16 @@ def _partition_overview(
     lag = max(log_end - newest.position, 0)
     deadline = oldest_unread_ms + retention_ms if lag and oldest_unread_ms is not None else None
     return PartitionOverview(
-        partition, newest.position, log_end, lag, newest.partition_watermark_ms, status, verdict.reason, deadline, totals, newest.read_time_ms
+        partition,
+        newest.position,
+        log_end,
+        lag,
+        newest.partition_watermark_ms,
+        status,
+        verdict.reason,
+        deadline,
+        totals,
+        newest.read_time_ms,
     )
 
 

@@ -29,8 +29,8 @@ the hole and recovery claims them again, routed under the first claim's G. No le
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from tidemark.live_routing import RoutedRange
 
@@ -77,7 +77,9 @@ def claim_rows(
     return rows
 
 
-def earliest_claim_routing(ranges: dict[int, tuple[int, int]], claims: Iterable[ClaimedRange]) -> tuple[RoutedRange, ...]:
+def earliest_claim_routing(
+    ranges: dict[int, tuple[int, int]], claims: Iterable[ClaimedRange]
+) -> tuple[RoutedRange, ...]:
     """The G each offset of ``ranges`` is routed under: that of the earliest claim (lowest
     version) covering it, as routing ranges (tidemark.live_routing); NO_WATERMARK_MS for a claim
     without G. Offsets no claim covers get no range."""
@@ -98,7 +100,9 @@ def earliest_claim_routing(ranges: dict[int, tuple[int, int]], claims: Iterable[
     return tuple(sorted(routed))
 
 
-def covered_parts(ranges: dict[int, tuple[int, int]], covering: Iterable[tuple[int, int, int]]) -> dict[int, list[tuple[int, int]]]:
+def covered_parts(
+    ranges: dict[int, tuple[int, int]], covering: Iterable[tuple[int, int, int]]
+) -> dict[int, list[tuple[int, int]]]:
     """The parts of ``ranges`` ({partition: (start, end)}) that ``covering`` ((partition, start,
     end) triples, may overlap) covers, merged, per partition; partitions with none are left out."""
     parts: dict[int, list[tuple[int, int]]] = {}

@@ -25,7 +25,9 @@ class AirflowConnection:
     def task_url(self, dag_id: str, run_id: str, task_id: str) -> str:
         return f"{self.run_url(dag_id, run_id)}/tasks/{task_id}"
 
-    def task_log_file(self, dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1) -> Path | None:
+    def task_log_file(
+        self, dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1
+    ) -> Path | None:
         """The task try's log file on this machine (Airflow's default log layout), if it is there."""
         folder = self.airflow_home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
         if map_index >= 0:

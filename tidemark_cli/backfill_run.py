@@ -37,8 +37,15 @@ def backfill_params(
     click.BadParameter (a usage error, exit 2) naming the option when a param is wrong: nothing
     is triggered. Like the DAG, ``compare`` only applies to a shadow target.
     """
-    params = {"stream": stream.name, "start": start or "", "end": end or "", "partitions": partitions or "",
-              "target": target, "shadow_name": shadow_name or "", "compare": compare}  # fmt: skip
+    params = {
+        "stream": stream.name,
+        "start": start or "",
+        "end": end or "",
+        "partitions": partitions or "",
+        "target": target,
+        "shadow_name": shadow_name or "",
+        "compare": compare,
+    }
     try:
         request = parse_backfill_request(params, {stream.name: stream}, now_ms, run_id)
     except BackfillRequestError as error:
@@ -85,11 +92,24 @@ def print_backfill_result(console: Console, result: dict | None) -> None:
 
 def differing_hours_table(differing: list[HourComparison]) -> Table:
     table = Table(title="Partition-hours where the backfill and live differ", title_justify="left")
-    for name in ("partition", "hour (UTC)", "live", "backfill", "missing in live", "only in live", "late/quarantined in live"):
+    for name in (
+        "partition",
+        "hour (UTC)",
+        "live",
+        "backfill",
+        "missing in live",
+        "only in live",
+        "late/quarantined in live",
+    ):
         table.add_column(name, justify="left" if name == "hour (UTC)" else "right")
     for hour in differing:
         table.add_row(
-            str(hour.partition), hour.to_json()["hour"], f"{hour.live:,}", f"{hour.shadow:,}",
-            f"{hour.missing_in_live:,}", f"{hour.extra_in_live:,}", f"{hour.routed_differently:,}",
-        )  # fmt: skip
+            str(hour.partition),
+            hour.to_json()["hour"],
+            f"{hour.live:,}",
+            f"{hour.shadow:,}",
+            f"{hour.missing_in_live:,}",
+            f"{hour.extra_in_live:,}",
+            f"{hour.routed_differently:,}",
+        )
     return table

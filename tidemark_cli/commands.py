@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import click
 from rich.console import Console
@@ -94,7 +94,9 @@ def down(services: tuple[str, ...]) -> int:
 
 
 @cli.command(short_help="Run the demo end to end (make demo).")
-@click.option("--hours", type=click.IntRange(min=1), default=3, show_default=True, help="Simulated hours of backlog to produce.")
+@click.option(
+    "--hours", type=click.IntRange(min=1), default=3, show_default=True, help="Simulated hours of backlog to produce."
+)
 def demo(hours: int) -> int:
     """Start everything, produce a backlog, run the persist, quality and backfill DAGs, report.
 
@@ -216,13 +218,20 @@ def status(stream: StreamConfig) -> int:
     help="shadow: a table set of its own, compared with live; events: the stream's tables, insert-only.",
 )
 @click.option("--shadow-name", help="Name of the shadow table set. Default: made from the run's id.")
-@click.option("--compare/--no-compare", default=True, show_default=True, help="Shadow only: compare with live, recover what live lacks.")
+@click.option(
+    "--compare/--no-compare",
+    default=True,
+    show_default=True,
+    help="Shadow only: compare with live, recover what live lacks.",
+)
 @click.option(
     "--unpause",
     is_flag=True,
     help="Unpause the backfill DAG if it is paused. It then also runs its daily reconciliation, the latest one at once.",
 )
-@click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar.")
+@click.option(
+    "--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar."
+)
 def backfill(
     stream: StreamConfig, start, end, partitions, target: str, shadow_name, compare: bool, unpause: bool, wait: bool
 ) -> int:
@@ -260,9 +269,15 @@ def backfill(
 @click.option("--partition", help="The partition to recover.")
 @click.option("--ranges", help='Offset ranges to replay, end exclusive: "100-200,300-350".')
 @click.option("--reason", help="Why (kept in the ledger's log and the report).")
-@click.option("--restart-live", is_flag=True, help="Start a persist run after the replay: the live job had stopped reading the partition.")
+@click.option(
+    "--restart-live",
+    is_flag=True,
+    help="Start a persist run after the replay: the live job had stopped reading the partition.",
+)
 @click.option("--unpause", is_flag=True, help="Unpause the recover DAG if it is paused.")
-@click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar.")
+@click.option(
+    "--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar."
+)
 def recover(stream: StreamConfig, partition, ranges, reason, restart_live: bool, unpause: bool, wait: bool) -> int:
     """Replay offset ranges of one partition of STREAM, insert-only, through its recover DAG.
 
@@ -293,8 +308,14 @@ def recover(stream: StreamConfig, partition, ranges, reason, restart_live: bool,
 
 @cli.command(short_help="Show the latest quality report, per partition.")
 @stream_argument
-@click.option("--run", "run_name", help="A quality run's name (its folder under reports/<stream>/runs/). Default: the newest.")
-@click.option("--persistence", is_flag=True, help="Also run the per-partition persistence report (log against lake; starts Spark, needs Kafka).")
+@click.option(
+    "--run", "run_name", help="A quality run's name (its folder under reports/<stream>/runs/). Default: the newest."
+)
+@click.option(
+    "--persistence",
+    is_flag=True,
+    help="Also run the per-partition persistence report (log against lake; starts Spark, needs Kafka).",
+)
 def report(stream: StreamConfig, run_name, persistence: bool) -> int:
     """The latest quality report of STREAM: each partition's status, the checks, the recovery
     requests, and the paths of the HTML summary and the Data Docs.
@@ -321,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         # Every command runs with the embedded environment, as Airflow and Spark do; `env` prints it.
         stack_environment = embedded_environment()
         os.environ.update(stack_environment)
-        code = cli.main(args=argv, prog_name="tidemark", standalone_mode=False, obj={STACK_ENVIRONMENT: stack_environment})
+        code = cli.main(
+            args=argv, prog_name="tidemark", standalone_mode=False, obj={STACK_ENVIRONMENT: stack_environment}
+        )
     except click.exceptions.Exit as done:  # --help
         return done.exit_code
     except click.ClickException as error:  # usage errors: exit 2, with the usage line
@@ -374,4 +397,4 @@ def _persistence_report(stream: StreamConfig, conf: str) -> None:
 
 def _new_run_id() -> str:
     """A run id like Airflow's own, named after the CLI so the UI shows where a run came from."""
-    return f"tidemark_cli__{datetime.now(timezone.utc).isoformat()}"
+    return f"tidemark_cli__{datetime.now(UTC).isoformat()}"

@@ -59,21 +59,40 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     if backlog is None:
         _step("Producing nothing: the stream's global watermark is within the last minute (a demo just ran)")
     else:
-        _step(f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)")
+        _step(
+            f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)"
+        )
         if backlog.note:
             print(backlog.note)
         _run(
-            [sys.executable, "-m", "generator", "--stream", DEMO_STREAM, "backlog", "--hours", f"{backlog.hours:.6f}",
-             "--end", format_event_time(backlog.end_ms), "--profiles", "steady,slow,heavy,bursty",
-             "--bad-records", str(bad_records), "--summary-file", str(reports / "generated.json")],
+            [
+                sys.executable,
+                "-m",
+                "generator",
+                "--stream",
+                DEMO_STREAM,
+                "backlog",
+                "--hours",
+                f"{backlog.hours:.6f}",
+                "--end",
+                format_event_time(backlog.end_ms),
+                "--profiles",
+                "steady,slow,heavy,bursty",
+                "--bad-records",
+                str(bad_records),
+                "--summary-file",
+                str(reports / "generated.json"),
+            ],
             quiet=True,
-        )  # fmt: skip
+        )
 
     dag_id = f"tidemark_persist__{DEMO_STREAM}"
     _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)")
     password = airflow.admin_password()
     if password is None:
-        raise CommandFailed(f"no admin password in {airflow.password_file}; restart Airflow with `tidemark down airflow` then `tidemark up`")
+        raise CommandFailed(
+            f"no admin password in {airflow.password_file}; restart Airflow with `tidemark down airflow` then `tidemark up`"
+        )
     api = AirflowApi(airflow.url, "admin", password)
     api.wait_for_dag(dag_id)
     api.unpause(dag_id)
@@ -118,15 +137,19 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
 
     if stream.offline_devices is not None:
         detector_dag = f"tidemark_offline_devices__{DEMO_STREAM}"
-        _step(f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)")
+        _step(
+            f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)"
+        )
         api.wait_for_dag(detector_dag)
         api.unpause(detector_dag)
         detector_run = api.trigger(detector_dag)
         detector_state = api.wait_for_run(detector_dag, detector_run)
         detected = api.return_value(detector_dag, detector_run, "detect") or {}
-        print(f"Run {detector_run}: {detector_state}; read {detected.get('records')} records in {detected.get('slices')} slices "
-              f"up to {detected.get('read_until')}; offline periods opened {detected.get('periods_opened')}, closed "
-              f"{detected.get('periods_closed')}; table {detected.get('output')}")  # fmt: skip
+        print(
+            f"Run {detector_run}: {detector_state}; read {detected.get('records')} records in {detected.get('slices')} slices "
+            f"up to {detected.get('read_until')}; offline periods opened {detected.get('periods_opened')}, closed "
+            f"{detected.get('periods_closed')}; table {detected.get('output')}"
+        )
 
     # Not a Path: pathlib would fold s3a://bucket into s3a:/bucket.
     lake = f"{stream.lake.root.rstrip('/')}/{DEMO_STREAM}"
@@ -150,13 +173,17 @@ def _print_backfill(result: dict | None) -> None:
     if not result:
         print("(the backfill task returned nothing; see its log in the UI)")
         return
-    print(f"Backfilled [{result['start']}, {result['end']}) into {result['target']}: {result['records']} records, "
-          f"{result['late']} late, {result['quarantined']} quarantined, {result['batches']} batches, "
-          f"{result['records_per_second']} records/s")  # fmt: skip
+    print(
+        f"Backfilled [{result['start']}, {result['end']}) into {result['target']}: {result['records']} records, "
+        f"{result['late']} late, {result['quarantined']} quarantined, {result['batches']} batches, "
+        f"{result['records_per_second']} records/s"
+    )
     comparison = result.get("comparison") or {}
     differing = comparison.get("differing", [])
-    print(f"Compared with live: {comparison.get('compared_hours', 0)} partition-hours, {comparison.get('records_live', 0)} records "
-          f"in live, {comparison.get('records_shadow', 0)} in the backfill, {len(differing)} partition-hours differ")  # fmt: skip
+    print(
+        f"Compared with live: {comparison.get('compared_hours', 0)} partition-hours, {comparison.get('records_live', 0)} records "
+        f"in live, {comparison.get('records_shadow', 0)} in the backfill, {len(differing)} partition-hours differ"
+    )
     for hour in differing:
         print(f"  partition {hour['partition']}, hour {hour['hour']}: live {hour['live']}, backfill {hour['shadow']}")
 
@@ -174,8 +201,10 @@ def _print_quality_summary(runs: Path) -> Path | None:
         print(f"({error})")
         return summaries[-1].with_suffix(".html")
     checked = sorted(path.stem for path in (runs.parent / "hours").glob("*.json"))
-    print(f"Hours checked by this run: {', '.join(summary.hours) or 'none new'}; sealed hours checked so far: {len(checked)}"
-          + (f", the latest {checked[-1]}" if checked else ""))  # fmt: skip
+    print(
+        f"Hours checked by this run: {', '.join(summary.hours) or 'none new'}; sealed hours checked so far: {len(checked)}"
+        + (f", the latest {checked[-1]}" if checked else "")
+    )
     for partition in summary.partitions:
         print(f"  partition {partition.partition}: {partition.status.value:<8} {'; '.join(partition.reasons)}")
     return summaries[-1].with_suffix(".html")

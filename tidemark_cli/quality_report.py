@@ -61,7 +61,9 @@ def print_summary(console: Console, summary: QualitySummary, summary_json: Path)
     Docs are (paths never wrapped)."""
     verdict = Text(summary.verdict, style="bold green" if summary.success else "bold red")
     console.print(
-        Text.assemble((f"Quality of stream {summary.stream}", "bold"), f", run {summary.run_name} at {summary.now}: ", verdict)
+        Text.assemble(
+            (f"Quality of stream {summary.stream}", "bold"), f", run {summary.run_name} at {summary.now}: ", verdict
+        )
     )
     hours = ", ".join(summary.hours) or "none (the stream-wide stall and retention checks only)"
     console.print(Text(f"Hours checked (UTC, [H, H+1h)): {hours}"))
@@ -81,9 +83,22 @@ def print_summary(console: Console, summary: QualitySummary, summary_json: Path)
 def partitions_table(summary: QualitySummary) -> Table:
     """One row per partition; holes and lost offsets get columns only when a partition has some."""
     missing = any(p.holes or p.lost for p in summary.partitions)
-    table = Table(title="Partitions (status: the worst any check gave)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("partition", "status", "watermark (UTC)", "lag", "records", "late", "quarantined", *(("holes", "lost") if missing else ())):
-        table.add_column(name, justify="left" if name in ("status", "watermark (UTC)", "holes", "lost") else "right", no_wrap=True)
+    table = Table(
+        title="Partitions (status: the worst any check gave)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+    )
+    for name in (
+        "partition",
+        "status",
+        "watermark (UTC)",
+        "lag",
+        "records",
+        "late",
+        "quarantined",
+        *(("holes", "lost") if missing else ()),
+    ):
+        table.add_column(
+            name, justify="left" if name in ("status", "watermark (UTC)", "holes", "lost") else "right", no_wrap=True
+        )
     for p in summary.partitions:
         row = [
             str(p.partition),

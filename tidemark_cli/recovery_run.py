@@ -22,7 +22,13 @@ def recovery_params(
     """The request the DAG run is triggered with (its ``to_json()`` is the run's conf: ranges
     sorted and merged), validated by ``parse_recovery_form`` as the form's are; click.BadParameter
     (exit 2) naming the option when one is wrong."""
-    params = {"stream": stream.name, "partition": partition, "ranges": ranges or "", "reason": reason, "restart_live": restart_live}
+    params = {
+        "stream": stream.name,
+        "partition": partition,
+        "ranges": ranges or "",
+        "reason": reason,
+        "restart_live": restart_live,
+    }
     try:
         return parse_recovery_form(params, {stream.name: stream})
     except RecoveryRequestError as error:

@@ -8,8 +8,8 @@ estimate of the time left. Stopping to follow (Ctrl-C) leaves the run going on i
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -68,12 +68,15 @@ def follow_run(
 def interrupted(console: Console, connection: AirflowConnection, dag_id: str, run_id: str) -> int:
     """Ctrl-C while following: the run is Airflow's, and goes on."""
     console.print(
-        f"Stopped following. The run {escape(run_id)} goes on in Airflow: {connection.run_url(dag_id, run_id)}", soft_wrap=True
+        f"Stopped following. The run {escape(run_id)} goes on in Airflow: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
     )
     return EXIT_INTERRUPTED
 
 
-def print_failure(console: Console, connection: AirflowConnection, dag_id: str, run_id: str, snapshot: RunSnapshot) -> None:
+def print_failure(
+    console: Console, connection: AirflowConnection, dag_id: str, run_id: str, snapshot: RunSnapshot
+) -> None:
     """The failed tasks, each with the exception it failed with and where its log is."""
     # Unwrapped (soft_wrap): paths, addresses and the job's own lines must stay copyable.
     say = partial(console.print, highlight=False, soft_wrap=True)

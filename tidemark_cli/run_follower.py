@@ -114,7 +114,12 @@ class RunFollower:
             return
         try:
             records, token = self.api.task_log(
-                self.dag_id, self.run_id, task.task_id, task.try_number, self._log_tokens.get(task.try_number), task.map_index
+                self.dag_id,
+                self.run_id,
+                task.task_id,
+                task.try_number,
+                self._log_tokens.get(task.try_number),
+                task.map_index,
             )
         except StackError:
             return  # no log yet (the task is starting): the bar shows task states until there is

@@ -29,7 +29,13 @@ def _resolve(ctx: click.Context, _param: click.Parameter, name: str | None) -> S
     if name is None:
         if len(streams) == 1:
             return next(iter(streams.values()))
-        raise click.BadParameter(f"name one of the configured streams: {known} (from {conf})", ctx, param_hint="'STREAM'")
+        raise click.BadParameter(
+            f"name one of the configured streams: {known} (from {conf})", ctx, param_hint="'STREAM'"
+        )
     if name not in streams:
-        raise click.BadParameter(f"unknown stream {name!r}; the known streams are: {known} (configured in {conf})", ctx, param_hint="'STREAM'")
+        raise click.BadParameter(
+            f"unknown stream {name!r}; the known streams are: {known} (configured in {conf})",
+            ctx,
+            param_hint="'STREAM'",
+        )
     return streams[name]

@@ -46,14 +46,23 @@ def print_status(console: Console, overview: StreamOverview) -> None:
     if not overview.log_answered:
         say(Text("Is Kafka up? Start it with `tidemark up`.", style="yellow"))
     if overview.ledger_rows == 0:
-        say(Text("The ledger has no live rows yet: the persist job has not finished a batch for this stream.", style="yellow"))
+        say(
+            Text(
+                "The ledger has no live rows yet: the persist job has not finished a batch for this stream.",
+                style="yellow",
+            )
+        )
     table = status_table(overview)
     if console.measure(table, options=console.options.update_width(10_000)).maximum > console.width:
         table = status_table(overview, padding=0)  # a narrow terminal (80 columns): fits, times wrap
     console.print(table)
     for partition in overview.partitions:
         if partition.needs_attention:
-            say(Text.assemble(f"partition {partition.partition} ", status_text(partition.status), f": {partition.reason}"))
+            say(
+                Text.assemble(
+                    f"partition {partition.partition} ", status_text(partition.status), f": {partition.reason}"
+                )
+            )
 
 
 def status_table(overview: StreamOverview, padding: int = 1) -> Table:

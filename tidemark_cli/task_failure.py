@@ -13,7 +13,9 @@ from tidemark_cli.run_follower import RunSnapshot, TaskState
 @dataclass(frozen=True)
 class TaskFailure:
     task: TaskState
-    message: str | None  # the exception the task failed with ("AirflowFailException: param 'end': ..."); None: not found
+    message: (
+        str | None
+    )  # the exception the task failed with ("AirflowFailException: param 'end': ..."); None: not found
     log_file: Path | None  # on this machine, when it is there
     url: str  # the task in the Airflow UI, its log one click away
 

@@ -20,8 +20,9 @@ unsealed hours, the failure's type).
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from tidemark.alert_settings import ALARM_STATUSES
 from tidemark.duration import format_duration_ms
@@ -42,9 +43,12 @@ class PartitionFinding:
 
     def to_json(self) -> dict:
         return {
-            "partition": self.partition, "status": self.status, "reasons": list(self.reasons),
-            "holes": [list(r) for r in self.holes], "lost": [list(r) for r in self.lost],
-        }  # fmt: skip
+            "partition": self.partition,
+            "status": self.status,
+            "reasons": list(self.reasons),
+            "holes": [list(r) for r in self.holes],
+            "lost": [list(r) for r in self.lost],
+        }
 
 
 @dataclass(frozen=True)
@@ -74,13 +78,23 @@ class Alarm:
         return f"[tidemark] {self.stream}: {self.title}"
 
     def to_json(self) -> dict:
-        summary = {"html": self.summary_html, "json": self.summary_json} if self.summary_html or self.summary_json else None
+        summary = (
+            {"html": self.summary_html, "json": self.summary_json} if self.summary_html or self.summary_json else None
+        )
         return {
-            "source": "tidemark", "kind": self.kind, "stream": self.stream, "title": self.title,
-            "dag_id": self.task.dag_id, "run_id": self.task.run_id, "task_id": self.task.task_id,
-            "try_number": self.task.try_number, "log_url": self.task.log_url,
-            "partitions": [p.to_json() for p in self.partitions], "summary": summary, "details": dict(self.details),
-        }  # fmt: skip
+            "source": "tidemark",
+            "kind": self.kind,
+            "stream": self.stream,
+            "title": self.title,
+            "dag_id": self.task.dag_id,
+            "run_id": self.task.run_id,
+            "task_id": self.task.task_id,
+            "try_number": self.task.try_number,
+            "log_url": self.task.log_url,
+            "partitions": [p.to_json() for p in self.partitions],
+            "summary": summary,
+            "details": dict(self.details),
+        }
 
     def html(self) -> str:
         """The e-mail body: a heading, one row per partition, the links, the task."""
@@ -91,13 +105,19 @@ class Alarm:
             for p in self.partitions
         )
         table = (
-            "<table border='1' cellpadding='4'><tr><th>partition</th><th>status</th><th>reasons</th>"
-            f"<th>holes</th><th>lost</th></tr>{rows}</table>"
-        ) if rows else ""  # fmt: skip
+            (
+                "<table border='1' cellpadding='4'><tr><th>partition</th><th>status</th><th>reasons</th>"
+                f"<th>holes</th><th>lost</th></tr>{rows}</table>"
+            )
+            if rows
+            else ""
+        )
         details = "".join(f"<li>{e(str(k))}: {e(_text(v))}</li>" for k, v in self.details.items())
         links = []
         if self.summary_html:
-            links.append(f"<li>Quality summary: <a href='file://{e(self.summary_html)}'>file://{e(self.summary_html)}</a></li>")
+            links.append(
+                f"<li>Quality summary: <a href='file://{e(self.summary_html)}'>file://{e(self.summary_html)}</a></li>"
+            )
         if self.summary_json:
             links.append(f"<li>Quality summary (JSON): file://{e(self.summary_json)}</li>")
         if self.task.log_url:
@@ -129,9 +149,15 @@ def quality_alarm(result: QualitySummary | Mapping[str, Any], task: TaskIdentity
     )
     title = ", ".join(f"partition {f.partition} {f.status}" for f in findings)
     return Alarm(
-        QUALITY, summary.stream, title, task, findings, summary.paths.summary_html, summary.paths.summary_json,
+        QUALITY,
+        summary.stream,
+        title,
+        task,
+        findings,
+        summary.paths.summary_html,
+        summary.paths.summary_json,
         {"hours_checked": list(summary.hours), "recovery_requested": [r.partition for r in summary.recovery_requests]},
-    )  # fmt: skip
+    )
 
 
 def recovery_lost_alarm(stream: str, request: dict, result: dict, task: TaskIdentity) -> Alarm | None:
@@ -146,34 +172,55 @@ def recovery_lost_alarm(stream: str, request: dict, result: dict, task: TaskIden
     )
     finding = PartitionFinding(partition, "LOST", (reason,), lost=lost)
     return Alarm(
-        RECOVERY_LOST, stream, f"partition {partition} LOST", task, (finding,),
-        details={"requested": [[r["start"], r["end"]] if isinstance(r, dict) else list(r) for r in request.get("ranges", [])],
-                 "recovered": [[r["start"], r["end"]] if isinstance(r, dict) else list(r) for r in result.get("recovered", [])],
-                 "request_reason": request.get("reason", "")},
-    )  # fmt: skip
+        RECOVERY_LOST,
+        stream,
+        f"partition {partition} LOST",
+        task,
+        (finding,),
+        details={
+            "requested": [
+                [r["start"], r["end"]] if isinstance(r, dict) else list(r) for r in request.get("ranges", [])
+            ],
+            "recovered": [
+                [r["start"], r["end"]] if isinstance(r, dict) else list(r) for r in result.get("recovered", [])
+            ],
+            "request_reason": request.get("reason", ""),
+        },
+    )
 
 
 def persist_failed_alarm(stream: str, error_type: str | None, task: TaskIdentity) -> Alarm:
     """The persist task failed its last try: nothing is being persisted until a run succeeds."""
     tries = f" after {task.try_number} tries" if task.try_number else ""
     return Alarm(
-        PERSIST_FAILED, stream, f"the persist job failed{tries}", task,
+        PERSIST_FAILED,
+        stream,
+        f"the persist job failed{tries}",
+        task,
         details={"error": error_type or "unknown", "what_now": "the stream is not being persisted; see the task log"},
-    )  # fmt: skip
+    )
 
 
-def unsealed_hour_alarm(stream: str, hours_ms: list[int], newest_sealed_ms: int | None, bound_ms: int, now_ms: int, task: TaskIdentity) -> Alarm:
+def unsealed_hour_alarm(
+    stream: str, hours_ms: list[int], newest_sealed_ms: int | None, bound_ms: int, now_ms: int, task: TaskIdentity
+) -> Alarm:
     """Event-time hours that should have been sealed by now (end + ``bound_ms`` passed)."""
     first, last = hours_ms[0], hours_ms[-1]
     span = format_event_time(first) if first == last else f"{format_event_time(first)} … {format_event_time(last)}"
     return Alarm(
-        UNSEALED_HOUR, stream, f"{len(hours_ms)} hour{'s' if len(hours_ms) > 1 else ''} not sealed {format_duration_ms(bound_ms)} after {'its' if len(hours_ms) == 1 else 'their'} end",
+        UNSEALED_HOUR,
+        stream,
+        f"{len(hours_ms)} hour{'s' if len(hours_ms) > 1 else ''} not sealed {format_duration_ms(bound_ms)} after {'its' if len(hours_ms) == 1 else 'their'} end",
         task,
         # The first day of them is listed; a longer outage is one span.
-        details={"unsealed_hours": [format_event_time(h) for h in hours_ms[:24]], "span": span,
-                 "newest_sealed_hour": None if newest_sealed_ms is None else format_event_time(newest_sealed_ms),
-                 "bound": format_duration_ms(bound_ms), "checked_at": format_event_time(now_ms)},
-    )  # fmt: skip
+        details={
+            "unsealed_hours": [format_event_time(h) for h in hours_ms[:24]],
+            "span": span,
+            "newest_sealed_hour": None if newest_sealed_ms is None else format_event_time(newest_sealed_ms),
+            "bound": format_duration_ms(bound_ms),
+            "checked_at": format_event_time(now_ms),
+        },
+    )
 
 
 def overdue_hours(newest_sealed_ms: int | None, bound_ms: int, now_ms: int) -> list[int]:

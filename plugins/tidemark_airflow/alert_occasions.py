@@ -41,9 +41,12 @@ class QualityFindings:
         result = context["ti"].xcom_pull(task_ids=self.check_task_id)
         if not result:
             return Alarm(
-                QUALITY, self.stream, f"the quality check ({self.check_task_id}) failed: nothing was checked", task,
+                QUALITY,
+                self.stream,
+                f"the quality check ({self.check_task_id}) failed: nothing was checked",
+                task,
                 details={"what_now": f"see the log of task {self.check_task_id} of this run"},
-            )  # fmt: skip
+            )
         return quality_alarm(result, task)
 
 
@@ -71,7 +74,9 @@ class PersistFailed:
 
     def __call__(self, context: Any) -> Alarm | None:
         error = context.get("exception")
-        return persist_failed_alarm(self.stream, None if error is None else type(error).__name__, task_identity(context))
+        return persist_failed_alarm(
+            self.stream, None if error is None else type(error).__name__, task_identity(context)
+        )
 
 
 @dataclass(frozen=True)
@@ -86,5 +91,10 @@ class UnsealedHours:
         if not figures or not figures.get("overdue_ms"):
             return None
         return unsealed_hour_alarm(
-            self.stream, figures["overdue_ms"], figures["newest_sealed_ms"], figures["bound_ms"], figures["now_ms"], task_identity(context)
-        )  # fmt: skip
+            self.stream,
+            figures["overdue_ms"],
+            figures["newest_sealed_ms"],
+            figures["bound_ms"],
+            figures["now_ms"],
+            task_identity(context),
+        )

@@ -57,10 +57,19 @@ class AlarmNotifier(BaseNotifier):
                 self.log.warning(
                     "Alarm not delivered to %s (Airflow connection %r): %s: %s. The failure it was about stands; "
                     "see this task's state and log.",
-                    key, conn_id, type(error).__name__, error,
-                )  # fmt: skip
+                    key,
+                    conn_id,
+                    type(error).__name__,
+                    error,
+                )
             else:
-                self.log.info("Alarm %r for stream %s sent to %s (Airflow connection %r)", alarm.subject, alarm.stream, key, conn_id)
+                self.log.info(
+                    "Alarm %r for stream %s sent to %s (Airflow connection %r)",
+                    alarm.subject,
+                    alarm.stream,
+                    key,
+                    conn_id,
+                )
 
     def _receivers(self, alarm: Alarm) -> list[tuple[str, str, BaseNotifier]]:
         receivers: list[tuple[str, str, BaseNotifier]] = []
@@ -69,18 +78,25 @@ class AlarmNotifier(BaseNotifier):
 
             email = self.alerts.email
             notifier = SmtpNotifier(
-                to=list(email.to), from_email=email.from_email, subject=alarm.subject, html_content=alarm.html(),
+                to=list(email.to),
+                from_email=email.from_email,
+                subject=alarm.subject,
+                html_content=alarm.html(),
                 smtp_conn_id=email.conn_id,
-            )  # fmt: skip
+            )
             receivers.append(("alerts.email", email.conn_id, notifier))
         if self.alerts.webhook:
             from airflow.providers.http.notifications.http import HttpNotifier
 
             webhook = self.alerts.webhook
             notifier = HttpNotifier(
-                http_conn_id=webhook.conn_id, endpoint=webhook.endpoint, method="POST", json=alarm.to_json(),
-                headers={"Content-Type": "application/json"}, extra_options={"timeout": RECEIVER_TIMEOUT_S},
-            )  # fmt: skip
+                http_conn_id=webhook.conn_id,
+                endpoint=webhook.endpoint,
+                method="POST",
+                json=alarm.to_json(),
+                headers={"Content-Type": "application/json"},
+                extra_options={"timeout": RECEIVER_TIMEOUT_S},
+            )
             receivers.append(("alerts.webhook", webhook.conn_id, notifier))
         return receivers
 
@@ -119,6 +135,9 @@ def task_identity(context: Any) -> TaskIdentity:
     """Which task instance a callback's context is about."""
     ti = context["ti"]
     return TaskIdentity(
-        dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id, try_number=getattr(ti, "try_number", None),
+        dag_id=ti.dag_id,
+        run_id=ti.run_id,
+        task_id=ti.task_id,
+        try_number=getattr(ti, "try_number", None),
         log_url=getattr(ti, "log_url", None),
-    )  # fmt: skip
+    )

@@ -38,8 +38,16 @@ class BackfillOperator(TidemarkSparkJobOperator):
         request = BackfillRequest.from_json(self.request)
         with tempfile.TemporaryDirectory(prefix=f"tidemark-backfill-{stream.name}-") as folder:
             result_path = Path(folder) / "result.json"
-            arguments = ["--conf", self.conf_path, "--request", request.encode(), "--run-name", self.run_name,
-                         "--result", str(result_path)]  # fmt: skip
+            arguments = [
+                "--conf",
+                self.conf_path,
+                "--request",
+                request.encode(),
+                "--run-name",
+                self.run_name,
+                "--result",
+                str(result_path),
+            ]
             try:
                 self.submit(context, arguments)
             except Exception:
@@ -58,7 +66,15 @@ class BackfillOperator(TidemarkSparkJobOperator):
             raise AirflowFailException(f"Backfill refused before any work, yet the job exited 0: {result.error}")
         self.log.info(
             "Backfilled %s [%s, %s) of stream %s into %s: %d records (%d late, %d quarantined) in %s s, %s records/s",
-            result.ranges, result.start, result.end, stream.name, result.target, result.records,
-            result.late, result.quarantined, result.seconds, result.records_per_second,
-        )  # fmt: skip
+            result.ranges,
+            result.start,
+            result.end,
+            stream.name,
+            result.target,
+            result.records,
+            result.late,
+            result.quarantined,
+            result.seconds,
+            result.records_per_second,
+        )
         return result.to_json()

@@ -42,7 +42,12 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
             result_path = Path(folder) / "result.json"
             arguments = ["--stream", stream.name, "--conf", self.conf_path, "--result", str(result_path)]
             if request.mode == BACKFILL:
-                arguments += ["--start", format_event_time(request.start_ms), "--end", format_event_time(request.end_ms)]
+                arguments += [
+                    "--start",
+                    format_event_time(request.start_ms),
+                    "--end",
+                    format_event_time(request.end_ms),
+                ]
                 if request.output:
                     arguments += ["--output", request.output]
             self.log.info("Offline devices of stream %s: %s run %s", stream.name, request.mode, " ".join(arguments))
@@ -55,9 +60,18 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
             result = json.loads(result_path.read_text())
         self.log.info(
             "Stream %s: %s slices, %s records read up to %s (horizon %s); %s periods opened, %s closed; output %s",
-            stream.name, result["slices"], result["records"], result["read_until"], result["horizon"],
-            result["periods_opened"], result["periods_closed"], result["output"],
-        )  # fmt: skip
+            stream.name,
+            result["slices"],
+            result["records"],
+            result["read_until"],
+            result["horizon"],
+            result["periods_opened"],
+            result["periods_closed"],
+            result["output"],
+        )
         if result.get("cut_at_horizon"):
-            self.log.warning("The backfill stopped at the sealed horizon %s, before its end: run it again later.", result["read_until"])
+            self.log.warning(
+                "The backfill stopped at the sealed horizon %s, before its end: run it again later.",
+                result["read_until"],
+            )
         return result

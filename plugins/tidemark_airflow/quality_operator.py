@@ -27,7 +27,14 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
     template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
 
     def __init__(
-        self, *, stream: str, conf_path: str, hours: Any = None, reconcile: bool = True, sweep: bool = False, **kwargs: Any
+        self,
+        *,
+        stream: str,
+        conf_path: str,
+        hours: Any = None,
+        reconcile: bool = True,
+        sweep: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(stream=stream, conf_path=conf_path, job="expectations/quality_run.py", **kwargs)
         if sweep and (reconcile or hours):
@@ -43,15 +50,32 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
         run_name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{context['dag_run'].run_id}.{self.task_id}")
         with tempfile.TemporaryDirectory(prefix=f"tidemark-quality-{stream.name}-") as folder:
             result_path = Path(folder) / "result.json"
-            arguments = ["--stream", stream.name, "--conf", self.conf_path, "--report-dir", str(reports),
-                         "--gx-dir", str(reports / stream.name / "gx"), "--run-name", run_name, "--result", str(result_path)]  # fmt: skip
+            arguments = [
+                "--stream",
+                stream.name,
+                "--conf",
+                self.conf_path,
+                "--report-dir",
+                str(reports),
+                "--gx-dir",
+                str(reports / stream.name / "gx"),
+                "--run-name",
+                run_name,
+                "--result",
+                str(result_path),
+            ]
             if hours:
                 arguments += ["--hours", ",".join(hours)]
             if self.reconcile:
                 arguments += ["--reconcile"]
             if self.sweep:
                 arguments += ["--sweep"]
-            self.log.info("Checking stream %s: hours %s%s", stream.name, hours or "none given", ", plus unchecked sealed hours" if self.reconcile else "")
+            self.log.info(
+                "Checking stream %s: hours %s%s",
+                stream.name,
+                hours or "none given",
+                ", plus unchecked sealed hours" if self.reconcile else "",
+            )
             self.submit(context, arguments)
             summary = read_quality_summary(result_path)
         for line in _report_lines(summary):
@@ -62,5 +86,9 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
 def _report_lines(summary: QualitySummary) -> list[str]:
     """Where the reports are, as links (the job's own lines above already list each partition)."""
     paths = summary.paths
-    links = (("Quality summary (HTML)", paths.summary_html), ("Quality summary (JSON)", paths.summary_json), ("Data Docs", paths.data_docs_index))
+    links = (
+        ("Quality summary (HTML)", paths.summary_html),
+        ("Quality summary (JSON)", paths.summary_json),
+        ("Data Docs", paths.data_docs_index),
+    )
     return [f"{label}: file://{path}" for label, path in links if path]

@@ -51,7 +51,11 @@ class RecoverOperator(TidemarkSparkJobOperator):
             result = RecoveryResult.decode(result_path.read_bytes())
         self.log.info(
             "Partition %s of stream %s: recovered %s, %d records inserted, event hours %s; restart the live job: %s",
-            request.partition, stream.name, [[r.start, r.end] for r in result.recovered], result.inserted,
-            list(result.event_hours), request.restart_live,
-        )  # fmt: skip
+            request.partition,
+            stream.name,
+            [[r.start, r.end] for r in result.recovered],
+            result.inserted,
+            list(result.event_hours),
+            request.restart_live,
+        )
         return result.to_json()

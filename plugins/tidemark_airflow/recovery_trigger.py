@@ -28,6 +28,6 @@ def trigger_recovery(stream: str, result: Any, within: str | None = None) -> Any
         holder = result if within is None else (result.get(within) or {})
         return [RecoveryRequest.from_json(request).to_json() for request in holder.get("recovery_requests", [])]
 
-    return TriggerDagRunOperator.partial(task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream}").expand(
-        conf=recovery_requests(result)
-    )
+    return TriggerDagRunOperator.partial(
+        task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream}"
+    ).expand(conf=recovery_requests(result))

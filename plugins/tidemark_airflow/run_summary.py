@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 _HOUR = timedelta(hours=1)
@@ -62,7 +62,9 @@ def parse_run_summary(text: str, *, stream: str, allowed_lateness_ms: int, sourc
     """``read_run_summary`` on the file's text; ``source`` names it in error messages."""
 
     def fail(detail: str) -> RunSummaryError:
-        return RunSummaryError(f"run summary {source}: {detail}; the persist job wrote a summary tidemark cannot trust.")
+        return RunSummaryError(
+            f"run summary {source}: {detail}; the persist job wrote a summary tidemark cannot trust."
+        )
 
     try:
         document = json.loads(text)
@@ -86,7 +88,9 @@ def parse_run_summary(text: str, *, stream: str, allowed_lateness_ms: int, sourc
         if (hour.minute, hour.second, hour.microsecond) != (0, 0, 0):
             raise fail(f"{key}: {raw!r} is not the start of an hour")
         if sealed_hours and hour <= sealed_hours[-1]:
-            raise fail(f"{key}: {raw!r} does not come after {format_hour(sealed_hours[-1])} (hours must ascend, once each)")
+            raise fail(
+                f"{key}: {raw!r} does not come after {format_hour(sealed_hours[-1])} (hours must ascend, once each)"
+            )
         if global_watermark is None:
             raise fail(f"{key}: {raw!r} is listed as sealed but there is no global_watermark")
         seal_time = hour + _HOUR + timedelta(milliseconds=allowed_lateness_ms)
@@ -101,12 +105,12 @@ def parse_run_summary(text: str, *, stream: str, allowed_lateness_ms: int, sourc
 
 def format_hour(hour: datetime) -> str:
     """An hour start as ``2026-11-22T01:00:00Z``."""
-    return hour.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:00:00Z")
+    return hour.astimezone(UTC).strftime("%Y-%m-%dT%H:00:00Z")
 
 
 def format_watermark(moment: datetime) -> str:
     """A watermark as ``2026-11-22T03:59:29.999Z`` (milliseconds, UTC)."""
-    moment = moment.astimezone(timezone.utc)
+    moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
@@ -120,4 +124,4 @@ def _utc_time(raw: object, key: str, fail) -> datetime:
         raise fail(f"{key}: {raw!r} is not an ISO-8601 time") from None
     if moment.utcoffset() != timedelta(0):
         raise fail(f"{key}: {raw!r} is not in UTC (write it with a trailing Z)")
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)

@@ -29,7 +29,14 @@ def seal_deadline_figures(stream: StreamConfig, now_ms: int | None = None) -> di
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     bound_ms = stream.alerts.unsealed_hour_after_ms
     try:
-        newest = read_stream_overview(stream, now_ms=now_ms, window_ms=stream.quality.stall_timeout_ms, ask_log=False).last_sealed_hour_ms
+        newest = read_stream_overview(
+            stream, now_ms=now_ms, window_ms=stream.quality.stall_timeout_ms, ask_log=False
+        ).last_sealed_hour_ms
     except LedgerMissingError:
         newest = None
-    return {"newest_sealed_ms": newest, "overdue_ms": overdue_hours(newest, bound_ms, now_ms), "bound_ms": bound_ms, "now_ms": now_ms}
+    return {
+        "newest_sealed_ms": newest,
+        "overdue_ms": overdue_hours(newest, bound_ms, now_ms),
+        "bound_ms": bound_ms,
+        "now_ms": now_ms,
+    }

@@ -175,7 +175,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         except AirflowNotFoundException:
             raise AirflowFailException(
                 f"The Spark connection {self.conn_id!r} is not defined: add it in Airflow, or set "
-                f"AIRFLOW_CONN_{self.conn_id.upper()}='{{\"conn_type\": \"spark\", \"host\": \"local[*]\"}}' "
+                f'AIRFLOW_CONN_{self.conn_id.upper()}=\'{{"conn_type": "spark", "host": "local[*]"}}\' '
                 "in the environment of Airflow's workers (the stream's persist.spark_conn_id names it)."
             ) from None
         return SparkConnection.of(self.conn_id, connection, self.deploy_mode)

@@ -139,7 +139,9 @@ class StandaloneMaster(ClusterMaster):
             except ConnectionRefusedError:
                 failures.append(f"{host}:{port} refused the connection (nothing listens on port {port} there)")
             except TimeoutError:
-                failures.append(f"{host}:{port} did not answer within {timeout_s:.0f} s (host down, or packets dropped)")
+                failures.append(
+                    f"{host}:{port} did not answer within {timeout_s:.0f} s (host down, or packets dropped)"
+                )
             except OSError as error:
                 failures.append(f"{host}:{port}: {error.strerror or error}")
         ports = ", ".join(sorted({str(port) for _, port in self.addresses}))
@@ -181,7 +183,9 @@ def package_code(project: Path, target: Path) -> Path:
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for package in SHIPPED_PACKAGES:
             if not (project / package / "__init__.py").is_file():
-                raise FileNotFoundError(f"{project / package} is not a Python package: is {project} tidemark's checkout?")
+                raise FileNotFoundError(
+                    f"{project / package} is not a Python package: is {project} tidemark's checkout?"
+                )
             for source in sorted((project / package).rglob("*.py")):
                 if "__pycache__" not in source.parts:
                     archive.write(source, source.relative_to(project).as_posix())

@@ -7,8 +7,8 @@ red, the others in a muted palette, so a stalled partition stands out at a glanc
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from html import escape
-from typing import Callable, Sequence
 
 from tidemark.stream_overview import Line
 
@@ -51,7 +51,9 @@ def line_chart(
             colour, style = PALETTE[index % len(PALETTE)], 'stroke-width="1.5"'
         classes = "attention" if line.label in attention else ""
         coordinates = " ".join(xy(t, v) for t, v in line.points)
-        drawn.append(f'<polyline data-line="{escape(line.label)}" class="{classes}" fill="none" stroke="{colour}" {style} points="{coordinates}"/>')
+        drawn.append(
+            f'<polyline data-line="{escape(line.label)}" class="{classes}" fill="none" stroke="{colour}" {style} points="{coordinates}"/>'
+        )
         legend.append(f'<span class="key {classes}"><i style="background:{colour}"></i>{escape(line.label)}</span>')
     axes = (
         f'<text x="{MARGIN_LEFT - 6}" y="{MARGIN_Y + 4}" text-anchor="end">{escape(value_text(v1))}</text>'

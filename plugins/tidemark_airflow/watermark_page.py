@@ -49,7 +49,9 @@ def create_app(conf_path: str | None = None, reports_root: Path | None = None, r
     def stream_named(name: str) -> StreamConfig:
         known = streams()
         if name not in known:
-            raise HTTPException(status_code=404, detail=f"no stream named {name!r}; known streams: {', '.join(sorted(known))}")
+            raise HTTPException(
+                status_code=404, detail=f"no stream named {name!r}; known streams: {', '.join(sorted(known))}"
+            )
         return known[name]
 
     def reports() -> Path:
@@ -76,7 +78,8 @@ def create_app(conf_path: str | None = None, reports_root: Path | None = None, r
     @app.get("/streams/{name}", response_class=HTMLResponse)
     def stream_page(name: str, request: Request) -> HTMLResponse:
         from tidemark_airflow.quality_reports import stream_reports
-        from tidemark_airflow.watermark_page_html import problem_page, stream_page as render
+        from tidemark_airflow.watermark_page_html import problem_page
+        from tidemark_airflow.watermark_page_html import stream_page as render
 
         stream = stream_named(name)
         overview = _overview(stream)

@@ -70,9 +70,21 @@ def stream_page(overview: StreamOverview, reports: StreamReports, prefix: str, a
     if overview.ledger_rows == 0:
         header += '<p class="note" id="ledger-empty">The ledger has no live rows yet: the persist job has not finished a batch for this stream.</p>'
     attention_labels = {f"partition {p.partition}" for p in attention}
-    charts = line_chart("Partition watermarks W_p and the global watermark G", overview.watermark_lines, attention_labels, _time, _time, emphasised="G")
-    charts += line_chart("Lag per partition (offsets not yet read)", overview.lag_lines, attention_labels, _number, _time)
-    return page(f"tidemark · {overview.stream}", header + _partition_table(overview) + charts + _reports(overview.stream, reports, prefix, airflow_base))
+    charts = line_chart(
+        "Partition watermarks W_p and the global watermark G",
+        overview.watermark_lines,
+        attention_labels,
+        _time,
+        _time,
+        emphasised="G",
+    )
+    charts += line_chart(
+        "Lag per partition (offsets not yet read)", overview.lag_lines, attention_labels, _number, _time
+    )
+    return page(
+        f"tidemark · {overview.stream}",
+        header + _partition_table(overview) + charts + _reports(overview.stream, reports, prefix, airflow_base),
+    )
 
 
 def _partition_table(overview: StreamOverview) -> str:
@@ -110,19 +122,23 @@ def _reports(stream: str, reports: StreamReports, prefix: str, airflow_base: str
     base = f"{escape(prefix)}/streams/{quote(stream)}/reports"
     parts = ["<h2>Data quality</h2>"]
     if reports.data_docs_index:
-        parts.append(f'<p><a id="data-docs" href="{base}/{quote(reports.data_docs_index)}">Great Expectations Data Docs</a></p>')
+        parts.append(
+            f'<p><a id="data-docs" href="{base}/{quote(reports.data_docs_index)}">Great Expectations Data Docs</a></p>'
+        )
     if not reports.runs:
         parts.append('<p class="empty">No quality run has written a report yet.</p>')
     else:
         dag = f"tidemark_quality__{stream}"
         items = "".join(
-            f'<li>{escape(run.finished)} {_outcome(run)}: '
+            f"<li>{escape(run.finished)} {_outcome(run)}: "
             f'<a href="{base}/{quote(run.summary_html)}">summary</a> · '
             f'<a target="_top" href="{escape(airflow_base.rstrip("/"))}/dags/{quote(dag)}/runs/{quote(run.dag_run_id, safe="")}">DAG run {escape(run.dag_run_id)}</a></li>'
             for run in reports.runs
         )
         parts.append(f'<h3>Latest quality runs</h3><ul id="quality-runs">{items}</ul>')
     if reports.hours:
-        hours = "".join(f'<li><a href="{base}/{quote(h)}">{escape(h.split("/")[-1][:-5])}</a></li>' for h in reports.hours)
+        hours = "".join(
+            f'<li><a href="{base}/{quote(h)}">{escape(h.split("/")[-1][:-5])}</a></li>' for h in reports.hours
+        )
         parts.append(f'<h3>Per-hour summaries</h3><ul id="hour-reports">{hours}</ul>')
     return "".join(parts)

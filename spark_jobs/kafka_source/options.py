@@ -4,7 +4,8 @@ reader, then carried to the tasks with the pickled reader."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Mapping
+from collections.abc import Mapping
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -66,13 +67,15 @@ class KafkaSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True
             if partition < 0 or start < 0 or end <= start:
                 raise ValueError(f"Option 'offset_bounds': partition {partition} has no offsets in [{start}, {end}).")
         if any(partition < 0 for partition in self.frozen_partitions):
-            raise ValueError(f"Option 'frozen_partitions' must be partition numbers, got {list(self.frozen_partitions)}.")
+            raise ValueError(
+                f"Option 'frozen_partitions' must be partition numbers, got {list(self.frozen_partitions)}."
+            )
 
     def to_options(self) -> dict[str, str]:
         """Spark's options for this value: ``.options(**options.to_options())``."""
         return spec_options(self)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> "KafkaSourceOptions":
+    def from_options(cls, options: Mapping[str, str]) -> KafkaSourceOptions:
         """The value ``to_options`` wrote; ValueError naming the bad field."""
         return spec_from_options(options, cls, SOURCE_NAME)

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -73,7 +73,7 @@ class KafkaLogSource(DataSource):
         decode = self._spec().decode
         return RAW_RECORD_SCHEMA if decode is None else decode.schema()
 
-    def streamReader(self, schema) -> "KafkaLogReader":
+    def streamReader(self, schema) -> KafkaLogReader:
         return KafkaLogReader(self._spec())
 
     def _spec(self) -> KafkaSourceOptions:
@@ -182,9 +182,17 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             partitions = dict(previous.partitions)
             for partition in discovered:
                 earliest = bounds[partition].earliest
-                partitions[partition] = PartitionState(earliest, log_ends[partition], None, PartitionStatus.ACTIVE, self._now_ms())
-            grown = SourceState(previous.plan_seq + 1, self._now_ms(), previous.slicing,
-                                previous.global_watermark_ms, previous.target_ms, partitions)  # fmt: skip
+                partitions[partition] = PartitionState(
+                    earliest, log_ends[partition], None, PartitionStatus.ACTIVE, self._now_ms()
+                )
+            grown = SourceState(
+                previous.plan_seq + 1,
+                self._now_ms(),
+                previous.slicing,
+                previous.global_watermark_ms,
+                previous.target_ms,
+                partitions,
+            )
             return grown.to_offset(self._options.topic)
 
         feedback = self._feedback(previous.plan_seq)
@@ -214,13 +222,19 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         message = retention_loss_message(self._options.topic, lost)
         logging.getLogger("tidemark.source").error(
-            {"event": "offsets_lost_to_retention", "topic": self._options.topic,
-             "lost": [range_.to_json() for range_ in lost], "detail": message}  # fmt: skip
+            {
+                "event": "offsets_lost_to_retention",
+                "topic": self._options.topic,
+                "lost": [range_.to_json() for range_ in lost],
+                "detail": message,
+            }
         )
         if self._options.feedback_dir:
             from spark_jobs.persist.retention_stop import write_lost_offsets
 
-            write_lost_offsets(self._options.feedback_dir, lost)  # for the driver: see spark_jobs.persist.retention_stop
+            write_lost_offsets(
+                self._options.feedback_dir, lost
+            )  # for the driver: see spark_jobs.persist.retention_stop
         raise RetentionLossError(message, lost)
 
     def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:
@@ -248,7 +262,13 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     }
                 )
             elif was_held and (hold is None or not hold.held):
-                log.info({"event": "partition_released_by_open_transaction", "topic": self._options.topic, "partition": partition})
+                log.info(
+                    {
+                        "event": "partition_released_by_open_transaction",
+                        "topic": self._options.topic,
+                        "partition": partition,
+                    }
+                )
 
     def _feedback(self, plan_seq: int) -> dict:
         if self._options.feedback_dir is None or plan_seq < 0:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tidemark.live_routing import RoutedRange
 from tidemark.table_schemas import CLAIMS_COLUMNS, ddl
@@ -50,7 +50,7 @@ class ClaimsTable:
         self._tables.ensure_claims()
         claim_id = uuid.uuid4().hex
         writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         rows = [
             (stream_name, claim_id, writer, mode, p, start, end, _timestamp(g), now)
             for p, start, end, g in claim_rows(ranges, live_routed, own_global_watermark_ms)
@@ -81,7 +81,12 @@ class ClaimsTable:
         """{claim id: version} of every claim commit (its user metadata) the history still holds."""
         from delta.tables import DeltaTable
 
-        rows = DeltaTable.forPath(self._spark, self._tables.path(CLAIMS)).history().select("version", "userMetadata").collect()
+        rows = (
+            DeltaTable.forPath(self._spark, self._tables.path(CLAIMS))
+            .history()
+            .select("version", "userMetadata")
+            .collect()
+        )
         versions: dict[str, int] = {}
         for row in sorted(rows, key=lambda r: r.version):
             if row.userMetadata:
@@ -96,20 +101,36 @@ class ClaimsTable:
             reader = reader.option("versionAsOf", as_of)
         rows = (
             reader.load(self._tables.path(CLAIMS))
-            .select("claim_id", "writer", "source_partition", "start_offset", "end_offset", F.unix_millis("global_watermark").alias("g"),
-                    F.unix_millis("claimed_at").alias("claimed_at"))
+            .select(
+                "claim_id",
+                "writer",
+                "source_partition",
+                "start_offset",
+                "end_offset",
+                F.unix_millis("global_watermark").alias("g"),
+                F.unix_millis("claimed_at").alias("claimed_at"),
+            )
             .orderBy("claimed_at", "claim_id")
             .collect()
-        )  # fmt: skip
+        )
         # A claim whose commit the log no longer retains (Delta keeps 30 days of history) is
         # older than every claim it does: ranked before them, among themselves by claim time.
-        unretained = {claim_id: rank - len(rows) for rank, claim_id in enumerate(dict.fromkeys(r.claim_id for r in rows))}
+        unretained = {
+            claim_id: rank - len(rows) for rank, claim_id in enumerate(dict.fromkeys(r.claim_id for r in rows))
+        }
         claims = [
-            ClaimedRange(versions.get(r.claim_id, unretained[r.claim_id]), r.source_partition, r.start_offset, r.end_offset, r.g, r.writer)
+            ClaimedRange(
+                versions.get(r.claim_id, unretained[r.claim_id]),
+                r.source_partition,
+                r.start_offset,
+                r.end_offset,
+                r.g,
+                r.writer,
+            )
             for r in rows
         ]
         return sorted(claims)
 
 
 def _timestamp(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)

@@ -27,7 +27,9 @@ log = logging.getLogger("tidemark.persist")
 
 
 class OverlapGuard:
-    def __init__(self, tables, claims, resumed_zone: dict[int, tuple[int, int]] | None = None, ledger_created: bool = False):
+    def __init__(
+        self, tables, claims, resumed_zone: dict[int, tuple[int, int]] | None = None, ledger_created: bool = False
+    ):
         """``tables``: spark_jobs.lake.tables.LakeTables (``non_live_ranges``); ``claims``:
         spark_jobs.lake.claims_table.ClaimsTable of the same stream.
         ``resumed_zone``: {partition: (start, end)} offsets a run before a lost checkpoint may
@@ -38,11 +40,15 @@ class OverlapGuard:
         self._tables = tables
         self._claims_table = claims
         self._resumed_zone = dict(resumed_zone or {})
-        self._unclaimed_ranges: list[tuple[int, int, int]] | None = [] if ledger_created else None  # (partition, start, end)
+        self._unclaimed_ranges: list[tuple[int, int, int]] | None = (
+            [] if ledger_created else None
+        )  # (partition, start, end)
         self._claims: list[ClaimedRange] = []
         self._claims_version = -1
 
-    def overlaps(self, ranges: dict[int, tuple[int, int]], claimed: dict[int, list[tuple[int, int]]] | None = None) -> bool:
+    def overlaps(
+        self, ranges: dict[int, tuple[int, int]], claimed: dict[int, list[tuple[int, int]]] | None = None
+    ) -> bool:
         """True when the unclaimed part of ``ranges`` ({partition: (start, end)}) may already be
         in the lake: it meets a resumed zone, or a range another writer wrote (the claimed part
         is left out of the batch, so the claimers' own ledger ranges do not count). ``claimed``:
@@ -53,7 +59,11 @@ class OverlapGuard:
         unclaimed = [(p, lo, hi) for p, bound in ranges.items() for lo, hi in _without(bound, claimed.get(p, []))]
         if any(p in self._resumed_zone and _intersect((lo, hi), self._resumed_zone[p]) for p, lo, hi in unclaimed):
             return True
-        return any(p == q and _intersect((lo, hi), (start, end)) for p, lo, hi in unclaimed for q, start, end in self._ledger_ranges())
+        return any(
+            p == q and _intersect((lo, hi), (start, end))
+            for p, lo, hi in unclaimed
+            for q, start, end in self._ledger_ranges()
+        )
 
     def claimed(self, ranges: dict[int, tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
         """The parts of ``ranges`` ({partition: (start, end)}) claimed by recovery or backfill

@@ -57,10 +57,16 @@ def _delta_conflicts() -> tuple[type[Exception], ...]:
         ProtocolChangedException,
     )
 
-    return (ConcurrentAppendException, ConcurrentDeleteDeleteException, ConcurrentDeleteReadException,
-            ConcurrentTransactionException, ConcurrentWriteException, DeltaConcurrentModificationException,
-            MetadataChangedException, ProtocolChangedException)  # fmt: skip
-
+    return (
+        ConcurrentAppendException,
+        ConcurrentDeleteDeleteException,
+        ConcurrentDeleteReadException,
+        ConcurrentTransactionException,
+        ConcurrentWriteException,
+        DeltaConcurrentModificationException,
+        MetadataChangedException,
+        ProtocolChangedException,
+    )
 
 
 @dataclass(frozen=True)
@@ -215,7 +221,9 @@ class LakeTables:
         """Those of ``hours_ms`` (hour starts, ms since the epoch) the seals table holds."""
         from pyspark.sql import functions as F
 
-        rows = self.read("seals").select(F.unix_millis("hour").alias("hour")).where(F.col("hour").isin(hours_ms)).collect()
+        rows = (
+            self.read("seals").select(F.unix_millis("hour").alias("hour")).where(F.col("hour").isin(hours_ms)).collect()
+        )
         return {row.hour for row in rows}
 
     def recent_commits(self, table: str, limit: int) -> list[tuple[int, str | None]]:
@@ -224,7 +232,9 @@ class LakeTables:
         history, not the table."""
         from delta.tables import DeltaTable
 
-        rows = DeltaTable.forPath(self._spark, self.path(table)).history(limit).select("version", "userMetadata").collect()
+        rows = (
+            DeltaTable.forPath(self._spark, self.path(table)).history(limit).select("version", "userMetadata").collect()
+        )
         return sorted(((row.version, row.userMetadata) for row in rows), reverse=True)
 
     def last_live_global_watermark_ms(self) -> int | None:
@@ -232,7 +242,9 @@ class LakeTables:
         before the first batch that had one."""
         from pyspark.sql import functions as F
 
-        return self.read("ledger").where(F.col("mode") == "live").agg(F.max(F.unix_millis("global_watermark"))).first()[0]
+        return (
+            self.read("ledger").where(F.col("mode") == "live").agg(F.max(F.unix_millis("global_watermark"))).first()[0]
+        )
 
     def non_live_ranges(self) -> list[tuple[int, int, int]]:
         """(partition, start, end) of every non-empty ledger range a backfill or recovery wrote."""
@@ -247,7 +259,7 @@ class LakeTables:
         )
         return sorted((row.source_partition, row.start_offset, row.end_offset) for row in rows)
 
-    def insert_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> "MergeOutcome":
+    def insert_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> MergeOutcome:
         """Write the rows of ``frame`` whose (source_partition, source_offset) none of events,
         late and quarantine holds yet; ``ranges`` ({partition: (start, end)}) bounds the offsets
         ``frame`` can hold, so only that part of the tables is looked at. Returns how many rows
@@ -283,12 +295,13 @@ class LakeTables:
             # The same record has the same event hour wherever it was decoded: lets Delta prune.
             condition += " AND t.event_date = s.event_date AND t.event_hour = s.event_hour"
         metrics = (
-            DeltaTable.forPath(self._spark, self.path(table)).alias("t")
+            DeltaTable.forPath(self._spark, self.path(table))
+            .alias("t")
             .merge(missing.alias("s"), condition)
             .whenNotMatchedInsertAll()
             .execute()
             .first()
-        )  # fmt: skip
+        )
         return int(metrics["num_inserted_rows"]) if metrics is not None else 0
 
     def persisted_offsets(self, ranges: dict[int, tuple[int, int]]):
@@ -299,7 +312,10 @@ class LakeTables:
         if not ranges:
             return self._spark.createDataFrame([], "source_partition INT, source_offset BIGINT")
         within = self.offset_filter(ranges)
-        tables = [self.read(table).where(within).select("source_partition", "source_offset") for table in ("events", "late", "quarantine")]
+        tables = [
+            self.read(table).where(within).select("source_partition", "source_offset")
+            for table in ("events", "late", "quarantine")
+        ]
         return reduce(lambda a, b: a.unionByName(b), tables)
 
     @staticmethod
@@ -375,7 +391,11 @@ class LakeTables:
 
         live = self.read("ledger").where(F.col("mode") == "live")
         covering = (
-            live.where((F.col("source_partition") == partition) & (F.col("start_offset") <= offset) & (F.col("end_offset") > offset))
+            live.where(
+                (F.col("source_partition") == partition)
+                & (F.col("start_offset") <= offset)
+                & (F.col("end_offset") > offset)
+            )
             .agg(F.unix_millis(F.max("global_watermark")))
             .first()[0]
         )

@@ -98,22 +98,41 @@ class OfflineDevicesRun:
             raise ValueError(f"mode must be {LIVE} or {BACKFILL}, got {self.mode!r}")
         if self.trigger not in TRIGGERS:
             raise ValueError(f"trigger must be one of {TRIGGERS}, got {self.trigger!r}")
-        if self.mode == BACKFILL and (self.read_from_ms is None or self.read_until_ms is None or self.trigger != "available_now"):
-            raise ValueError("a backfill reads a bounded range [read_from_ms, read_until_ms) with trigger available_now")
+        if self.mode == BACKFILL and (
+            self.read_from_ms is None or self.read_until_ms is None or self.trigger != "available_now"
+        ):
+            raise ValueError(
+                "a backfill reads a bounded range [read_from_ms, read_until_ms) with trigger available_now"
+            )
 
     @classmethod
-    def live(cls, stream: StreamConfig, slice_ms: int | None = None, trigger: str = "available_now") -> "OfflineDevicesRun":
+    def live(
+        cls, stream: StreamConfig, slice_ms: int | None = None, trigger: str = "available_now"
+    ) -> OfflineDevicesRun:
         settings = _settings(stream)
-        return cls(LIVE, stream.checkpoint_path("offline_devices"), stream.table_path("offline_devices"),
-                   slice_ms or settings.live_slice_ms, trigger)  # fmt: skip
+        return cls(
+            LIVE,
+            stream.checkpoint_path("offline_devices"),
+            stream.table_path("offline_devices"),
+            slice_ms or settings.live_slice_ms,
+            trigger,
+        )
 
     @classmethod
     def backfill(
         cls, stream: StreamConfig, start_ms: int, end_ms: int, output: str, checkpoint: str, slice_ms: int | None = None
-    ) -> "OfflineDevicesRun":
+    ) -> OfflineDevicesRun:
         settings = _settings(stream)
-        return cls(BACKFILL, checkpoint, output, slice_ms or settings.backfill_slice_ms, "available_now",
-                   read_from_ms=start_ms - settings.offline_after_ms, read_until_ms=end_ms, report_from_ms=start_ms)  # fmt: skip
+        return cls(
+            BACKFILL,
+            checkpoint,
+            output,
+            slice_ms or settings.backfill_slice_ms,
+            "available_now",
+            read_from_ms=start_ms - settings.offline_after_ms,
+            read_until_ms=end_ms,
+            report_from_ms=start_ms,
+        )
 
 
 def _settings(stream: StreamConfig):
@@ -125,14 +144,24 @@ def _settings(stream: StreamConfig):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="offline_devices", description="Detect offline devices in a stream's sealed events.")
+    parser = argparse.ArgumentParser(
+        prog="offline_devices", description="Detect offline devices in a stream's sealed events."
+    )
     parser.add_argument("--stream", required=True, help="stream name in the configuration")
-    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"), help="streams.yaml path")
+    parser.add_argument(
+        "--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"), help="streams.yaml path"
+    )
     parser.add_argument("--start", help="backfill from this event time (ISO-8601 UTC, e.g. 2026-11-21T14:00:00Z)")
     parser.add_argument("--end", help="backfill up to this event time (exclusive)")
-    parser.add_argument("--output", help="the backfill's output table (default: the stream's offline_devices_backfill/<start>_<end>)")
-    parser.add_argument("--slice", help="event time per micro-batch, e.g. 15m or 6h (default: the stream's live_slice / backfill_slice)")
-    parser.add_argument("--trigger", choices=TRIGGERS, default="available_now", help="live runs only (default available_now)")
+    parser.add_argument(
+        "--output", help="the backfill's output table (default: the stream's offline_devices_backfill/<start>_<end>)"
+    )
+    parser.add_argument(
+        "--slice", help="event time per micro-batch, e.g. 15m or 6h (default: the stream's live_slice / backfill_slice)"
+    )
+    parser.add_argument(
+        "--trigger", choices=TRIGGERS, default="available_now", help="live runs only (default available_now)"
+    )
     parser.add_argument("--result", type=Path, help="write the run's summary as JSON here")
     return parser.parse_args(argv)
 
@@ -175,8 +204,13 @@ def _slice(text: str | None) -> int | None:
     return slice_ms
 
 
-def run_request(spark, stream: StreamConfig, request: OfflineDevicesRequest, slice_ms: int | None = None,
-                trigger: str = "available_now") -> dict:  # fmt: skip
+def run_request(
+    spark,
+    stream: StreamConfig,
+    request: OfflineDevicesRequest,
+    slice_ms: int | None = None,
+    trigger: str = "available_now",
+) -> dict:
     """Run ``request`` on ``spark``: live from the stream's checkpoint, or a backfill with a fresh
     checkpoint (removed after a successful run when it is a local folder)."""
     if request.mode == LIVE:
@@ -196,8 +230,8 @@ def run_request(spark, stream: StreamConfig, request: OfflineDevicesRequest, sli
 def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> dict:
     """Run the detector on ``spark`` until the run ends (available_now) or is stopped
     (continuous); returns its summary: slices, records, periods opened and closed, horizon."""
-    from spark_jobs.offline_devices.processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
     from spark_jobs.offline_devices.periods_table import OfflinePeriodsWriter
+    from spark_jobs.offline_devices.processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
     from spark_jobs.offline_devices.sealed_events_source import SealedEventsOptions, SealedEventsSource
     from spark_jobs.slice_progress import SliceProgress
 
@@ -214,7 +248,9 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
         end_ms=run.read_until_ms,
     )
     periods = (
-        spark.readStream.format(SealedEventsSource.name()).options(**options.to_options()).load()
+        spark.readStream.format(SealedEventsSource.name())
+        .options(**options.to_options())
+        .load()
         .withWatermark("event_time", "0 seconds")
         .groupBy("device_id")
         .transformWithStateInPandas(
@@ -223,12 +259,10 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
             outputMode="Append",
             timeMode="EventTime",
         )
-    )  # fmt: skip
+    )
     query_name = f"tidemark_offline_devices_{run.mode}_{stream.name}"
     stream_writer = (
-        periods.writeStream.queryName(query_name)
-        .foreachBatch(writer)
-        .option("checkpointLocation", run.checkpoint)
+        periods.writeStream.queryName(query_name).foreachBatch(writer).option("checkpointLocation", run.checkpoint)
     )
     if run.trigger == "available_now":
         stream_writer = stream_writer.trigger(availableNow=True)
@@ -244,12 +278,18 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
         query = stream_writer.start()
         log.info(
             {
-                "event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger,
-                "query_id": query.id, "output": run.output, "slice": run.slice_ms,
-                "read_from": format_optional_event_time(run.read_from_ms), "read_until": format_optional_event_time(run.read_until_ms),
+                "event": "query_started",
+                "stream": stream.name,
+                "mode": run.mode,
+                "trigger": run.trigger,
+                "query_id": query.id,
+                "output": run.output,
+                "slice": run.slice_ms,
+                "read_from": format_optional_event_time(run.read_from_ms),
+                "read_until": format_optional_event_time(run.read_until_ms),
                 "report_from": format_optional_event_time(run.report_from_ms),
             }
-        )  # fmt: skip
+        )
         query.awaitTermination()
         progress.wait_for(query)
     finally:
@@ -275,12 +315,14 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
         summary["cut_at_horizon"] = True
         log.warning(
             {
-                "event": "backfill_cut_at_horizon", "stream": stream.name,
-                "end": format_optional_event_time(run.read_until_ms), "read_until": format_optional_event_time(read_until),
+                "event": "backfill_cut_at_horizon",
+                "stream": stream.name,
+                "end": format_optional_event_time(run.read_until_ms),
+                "read_until": format_optional_event_time(read_until),
                 "detail": "only sealed hours are read: the backfill stopped at the sealed horizon; run it again "
                 "once the persist job has sealed the rest",
             }
-        )  # fmt: skip
+        )
     log.info({"event": "query_finished", **summary})
     return summary
 

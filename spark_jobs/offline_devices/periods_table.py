@@ -51,19 +51,24 @@ class OfflinePeriodsWriter:
         source = self._spark.createDataFrame(
             [(device, start, end) for (device, start), end in sorted(latest.items())],
             "device_id STRING, offline_at_ms BIGINT, online_at_ms BIGINT",
-        ).selectExpr("device_id", "timestamp_millis(offline_at_ms) AS offline_at", "timestamp_millis(online_at_ms) AS online_at")
+        ).selectExpr(
+            "device_id", "timestamp_millis(offline_at_ms) AS offline_at", "timestamp_millis(online_at_ms) AS online_at"
+        )
         # The source is rows already collected, so Delta need not materialize it again (its
         # local checkpoint also logs a warning per batch).
         previous = self._spark.conf.get(_MERGE_MATERIALIZE_SOURCE, None)
         self._spark.conf.set(_MERGE_MATERIALIZE_SOURCE, "none")
         try:
             metrics = (
-                DeltaTable.forPath(self._spark, self._output).alias("t")
+                DeltaTable.forPath(self._spark, self._output)
+                .alias("t")
                 .merge(source.alias("s"), "t.device_id = s.device_id AND t.offline_at = s.offline_at")
-                .whenMatchedUpdate(condition="t.online_at IS NULL AND s.online_at IS NOT NULL", set={"online_at": "s.online_at"})
+                .whenMatchedUpdate(
+                    condition="t.online_at IS NULL AND s.online_at IS NOT NULL", set={"online_at": "s.online_at"}
+                )
                 .whenNotMatchedInsertAll()
                 .execute()
-            ).first()  # fmt: skip
+            ).first()
         finally:
             if previous is None:
                 self._spark.conf.unset(_MERGE_MATERIALIZE_SOURCE)
@@ -76,5 +81,13 @@ class OfflinePeriodsWriter:
         self.opened += opened
         self.closed += closed
         still_offline = sum(1 for end in latest.values() if end is None)
-        log.info({"event": "periods_written", "batch_id": batch_id, "opened": opened, "closed": closed,
-                  "still_offline": still_offline, "output": self._output})  # fmt: skip
+        log.info(
+            {
+                "event": "periods_written",
+                "batch_id": batch_id,
+                "opened": opened,
+                "closed": closed,
+                "still_offline": still_offline,
+                "output": self._output,
+            }
+        )

@@ -27,7 +27,8 @@ ignored here. Times are ms since the epoch, UTC.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 

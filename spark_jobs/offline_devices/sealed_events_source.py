@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Iterator, Mapping
+from typing import Annotated
 
 import msgspec
-
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
@@ -77,7 +77,9 @@ class SealedEventsOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
             if not getattr(self, required):
                 raise ValueError(f"Option '{required}' is required.")
         if not _COLUMN_NAME.match(self.device_field):
-            raise ValueError(f"Option 'device_field' must be a column name (letters, digits, '_'), got {self.device_field!r}.")
+            raise ValueError(
+                f"Option 'device_field' must be a column name (letters, digits, '_'), got {self.device_field!r}."
+            )
         if self.start_ms is not None and self.end_ms is not None and self.end_ms <= self.start_ms:
             raise ValueError(f"Option 'end_ms' ({self.end_ms}) must be after 'start_ms' ({self.start_ms}).")
 
@@ -86,7 +88,7 @@ class SealedEventsOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
         return spec_options(self)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> "SealedEventsOptions":
+    def from_options(cls, options: Mapping[str, str]) -> SealedEventsOptions:
         """The value ``to_options`` wrote; ValueError naming the bad field."""
         return spec_from_options(options, cls, SOURCE_NAME)
 
@@ -101,11 +103,15 @@ class SliceOffset:
     from_ms: int | None = None
 
     def to_offset(self) -> dict:
-        return {"from_ms": self.from_ms, "until_ms": self.until_ms, "horizon_ms": self.horizon_ms,
-                "events_version": self.events_version}  # fmt: skip
+        return {
+            "from_ms": self.from_ms,
+            "until_ms": self.until_ms,
+            "horizon_ms": self.horizon_ms,
+            "events_version": self.events_version,
+        }
 
     @classmethod
-    def from_offset(cls, offset: dict | str) -> "SliceOffset":
+    def from_offset(cls, offset: dict | str) -> SliceOffset:
         data = json.loads(offset) if isinstance(offset, str) else offset
         if "until_ms" not in data:
             raise ValueError(
@@ -139,7 +145,7 @@ class SealedEventsSource(DataSource):
     def schema(self) -> str:
         return SCHEMA
 
-    def streamReader(self, schema) -> "SealedEventsReader":
+    def streamReader(self, schema) -> SealedEventsReader:
         return SealedEventsReader(SealedEventsOptions.from_options(self.options))
 
 
@@ -150,7 +156,7 @@ class SealedEventsReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     hand in a double.
     """
 
-    def __init__(self, options: SealedEventsOptions, lake: "DeltaLakeState | None" = None):
+    def __init__(self, options: SealedEventsOptions, lake: DeltaLakeState | None = None):
         self._options = options
         self._lake = lake or DeltaLakeState(options.events_path, options.seals_path)
         # Set by prepareForTriggerAvailableNow: the horizon when the run started, never passed.
@@ -280,7 +286,9 @@ def _utc_date(epoch_ms: int) -> str:
 
 
 def _arrow_schema(pa):
-    return pa.schema([("device_id", pa.string()), ("event_time", pa.timestamp("us", tz="UTC")), ("event_time_ms", pa.int64())])
+    return pa.schema(
+        [("device_id", pa.string()), ("event_time", pa.timestamp("us", tz="UTC")), ("event_time_ms", pa.int64())]
+    )
 
 
 class DeltaLakeState:
@@ -311,7 +319,8 @@ class DeltaLakeState:
         if not is_delta_table(self._events_path):
             return None
         hours = [
-            (date.fromisoformat(p["event_date"]).toordinal() - _EPOCH_ORDINAL) * 86_400_000 + int(p["event_hour"]) * HOUR_MS
+            (date.fromisoformat(p["event_date"]).toordinal() - _EPOCH_ORDINAL) * 86_400_000
+            + int(p["event_hour"]) * HOUR_MS
             for p in open_delta_table(self._events_path).partitions()
             if p.get("event_date") and p.get("event_hour") is not None
         ]

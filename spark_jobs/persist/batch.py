@@ -30,14 +30,20 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from spark_jobs.crash_switch import CrashSwitch
-from spark_jobs.streaming_checkpoint import planned_ranges
-from spark_jobs.persist.event_time_feedback import write_feedback
-from spark_jobs.lake.tables import LakeTables
 from spark_jobs.lake.overlap_guard import OverlapGuard
-from tidemark.batch_summary import event_hours, partition_totals, read_batch_summary, route_totals, watermarks_after_steps
+from spark_jobs.lake.tables import LakeTables
+from spark_jobs.persist.event_time_feedback import write_feedback
+from spark_jobs.streaming_checkpoint import planned_ranges
+from tidemark.batch_summary import (
+    event_hours,
+    partition_totals,
+    read_batch_summary,
+    route_totals,
+    watermarks_after_steps,
+)
 from tidemark.event_time_text import format_optional_event_time
 from tidemark.hour_sealer import HourSealer
 from tidemark.planned_range import RANGE_ROW, PlannedRange
@@ -153,11 +159,17 @@ class PersistBatch:
         # In one pass only a plain append of a batch that reads offsets and leaves none out: a
         # write from the source commits even when the batch holds no record, where the cached
         # path skips the commit.
-        one_pass = insert_only is False and left_out == {} and (planned is None or any(r.end_offset > r.start_offset for r in planned))
+        one_pass = (
+            insert_only is False
+            and left_out == {}
+            and (planned is None or any(r.end_offset > r.start_offset for r in planned))
+        )
         if one_pass:
             ranges, step_stats, totals = self._write_in_one_pass(raw, writer)
         else:
-            ranges, step_stats, totals, insert_only, left_out = self._write_from_cache(raw, writer, insert_only, left_out)
+            ranges, step_stats, totals, insert_only, left_out = self._write_from_cache(
+                raw, writer, insert_only, left_out
+            )
         batch = next(iter(ranges.values()))
         g = batch.global_watermark_ms
         stats = partition_totals(step_stats)
@@ -207,7 +219,11 @@ class PersistBatch:
                 **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
                 **({"insert_only": True} if insert_only else {}),
                 # Offsets of this batch a recovery or backfill claimed: theirs to write.
-                **({"left_out": {str(p): [list(span) for span in spans] for p, spans in left_out.items()}} if left_out else {}),
+                **(
+                    {"left_out": {str(p): [list(span) for span in spans] for p, spans in left_out.items()}}
+                    if left_out
+                    else {}
+                ),
                 **({"replayed": True} if replay else {}),
                 **({} if one_pass else {"cached": True}),
                 **_offsets_without_data(ranges, stats),
@@ -261,13 +277,20 @@ class PersistBatch:
         from pyspark.sql import functions as F
 
         observation = Observation()
-        observed = raw.observe(observation, F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "planned_range", "step_counts"))).alias("rows"))
+        observed = raw.observe(
+            observation,
+            F.collect_list(F.when(_is_summary_row(), F.struct("row_kind", "planned_range", "step_counts"))).alias(
+                "rows"
+            ),
+        )
         self._append(_events(_routed(observed, EVENTS), self._stream), "events", writer)
         rows = _observed_rows(observation)
         if rows is None:
             # Spark never handed the metrics over (they ride its listener bus, which a busy
             # driver can hold up): read the range and summary rows on their own.
-            log.warning({"event": "observation_missing", "stream": self._stream.name, "detail": "batch summary read again"})
+            log.warning(
+                {"event": "observation_missing", "stream": self._stream.name, "detail": "batch summary read again"}
+            )
             rows = _summary_rows(raw)
         ranges, step_stats = read_batch_summary(rows)
         totals = route_totals(step_stats)
@@ -323,11 +346,20 @@ class PersistBatch:
         from pyspark.sql import functions as F
 
         if totals["late"]:
-            write(_events(_routed(decoded, LATE), self._stream, F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark")), "late")
+            write(
+                _events(
+                    _routed(decoded, LATE),
+                    self._stream,
+                    F.timestamp_millis(F.col("routed_under_ms")).alias("global_watermark"),
+                ),
+                "late",
+            )
         if totals["quarantined"]:
             write(_quarantine(_routed(decoded, QUARANTINE)), "quarantine")
 
-    def _not_yet_committed(self, commits: list, writer: str, ranges: dict[int, PlannedRange], sealed: list[int]) -> list:
+    def _not_yet_committed(
+        self, commits: list, writer: str, ranges: dict[int, PlannedRange], sealed: list[int]
+    ) -> list:
         """Of a replayed batch's seals and ledger commits, those its crashed run never made:
         the ledger rows when the ledger holds none of the batch's, the seals of the hours the
         seals table lacks."""
@@ -389,7 +421,13 @@ class PersistBatch:
 
     def _seals(self, spark, hours: list[int], batch: PlannedRange, micro_batch_id: int):
         rows = [
-            (self._stream.name, _timestamp(hour), _timestamp(batch.read_time_ms), _timestamp(batch.global_watermark_ms), micro_batch_id)
+            (
+                self._stream.name,
+                _timestamp(hour),
+                _timestamp(batch.read_time_ms),
+                _timestamp(batch.global_watermark_ms),
+                micro_batch_id,
+            )
             for hour in hours
         ]
         return spark.createDataFrame(rows, ddl(SEALS_COLUMNS)).coalesce(1)
@@ -494,9 +532,13 @@ def _offsets_without_data(ranges: dict[int, PlannedRange], stats: dict) -> dict:
 
 def _held_by_open_transaction(ranges: dict[int, PlannedRange]) -> dict:
     """The partitions an open transaction holds (see tidemark.open_transaction), when any."""
-    held = [p for p, planned in sorted(ranges.items()) if planned.state.open_transaction and planned.state.open_transaction.held]
+    held = [
+        p
+        for p, planned in sorted(ranges.items())
+        if planned.state.open_transaction and planned.state.open_transaction.held
+    ]
     return {"held_by_open_transaction": held} if held else {}
 
 
 def _timestamp(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)

@@ -31,7 +31,7 @@ import msgspec
 from tidemark.lateness import Lateness, LatenessClassifier
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.planned_range import RAW_RECORD_SCHEMA, RECORD_ROW
-from tidemark.record_decoder import Rejection, RecordDecoder
+from tidemark.record_decoder import RecordDecoder, Rejection
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
 from tidemark.stream_config import PayloadSchema
 from tidemark.table_schemas import ddl
@@ -63,7 +63,7 @@ class DecodeSpec:
         return msgspec.json.encode(self).decode()
 
     @classmethod
-    def from_json(cls, text: str) -> "DecodeSpec":
+    def from_json(cls, text: str) -> DecodeSpec:
         return msgspec.json.decode(text, type=cls)
 
     def schema(self) -> str:
@@ -72,7 +72,7 @@ class DecodeSpec:
         decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.fields)]
         return f"{RAW_RECORD_SCHEMA}, {ddl(decoded)}"
 
-    def decoder(self) -> "BatchDecoder":
+    def decoder(self) -> BatchDecoder:
         return BatchDecoder(self)
 
 
@@ -142,4 +142,3 @@ class BatchDecoder:
         arrays = raw_columns + [pa.array(c, t) for c, t in zip(new_columns, self._output_types)]
         names = list(batch.schema.names) + [name for name, _ in _DECODED_COLUMNS] + self._field_names
         return pa.RecordBatch.from_arrays(arrays, names=names)
-

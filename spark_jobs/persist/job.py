@@ -48,7 +48,9 @@ EXIT_LOST = 3
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="persist", description="Persist one stream's log into its Delta tables.")
     parser.add_argument("--stream", required=True, help="stream name in the configuration")
-    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"), help="streams.yaml path")
+    parser.add_argument(
+        "--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"), help="streams.yaml path"
+    )
     parser.add_argument("--mode", choices=PERSIST_MODES, help="override the stream's persist.mode")
     parser.add_argument("--max-records-per-batch", type=_positive_int, help="override persist.max_records_per_batch")
     parser.add_argument(
@@ -85,8 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     mode = args.mode or stream.persist.mode
     try:
-        summary = run_persist(stream, mode, max_records, align=not args.no_alignment, frozen_partitions=frozen,
-                              session_conf=session_conf, crash_point=crash_point)  # fmt: skip
+        summary = run_persist(
+            stream,
+            mode,
+            max_records,
+            align=not args.no_alignment,
+            frozen_partitions=frozen,
+            session_conf=session_conf,
+            crash_point=crash_point,
+        )
     except (PartitionLimitError, LakeStorageError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2

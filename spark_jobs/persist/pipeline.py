@@ -90,8 +90,8 @@ def source_options(
     The source decodes what it reads (spark_jobs.persist.decode_stage), routing the offsets live covered
     under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given. ``read_tasks``
     is used when the stream does not set source.read_tasks (the cluster's parallelism)."""
-    from spark_jobs.persist.decode_stage import DecodeSpec
     from spark_jobs.kafka_source.options import KafkaSourceOptions
+    from spark_jobs.persist.decode_stage import DecodeSpec
 
     tolerances = stream.event_time
     return KafkaSourceOptions(
@@ -111,7 +111,10 @@ def source_options(
         resume_from=resume_from,
         frozen_partitions=run.frozen_partitions,
         decode=DecodeSpec(
-            stream.payload, tolerances.max_future_skew_ms, tolerances.allowed_lateness_ms, routing.ranges() if routing else ()
+            stream.payload,
+            tolerances.max_future_skew_ms,
+            tolerances.allowed_lateness_ms,
+            routing.ranges() if routing else (),
         ),
         read_tasks=stream.source.read_tasks or read_tasks,
         max_partitions=stream.source.max_partitions,
@@ -123,13 +126,13 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     batches, G, the hours it sealed, the event hours it wrote, how it started. ``progress`` is
     called after every batch (see PersistBatch). The caller has checked the topic against
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
-    from spark_jobs.kafka_source.reader import KafkaLogSource
-    from spark_jobs.persist.lake_resume import resume_from_lake
-    from spark_jobs.lake.tables import LakeTables
-    from spark_jobs.lake.overlap_guard import OverlapGuard
-    from spark_jobs.persist.batch import PersistBatch, QueryIdentity
-    from spark_jobs.lake.claims_table import ClaimsTable
     from spark_jobs.crash_switch import CrashSwitch
+    from spark_jobs.kafka_source.reader import KafkaLogSource
+    from spark_jobs.lake.claims_table import ClaimsTable
+    from spark_jobs.lake.overlap_guard import OverlapGuard
+    from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.persist.batch import PersistBatch, QueryIdentity
+    from spark_jobs.persist.lake_resume import resume_from_lake
     from spark_jobs.persist.retention_stop import clear_lost_offsets
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from tidemark.live_routing import LiveRouting
@@ -171,16 +174,28 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     feedback_dir = _feedback_dir(stream, run)
     clear_lost_offsets(feedback_dir)
     options = source_options(
-        stream, run, feedback_dir, resumed.state.to_offset(stream.source.topic) if resumed else None, routing,
+        stream,
+        run,
+        feedback_dir,
+        resumed.state.to_offset(stream.source.topic) if resumed else None,
+        routing,
         read_tasks=spark.sparkContext.defaultParallelism,
-    )  # fmt: skip
+    )
     raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
     guard = None
     if run.mode == "live":
-        guard = OverlapGuard(tables, claims, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed)
+        guard = OverlapGuard(
+            tables, claims, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed
+        )
     persist_batch = PersistBatch(
-        stream, tables, identity, mode=run.mode, feedback_dir=feedback_dir, guard=guard, progress=progress,
+        stream,
+        tables,
+        identity,
+        mode=run.mode,
+        feedback_dir=feedback_dir,
+        guard=guard,
+        progress=progress,
         # A shadow set belongs to the backfill that created it (spark_jobs/replay/backfill.py refuses to
         # reuse one): appending is exactly-once there, and cheaper than a MERGE.
         sole_writer=run.shadow is not None,
@@ -202,7 +217,15 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     query = writer.start()
     startup_s = time.monotonic() - started
     identity.set(query.id)
-    log.info({"event": "query_started", "stream": stream.name, "mode": run.mode, "trigger": run.trigger, "query_id": query.id})
+    log.info(
+        {
+            "event": "query_started",
+            "stream": stream.name,
+            "mode": run.mode,
+            "trigger": run.trigger,
+            "query_id": query.id,
+        }
+    )
     try:
         query.awaitTermination()
     except Exception:
@@ -229,7 +252,13 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         "commit_conflicts_retried": persist_batch.conflicts_retried,
         "resumed_from_ledger": resumed is not None,
     }
-    log.info({"event": "query_finished", **summary, "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress)})
+    log.info(
+        {
+            "event": "query_finished",
+            **summary,
+            "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress),
+        }
+    )
     return summary
 
 
@@ -258,15 +287,28 @@ def _claim(spark, stream: StreamConfig, run: PersistRun, tables, claims, live_ro
 
     ranges = {p: bound for p, bound in run.offset_bounds.items() if bound[1] > bound[0]}
     claim = claims.claim(stream.name, run.mode, ranges, live_routed.ranges(), tables.last_live_global_watermark_ms())
-    log.info({"event": "offsets_claimed", "stream": stream.name, "mode": run.mode, "claims_version": claim.version,
-              "ranges": {str(p): list(bound) for p, bound in sorted(ranges.items())}})  # fmt: skip
+    log.info(
+        {
+            "event": "offsets_claimed",
+            "stream": stream.name,
+            "mode": run.mode,
+            "claims_version": claim.version,
+            "ranges": {str(p): list(bound) for p, bound in sorted(ranges.items())},
+        }
+    )
     live_checkpoint = stream.checkpoint_path("persist")
     batch, in_flight = in_flight_ranges(spark, live_checkpoint)
     overlap = covered_parts(ranges, ((p, start, end) for p, (start, end) in in_flight.items()))
     if not overlap:
         return claim
-    log.info({"event": "waiting_for_live_batch", "stream": stream.name, "live_batch": batch,
-              "offsets": {str(p): [list(s) for s in spans] for p, spans in overlap.items()}})  # fmt: skip
+    log.info(
+        {
+            "event": "waiting_for_live_batch",
+            "stream": stream.name,
+            "live_batch": batch,
+            "offsets": {str(p): [list(s) for s in spans] for p, spans in overlap.items()},
+        }
+    )
     deadline = time.monotonic() + IN_FLIGHT_WAIT_S
     while pending_batch(spark, live_checkpoint) == batch:
         if time.monotonic() > deadline:
@@ -310,8 +352,11 @@ def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:
     (the source's offsets and Spark's plan), writing (the batch function), the checkpoint's
     write-ahead log and commits, and in all. From Spark's progress of the last 100 triggers."""
     spent = {}
-    for phase, keys in (("planning", ("latestOffset", "getBatch", "queryPlanning")), ("writing", ("addBatch",)),
-                        ("checkpoint", ("walCommit", "commitOffsets"))):  # fmt: skip
+    for phase, keys in (
+        ("planning", ("latestOffset", "getBatch", "queryPlanning")),
+        ("writing", ("addBatch",)),
+        ("checkpoint", ("walCommit", "commitOffsets")),
+    ):
         spent[phase] = round(sum((p.durationMs or {}).get(key, 0) for p in progress for key in keys) / 1000, 1)
     return {"startup": round(startup_s, 1), **spent, "total": round(total_s, 1)}
 

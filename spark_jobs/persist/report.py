@@ -92,9 +92,14 @@ def _counts(frame) -> dict[int, int]:
 
 def render(stream: StreamConfig, reports: list[PartitionReport], sealing: str) -> str:
     columns = (
-        ("partition", 9), ("offsets", 9), ("no record", 9), ("persisted", 10), ("late", 6), ("quarantined", 11),
+        ("partition", 9),
+        ("offsets", 9),
+        ("no record", 9),
+        ("persisted", 10),
+        ("late", 6),
+        ("quarantined", 11),
         ("not yet read", 12),
-    )  # fmt: skip
+    )
     header = " ".join(f"{name:>{width}}" for name, width in columns)
     lines = [f"stream {stream.name} (topic {stream.source.topic})", header, "-" * len(header)]
 

@@ -66,7 +66,9 @@ EXIT_LOST = 3
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="backfill", description="Backfill an event-time range of a stream from its log.")
+    parser = argparse.ArgumentParser(
+        prog="backfill", description="Backfill an event-time range of a stream from its log."
+    )
     parser.add_argument("--request", required=True, help="a BackfillRequest's JSON (tidemark.backfill_request)")
     parser.add_argument("--run-name", default="", help="names the checkpoint: the same name resumes a killed run")
     parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
@@ -88,7 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.persist.pipeline import LiveBatchInFlightError
 
     try:
-        result = backfill(stream, request, plan, args.run_name, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)
+        result = backfill(
+            stream,
+            request,
+            plan,
+            args.run_name,
+            args.max_records_per_batch or stream.persist.max_records_per_batch,
+            crash_point,
+        )
     except (ShadowSetInUseError, PartitionLimitError, LakeStorageError) as error:
         return _refuse(args.result, str(error))
     except LiveBatchInFlightError as error:
@@ -146,7 +155,11 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
         }
     finally:
         kafka.close()
-    doubtful = [p for p, i in indexes.items() if i.earliest > 0 and (i.first_retained_ms is None or request.start_ms < i.first_retained_ms)]
+    doubtful = [
+        p
+        for p, i in indexes.items()
+        if i.earliest > 0 and (i.first_retained_ms is None or request.start_ms < i.first_retained_ms)
+    ]
     ledger_first = _ledger_first_offsets(stream, request, doubtful) if doubtful else {}
     plan = plan_backfill(request, indexes, ledger_first)
     log.info(
@@ -168,12 +181,11 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
 def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partitions: list[int]) -> dict[int, int]:
     """Where live's ledger says the range began in ``partitions``: the first offset of the first
     live range that reached ``start``. Only asked when retention may have taken part of the range."""
-    from connectors.spark_session import batch_job_conf, lake_spark_session
+    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
+    from connectors.spark_session import batch_job_conf, lake_spark_session
     from spark_jobs.lake.tables import LakeTables
-
-    from delta.tables import DeltaTable
 
     spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream))
     tables = LakeTables(spark, stream)
@@ -222,7 +234,9 @@ def backfill(
                 counted[key] += totals[key]
             read = totals["records"] + totals["late"] + totals["quarantined"]
             report = tracker.batch_read({p: planned.end_offset for p, planned in ranges.items()}, read)
-            log.info({"event": "backfill_progress", "stream": stream.name, "target": request.target, **report.to_json()})
+            log.info(
+                {"event": "backfill_progress", "stream": stream.name, "target": request.target, **report.to_json()}
+            )
 
         checkpoint = f"{stream.checkpoint_path('backfill')}/{_checkpoint_name(request, run_name)}"
         if request.shadow is not None:
@@ -266,7 +280,9 @@ def backfill(
     log.info({"event": "backfill_finished", **{k: v for k, v in result.to_json().items() if k != "comparison"}})
     if comparison is not None:
         level = logging.ERROR if comparison.differing else logging.INFO
-        log.log(level, {"event": "backfill_compared_with_live", "stream": stream.name, **msgspec.to_builtins(comparison)})
+        log.log(
+            level, {"event": "backfill_compared_with_live", "stream": stream.name, **msgspec.to_builtins(comparison)}
+        )
     return result
 
 
@@ -281,8 +297,8 @@ def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoi
     before its ledger's left rows only the ledger does not know (found with a crash point)."""
     from delta.tables import DeltaTable
 
-    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
     from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
 
     if checkpoint_has_offsets(spark, checkpoint):
         return

@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.persist.pipeline import LiveBatchInFlightError
 
     try:
-        result = recover(stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point)
+        result = recover(
+            stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point
+        )
     except (PartitionLimitError, LakeStorageError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
@@ -174,7 +176,14 @@ def recover(
                     global_watermark=format_optional_event_time(pinned),
                 )
             )
-            log.info({"event": "range_recovered", "stream": stream.name, "partition": partition, **msgspec.to_builtins(recovered[-1])})
+            log.info(
+                {
+                    "event": "range_recovered",
+                    "stream": stream.name,
+                    "partition": partition,
+                    **msgspec.to_builtins(recovered[-1]),
+                }
+            )
     return RecoveryResult(
         stream=stream.name,
         partition=partition,

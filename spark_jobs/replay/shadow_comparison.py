@@ -25,19 +25,26 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
     within = live.offset_filter(ranges)
 
     def keyed(tables: LakeTables, side: str):
-        return tables.read("events").where(within).select(*key, F.unix_millis(F.date_trunc("hour", "event_time")).alias(f"{side}_hour"))
+        return (
+            tables.read("events")
+            .where(within)
+            .select(*key, F.unix_millis(F.date_trunc("hour", "event_time")).alias(f"{side}_hour"))
+        )
 
     elsewhere = (
-        live.read("late").where(within).select(*key)
+        live.read("late")
+        .where(within)
+        .select(*key)
         .unionByName(live.read("quarantine").where(within).select(*key))
         .withColumn("in_live_elsewhere", F.lit(True))
-    )  # fmt: skip
+    )
     joined = (
-        keyed(backfilled, "shadow").join(keyed(live, "live"), key, "full_outer")
+        keyed(backfilled, "shadow")
+        .join(keyed(live, "live"), key, "full_outer")
         .join(elsewhere, key, "left")
         .withColumn("hour_ms", F.coalesce("shadow_hour", "live_hour"))
         .withColumn("only_shadow", F.col("live_hour").isNull())
-    )  # fmt: skip
+    )
     missing = F.col("only_shadow") & F.col("in_live_elsewhere").isNull()
     hours = (
         joined.groupBy("source_partition", "hour_ms")
@@ -46,7 +53,9 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
             F.count("shadow_hour").alias("shadow"),
             F.sum(F.when(missing, 1).otherwise(0)).alias("missing_in_live"),
             F.sum(F.when(F.col("shadow_hour").isNull(), 1).otherwise(0)).alias("extra_in_live"),
-            F.sum(F.when(F.col("only_shadow") & F.col("in_live_elsewhere"), 1).otherwise(0)).alias("routed_differently"),
+            F.sum(F.when(F.col("only_shadow") & F.col("in_live_elsewhere"), 1).otherwise(0)).alias(
+                "routed_differently"
+            ),
         )
         .orderBy("source_partition", "hour_ms")
         .collect()
@@ -54,7 +63,11 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
     # Offsets missing in live as ranges (gaps and islands): consecutive offsets share offset − rank.
     islands = (
         joined.where(missing)
-        .withColumn("island", F.col("source_offset") - F.row_number().over(Window.partitionBy("source_partition").orderBy("source_offset")))
+        .withColumn(
+            "island",
+            F.col("source_offset")
+            - F.row_number().over(Window.partitionBy("source_partition").orderBy("source_offset")),
+        )
         .groupBy("source_partition", "island")
         .agg(F.min("source_offset").alias("start"), (F.max("source_offset") + 1).alias("end"))
         .orderBy("source_partition", "start")
@@ -65,6 +78,17 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
         missing_ranges.setdefault(row.source_partition, []).append(OffsetRange(row.start, row.end))
     return Reconciliation(
         stream.name,
-        tuple(HourComparison(r.source_partition, r.hour_ms, r.live, r.shadow, r.missing_in_live, r.extra_in_live, r.routed_differently) for r in hours),
+        tuple(
+            HourComparison(
+                r.source_partition,
+                r.hour_ms,
+                r.live,
+                r.shadow,
+                r.missing_in_live,
+                r.extra_in_live,
+                r.routed_differently,
+            )
+            for r in hours
+        ),
         {p: tuple(rs) for p, rs in missing_ranges.items()},
     )

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from connectors.jars import shared_jars_root
 from harness.recorded_stream import RecordedStream, write_recorded_stream
 from stack.environment import embedded_environment
-from connectors.jars import shared_jars_root
 from stack.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,10 +58,17 @@ def airflow_ui(recorded_stream, tmp_path_factory) -> Iterator[AirflowUi]:
     }
     base = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "TIDEMARK"))}
     environment = {**base, **overrides, **embedded_environment(REPO, {**base, **overrides})}
-    migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=environment, capture_output=True, text=True, timeout=300)
+    migrate = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"], env=environment, capture_output=True, text=True, timeout=300
+    )
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     log = open(home / "api-server.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "airflow", "api-server", "--port", str(port)], env=environment, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "airflow", "api-server", "--port", str(port)],
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(url, server, home / "api-server.log")
@@ -90,9 +97,10 @@ def _wait_until_up(url: str, server: subprocess.Popen, log: Path, timeout_s: flo
 
 def _token(url: str) -> str:
     request = urllib.request.Request(
-        url + "/auth/token", data=json.dumps({"username": "admin", "password": PASSWORD}).encode(),
+        url + "/auth/token",
+        data=json.dumps({"username": "admin", "password": PASSWORD}).encode(),
         headers={"Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)["access_token"]
 

@@ -53,7 +53,9 @@ def test_the_plugin_adds_the_page_to_the_navigation(airflow_ui):
     status, body = _get(airflow_ui.url + "/api/v2/plugins", token=airflow_ui.token)
     assert status == 200
     (plugin,) = [p for p in json.loads(body)["plugins"] if p["name"] == "tidemark"]
-    assert [(v["name"], v["href"], v["destination"]) for v in plugin["external_views"]] == [("tidemark watermarks", "/tidemark/", "nav")]
+    assert [(v["name"], v["href"], v["destination"]) for v in plugin["external_views"]] == [
+        ("tidemark watermarks", "/tidemark/", "nav")
+    ]
     assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == ["/tidemark"]
 
 
@@ -62,7 +64,10 @@ def test_unknown_streams_get_404_naming_the_known_ones_and_an_unwritten_stream_s
     assert status == 404
     assert f"no stream named &#x27;nope&#x27;; known streams: {STREAM}, {UNWRITTEN}" in body
     status, body = _get(airflow_ui.url + "/tidemark/streams/nope/overview.json", token=airflow_ui.token)
-    assert (status, json.loads(body)["detail"]) == (404, f"no stream named 'nope'; known streams: {STREAM}, {UNWRITTEN}")
+    assert (status, json.loads(body)["detail"]) == (
+        404,
+        f"no stream named 'nope'; known streams: {STREAM}, {UNWRITTEN}",
+    )
 
     status, body = _get(airflow_ui.url + f"/tidemark/streams/{UNWRITTEN}", token=airflow_ui.token)
     assert status == 200
@@ -83,7 +88,10 @@ def test_the_figures_are_the_recorded_states(airflow_ui):
         # The topic holds exactly the offsets the ledger saw, so the log's answer is the ledger's.
         assert (shown["position"], shown["log_end"], shown["lag"]) == (row[5], row[6], row[6] - row[5])
     stalled = partitions[STALLED]
-    assert stalled["retention_deadline_ms"] == recorded.record_time_ms(STALLED, stalled["position"]) + recorded.stream.retention_ms
+    assert (
+        stalled["retention_deadline_ms"]
+        == recorded.record_time_ms(STALLED, stalled["position"]) + recorded.stream.retention_ms
+    )
     assert overview["global_watermark_ms"] == stalled["partition_watermark_ms"]
     assert overview["last_sealed_hour_ms"] == recorded.sealed_hours_ms[-1]
     assert overview["log_answered"] is True
@@ -115,13 +123,21 @@ def test_chromium_renders_the_stalled_partition_and_one_line_per_partition_plus_
 
             watermark_chart, lag_chart = page.locator("figure.chart svg").all()
             assert watermark_chart.locator("polyline").evaluate_all("ls => ls.map(l => l.dataset.line)") == [
-                "partition 0", "partition 1", "partition 2", "partition 3", "G",
-            ]  # fmt: skip
+                "partition 0",
+                "partition 1",
+                "partition 2",
+                "partition 3",
+                "G",
+            ]
             assert lag_chart.locator("polyline").count() == 4
-            drawn_red = watermark_chart.locator("polyline.attention").evaluate_all("ls => ls.map(l => [l.dataset.line, l.getAttribute('stroke')])")
+            drawn_red = watermark_chart.locator("polyline.attention").evaluate_all(
+                "ls => ls.map(l => [l.dataset.line, l.getAttribute('stroke')])"
+            )
             assert drawn_red == [[f"partition {STALLED}", "#d62728"]]
             stalled_watermark = [row for row in recorded.history.rows() if row[2] == STALLED][-1][13]
-            assert page.locator("#global-watermark").inner_text() == _shown_time(int(stalled_watermark.timestamp() * 1000))
+            assert page.locator("#global-watermark").inner_text() == _shown_time(
+                int(stalled_watermark.timestamp() * 1000)
+            )
             assert page.locator("#last-sealed-hour").inner_text() == _shown_time(recorded.sealed_hours_ms[-1])
 
             # The report links lead to the reports, behind the same login.
@@ -129,7 +145,10 @@ def test_chromium_renders_the_stalled_partition_and_one_line_per_partition_plus_
             assert page.locator("h1").inner_text() == "recorded quality summary"
             page.go_back()
             run_link = page.locator("#quality-runs a", has_text="DAG run").first.get_attribute("href")
-            assert run_link == f"/dags/tidemark_quality__{STREAM}/runs/{recorded.quality_run.rsplit('.', 1)[0].replace(':', '%3A').replace('+', '%2B')}"
+            assert (
+                run_link
+                == f"/dags/tidemark_quality__{STREAM}/runs/{recorded.quality_run.rsplit('.', 1)[0].replace(':', '%3A').replace('+', '%2B')}"
+            )
             page.screenshot(path=str(tmp_path / "watermark_page_stalled.png"), full_page=True)
         finally:
             browser.close()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from stack.environment import embedded_environment
 from connectors.jars import shared_jars_root
+from stack.environment import embedded_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,4 +38,3 @@ def airflow_environment(tmp_path_factory) -> dict[str, str]:
     )
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     return environment
-

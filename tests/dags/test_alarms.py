@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from harness.airflow_process import dags_test_many, run_python
-from harness.persist_job import produce, telemetry_value
 from harness.alarm_receivers import (
     HOOK_LOGIN,
     HOOK_PASSWORD,
@@ -28,6 +27,7 @@ from harness.alarm_receivers import (
     basic_auth,
     closed_port,
 )
+from harness.persist_job import produce, telemetry_value
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,9 @@ def test_a_connection_that_does_not_exist_fails_parsing_naming_the_key(airflow_e
         "add it (airflow connections add tm_hook_typo ..., or the environment variable AIRFLOW_CONN_TM_HOOK_TYPO)"
     )
     failed = {Path(path).name for path, error in found["errors"].items() if expected in error}
-    assert failed == {"tidemark_persist.py", "tidemark_quality.py", "tidemark_recover.py", "tidemark_sweep.py"}, found["errors"]
+    assert failed == {"tidemark_persist.py", "tidemark_quality.py", "tidemark_recover.py", "tidemark_sweep.py"}, found[
+        "errors"
+    ]
     assert "tidemark_backfill__telemetry" in found["dag_ids"], "files without alarms still load"
 
 
@@ -88,7 +90,11 @@ def test_a_failed_persist_run_and_a_lost_recovery_alarm_and_a_receiver_that_is_d
     topic = "alarm_lost"
     kafka_broker.create_topic(topic, 1)
     now_ms = int(time.time() * 1000)
-    produce(kafka_broker.bootstrap, topic, [(0, telemetry_value("scooter-0", now_ms - 60_000 + i), now_ms) for i in range(30)])
+    produce(
+        kafka_broker.bootstrap,
+        topic,
+        [(0, telemetry_value("scooter-0", now_ms - 60_000 + i), now_ms) for i in range(30)],
+    )
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
     for future in admin.delete_records([TopicPartition(topic, 0, 20)]).values():
         assert future.result(30).low_watermark == 20
@@ -99,39 +105,73 @@ def test_a_failed_persist_run_and_a_lost_recovery_alarm_and_a_receiver_that_is_d
         # holds): the task fails at start, before spark-submit, without retries, the quickest real
         # failure of the task whose last failed try is the alarm's occasion.
         unstartable = {"persist": {"max_records_per_batch": 1_000_000_000}}
-        conf = _conf(tmp_path, {
-            "telemetry": (alerts_section(), unstartable),
-            "telemetry_down": (alerts_section("tm_down_smtp", "tm_down_hook"), unstartable),
-            "telemetry_lost": (alerts_section(), {"source": {"bootstrap_servers": kafka_broker.bootstrap, "topic": topic, "partitions": 1}}),
-        })  # fmt: skip
+        conf = _conf(
+            tmp_path,
+            {
+                "telemetry": (alerts_section(), unstartable),
+                "telemetry_down": (alerts_section("tm_down_smtp", "tm_down_hook"), unstartable),
+                "telemetry_lost": (
+                    alerts_section(),
+                    {"source": {"bootstrap_servers": kafka_broker.bootstrap, "topic": topic, "partitions": 1}},
+                ),
+            },
+        )
         environment = {
-            **airflow_environment, **receivers.connections(), **down.connections("tm_down_smtp", "tm_down_hook"),
-            "TIDEMARK_CONF": str(conf), "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
-        }  # fmt: skip
-        request = {"stream": "telemetry_lost", "partition": 0, "ranges": "0-30", "reason": "test: retention overtook it"}
-        up_run, down_run, recovery = dags_test_many(environment, [
-            ["tidemark_persist__telemetry"], ["tidemark_persist__telemetry_down"],
-            ["tidemark_recover__telemetry_lost", "--conf", json.dumps(request)],
-        ])  # fmt: skip
+            **airflow_environment,
+            **receivers.connections(),
+            **down.connections("tm_down_smtp", "tm_down_hook"),
+            "TIDEMARK_CONF": str(conf),
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+        }
+        request = {
+            "stream": "telemetry_lost",
+            "partition": 0,
+            "ranges": "0-30",
+            "reason": "test: retention overtook it",
+        }
+        up_run, down_run, recovery = dags_test_many(
+            environment,
+            [
+                ["tidemark_persist__telemetry"],
+                ["tidemark_persist__telemetry_down"],
+                ["tidemark_recover__telemetry_lost", "--conf", json.dumps(request)],
+            ],
+        )
 
     assert up_run.returncode != 0 and down_run.returncode != 0, "a callback never turns a failed run green"
-    assert "persist.max_records_per_batch: a batch of 1,000,000,000 records needs about" in up_run.output, up_run.output[-3000:]
+    assert "persist.max_records_per_batch: a batch of 1,000,000,000 records needs about" in up_run.output, (
+        up_run.output[-3000:]
+    )
     assert recovery.returncode != 0, "offsets LOST fail the recovery"
     persist_mail, lost_mail = receivers.mails
     persist_post, lost_post = receivers.posts
 
     assert "Subject: [tidemark] telemetry: the persist job failed after 1 tries" in persist_mail.text
     assert f"To: {TO_EMAIL}" in persist_mail.text and "tidemark_persist__telemetry" in persist_mail.text
-    assert (persist_post.body["kind"], persist_post.body["stream"], persist_post.body["dag_id"], persist_post.body["task_id"]) == (
-        "persist_failed", "telemetry", "tidemark_persist__telemetry", "persist",
-    )  # fmt: skip
+    assert (
+        persist_post.body["kind"],
+        persist_post.body["stream"],
+        persist_post.body["dag_id"],
+        persist_post.body["task_id"],
+    ) == (
+        "persist_failed",
+        "telemetry",
+        "tidemark_persist__telemetry",
+        "persist",
+    )
     assert persist_post.body["details"]["error"] == "AirflowFailException"
 
     assert "Subject: [tidemark] telemetry_lost: partition 0 LOST" in lost_mail.text
-    assert (lost_post.body["kind"], lost_post.body["stream"], lost_post.body["task_id"]) == ("recovery_lost", "telemetry_lost", "recover")
+    assert (lost_post.body["kind"], lost_post.body["stream"], lost_post.body["task_id"]) == (
+        "recovery_lost",
+        "telemetry_lost",
+        "recover",
+    )
     (finding,) = lost_post.body["partitions"]
     assert (finding["partition"], finding["status"], finding["lost"]) == (0, "LOST", [[0, 20]])
-    assert finding["reasons"] == ["20 offsets left the log (retention) before they were persisted; 10 records of the recoverable ranges were inserted"]
+    assert finding["reasons"] == [
+        "20 offsets left the log (retention) before they were persisted; 10 records of the recoverable ranges were inserted"
+    ]
     assert lost_post.body["details"]["requested"] == [[0, 30]]
 
     for post in (persist_post, lost_post):

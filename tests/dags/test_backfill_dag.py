@@ -22,7 +22,9 @@ def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
-def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_fails(airflow_environment, kafka_broker, spark, tmp_path):
+def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_fails(
+    airflow_environment, kafka_broker, spark, tmp_path
+):
     from delta.tables import DeltaTable
 
     from spark_jobs.persist.job import run_persist
@@ -31,7 +33,9 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
     topic = "dag_backfill_reconcile"
     kafka_broker.create_topic(topic, 2)
     base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
-    records = [(p, telemetry_value(f"scooter-{p}", t), t) for t in range(base, base + 2 * HOUR_MS, 60_000) for p in range(2)]
+    records = [
+        (p, telemetry_value(f"scooter-{p}", t), t) for t in range(base, base + 2 * HOUR_MS, 60_000) for p in range(2)
+    ]
     produce(kafka_broker.bootstrap, topic, records)
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2)
     run_persist(load_stream(conf, "telemetry"), "available_now", 100_000)
@@ -54,7 +58,13 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
         f"differs from live in 1 partition-hours: partition 1, hour {second_hour}: live 53, backfill 60 (7 missing in live)"
         in output
     ), output[-6000:]
-    triggered = [conf for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items() if run_id not in recover_runs_before]
-    assert [(conf["partition"], conf["ranges"]) for conf in triggered] == [(1, [{"start": 70, "end": 77}])], "one recovery, of exactly the missing offsets"
+    triggered = [
+        conf
+        for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items()
+        if run_id not in recover_runs_before
+    ]
+    assert [(conf["partition"], conf["ranges"]) for conf in triggered] == [(1, [{"start": 70, "end": 77}])], (
+        "one recovery, of exactly the missing offsets"
+    )
     shadow = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "shadow" / "reconcile" / "events"))
     assert shadow.count() == 240

@@ -84,7 +84,14 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["offline_devices_schedule"] == "tidemark_sealed_hours__telemetry"
     assert described["offline_devices_max_active_runs"] == 1
     assert described["quality_tasks"] == ["check", "hours_to_check", "recovery_requests", "trigger_recovery", "verdict"]
-    assert described["recover_tasks"] == ["live_job_was_the_cause", "recheck", "recover", "restart_live", "touched_hours", "validate"]
+    assert described["recover_tasks"] == [
+        "live_job_was_the_cause",
+        "recheck",
+        "recover",
+        "restart_live",
+        "touched_hours",
+        "validate",
+    ]
     assert described["recover_params"] == ["partition", "ranges", "reason", "restart_live", "stream"]
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
@@ -104,6 +111,8 @@ def test_parsing_starts_no_spark_and_opens_no_kafka_client(described, dag_file):
 def test_a_bad_config_fails_parsing_naming_the_key(airflow_environment, tmp_path):
     bad = tmp_path / "streams.yaml"
     bad.write_text((REPO / "conf" / "streams.yaml").read_text().replace("max_drift: 15m", "max_drift: soon"))
-    result = run_python({**airflow_environment, "TIDEMARK_CONF": str(bad)}, f"import runpy; runpy.run_path({str(DAG_FILE)!r})")
+    result = run_python(
+        {**airflow_environment, "TIDEMARK_CONF": str(bad)}, f"import runpy; runpy.run_path({str(DAG_FILE)!r})"
+    )
     assert result.returncode != 0
     assert "streams.telemetry.event_time.max_drift" in result.stderr

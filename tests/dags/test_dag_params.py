@@ -20,7 +20,11 @@ CASES = [
     ("tidemark_recover__telemetry", "partition", {"partition": 9, "ranges": "0-10", "reason": "x"}),
     ("tidemark_recover__telemetry", "ranges", {"partition": 1, "ranges": "20-10", "reason": "x"}),
     ("tidemark_recover__telemetry", "reason", {"partition": 1, "ranges": "0-10", "reason": ""}),
-    ("tidemark_backfill__telemetry", "end", {"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z", "partitions": "0,7"}),
+    (
+        "tidemark_backfill__telemetry",
+        "end",
+        {"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z", "partitions": "0,7"},
+    ),
     ("tidemark_offline_devices__telemetry", "start", {"start": "21 Nov 14:00", "end": "2026-11-21T20:00:00Z"}),
 ]
 
@@ -32,7 +36,9 @@ def malformed_runs(airflow_environment, tmp_path_factory) -> list[DagTestRun]:
     return dags_test_many(environment, [[dag_id, "--conf", json.dumps(params)] for dag_id, _, params in CASES])
 
 
-@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{dag_id.split('__')[0]}-{param}" for dag_id, param, _ in CASES])
+@pytest.mark.parametrize(
+    "case", range(len(CASES)), ids=[f"{dag_id.split('__')[0]}-{param}" for dag_id, param, _ in CASES]
+)
 def test_malformed_params_fail_before_any_work_naming_the_param(malformed_runs, case):
     _, param, _ = CASES[case]
     run = malformed_runs[case]

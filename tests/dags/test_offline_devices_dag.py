@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # The operator with spark-submit replaced: the fake job writes the summary the real one writes (or
 # none), at the path the operator passed it.
-FAKE_JOB_DAGS = '''
+FAKE_JOB_DAGS = """
 import json
 
 import pendulum
@@ -55,7 +55,7 @@ backfill = fake_dag(
     True,
 )
 no_summary = fake_dag("fake_offline_devices__no_summary", None, False)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -78,4 +78,6 @@ def test_a_backfill_request_becomes_the_jobs_arguments(fake_dag_runs):
 def test_a_job_that_writes_no_summary_fails_the_task(fake_dag_runs):
     run = fake_dag_runs["fake_offline_devices__no_summary"]
     assert run.returncode != 0
-    assert "new_state=failed" in run.output and "the offline-device job succeeded but wrote no summary" in run.output, run.output[-5000:]
+    assert "new_state=failed" in run.output and "the offline-device job succeeded but wrote no summary" in run.output, (
+        run.output[-5000:]
+    )

@@ -73,8 +73,11 @@ def test_persist_dag_on_a_standalone_cluster_writes_exactly_what_was_produced(
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "airflow", "dags", "test", "tidemark_persist__telemetry"],
-        env=environment, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     cluster_s = time.monotonic() - started
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
@@ -93,9 +96,9 @@ def test_persist_dag_on_a_standalone_cluster_writes_exactly_what_was_produced(
     # layout); the cluster's lake must be exactly that, payload included.
     lake = tmp_path / "cluster" / "lake" / "telemetry"
     events = _rows(lake / "events", drop=("step_id",))
-    assert [(r["source_partition"], r["source_offset"], int(r["event_time"].timestamp() * 1000)) for r in events] == sorted(
-        (p, offset, t) for p, t, offset in good
-    )
+    assert [
+        (r["source_partition"], r["source_offset"], int(r["event_time"].timestamp() * 1000)) for r in events
+    ] == sorted((p, offset, t) for p, t, offset in good)
     assert {(r["source_partition"], r["device_id"], r["lat"], r["lon"], r["battery"]) for r in events} == {
         (p, f"scooter-{p}", 52.0, 4.9, 50) for p in range(PARTITIONS)
     }
@@ -104,20 +107,24 @@ def test_persist_dag_on_a_standalone_cluster_writes_exactly_what_was_produced(
         (p, offset, "unparsable_event_time") for p, offset in bad
     ]
     late_rows = _rows(lake / "late", drop=("step_id",))
-    assert [(r["source_partition"], r["source_offset"], int(r["event_time"].timestamp() * 1000)) for r in late_rows] == [
-        (p, offset, t) for p, t, offset in late
-    ]
+    assert [
+        (r["source_partition"], r["source_offset"], int(r["event_time"].timestamp() * 1000)) for r in late_rows
+    ] == [(p, offset, t) for p, t, offset in late]
     # The ledger's ranges of each partition are contiguous from offset 0 to its end, and hold
     # every record once.
     ledger = _rows(lake / "ledger", drop=())
     for p, count in per_partition.items():
-        ranges = sorted((r["start_offset"], r["end_offset"]) for r in ledger if r["source_partition"] == p and r["end_offset"] > r["start_offset"])
+        ranges = sorted(
+            (r["start_offset"], r["end_offset"])
+            for r in ledger
+            if r["source_partition"] == p and r["end_offset"] > r["start_offset"]
+        )
         assert ranges[0][0] == 0 and ranges[-1][1] == count, (p, ranges)
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), (p, ranges)
         assert sum(r["data_records"] for r in ledger if r["source_partition"] == p) == count
 
 
-UNREACHABLE_DAG = '''
+UNREACHABLE_DAG = """
 import pendulum
 from airflow.sdk import dag
 
@@ -134,13 +141,15 @@ def persist_unreachable_master():
 
 
 persist_unreachable_master()
-'''
+"""
 
 
 def test_an_unreachable_master_fails_the_task_at_once_naming_it_and_what_to_check(airflow_environment, tmp_path):
     dags = tmp_path / "dags"
     dags.mkdir()
-    (dags / "persist_unreachable_master.py").write_text(UNREACHABLE_DAG.format(conf_path=str(REPO / "conf" / "streams.yaml")))
+    (dags / "persist_unreachable_master.py").write_text(
+        UNREACHABLE_DAG.format(conf_path=str(REPO / "conf" / "streams.yaml"))
+    )
     port = free_port()  # nothing listens there
     environment = {
         **airflow_environment,
@@ -150,8 +159,11 @@ def test_an_unreachable_master_fails_the_task_at_once_naming_it_and_what_to_chec
 
     result = subprocess.run(
         [sys.executable, "-m", "airflow", "dags", "test", "persist_unreachable_master"],
-        env=environment, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = result.stdout + result.stderr
 
     assert result.returncode != 0, output[-5000:]

@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.alarm_receivers import HOOK_LOGIN, HOOK_PASSWORD, SMTP_LOGIN, SMTP_PASSWORD, alarm_receivers, alerts_section
-from harness.log_layouts import lake_offsets
 from harness.airflow_process import dag_runs, dags_test
+from harness.alarm_receivers import (
+    HOOK_LOGIN,
+    HOOK_PASSWORD,
+    SMTP_LOGIN,
+    SMTP_PASSWORD,
+    alarm_receivers,
+    alerts_section,
+)
+from harness.log_layouts import lake_offsets
 from harness.persist_job import produce, run_in_process, run_persist, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
@@ -43,7 +50,9 @@ def receivers():
         yield running
 
 
-def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environment, kafka_broker, spark, tmp_path, receivers):
+def test_a_frozen_partition_is_reported_recovered_and_then_ok(
+    airflow_environment, kafka_broker, spark, tmp_path, receivers
+):
     topic = "dag_quality_loop"
     kafka_broker.create_topic(topic, 3)
     now_ms = int(time.time() * 1000)
@@ -88,10 +97,21 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     statuses = {p["partition"]: p["status"] for p in summary["partitions"]}
     assert statuses == {0: "OK", 1: "OK", 2: "STOP"}
     (request,) = summary["recovery_requests"]
-    assert (request["partition"], request["ranges"], request["restart_live"]) == (2, [{"start": 0, "end": produced[2]}], True)
-    assert Path(summary["paths"]["summary_html"]) == home / "reports" / "telemetry" / "runs" / summary["run_name"] / "summary.html"
+    assert (request["partition"], request["ranges"], request["restart_live"]) == (
+        2,
+        [{"start": 0, "end": produced[2]}],
+        True,
+    )
+    assert (
+        Path(summary["paths"]["summary_html"])
+        == home / "reports" / "telemetry" / "runs" / summary["run_name"] / "summary.html"
+    )
     assert Path(summary["paths"]["summary_html"]).exists()
-    triggered = {run_id: conf for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items() if run_id not in recover_runs_before}
+    triggered = {
+        run_id: conf
+        for run_id, conf in dag_runs(environment, "tidemark_recover__telemetry").items()
+        if run_id not in recover_runs_before
+    }
     assert list(triggered.values()) == [request], "the quality run triggered one recovery, with the request it reported"
 
     # A person is told, once for the run, by e-mail and by webhook: stream, partition 2, STOP, the
@@ -99,9 +119,15 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     (mail,), (post,) = receivers.mails, receivers.posts
     alarmed_s, quality_to_alarm_s = min(mail.at, post.at) - stalled_at, min(mail.at, post.at) - quality_started
     assert "Subject: [tidemark] telemetry: partition 2 STOP" in mail.text
-    assert (post.body["kind"], post.body["stream"], post.body["dag_id"]) == ("quality", "telemetry", "tidemark_quality__telemetry")
+    assert (post.body["kind"], post.body["stream"], post.body["dag_id"]) == (
+        "quality",
+        "telemetry",
+        "tidemark_quality__telemetry",
+    )
     assert [(p["partition"], p["status"]) for p in post.body["partitions"]] == [(2, "STOP")]
-    assert post.body["partitions"][0]["reasons"] == next(p["reasons"] for p in summary["partitions"] if p["partition"] == 2)
+    assert post.body["partitions"][0]["reasons"] == next(
+        p["reasons"] for p in summary["partitions"] if p["partition"] == 2
+    )
     assert post.body["summary"] == {"html": summary["paths"]["summary_html"], "json": summary["paths"]["summary_json"]}
     assert summary["paths"]["summary_html"] in mail.text
     for secret in (SMTP_LOGIN, SMTP_PASSWORD, HOOK_LOGIN, HOOK_PASSWORD):
@@ -114,7 +140,9 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     assert recovered.returncode == 0, recovered.output[-8000:]
     assert f"{produced[2]} records inserted" in recovered.output
     restarted = set(dag_runs(environment, "tidemark_persist__telemetry")) - set(persist_runs_before)
-    assert len(restarted) == 1, "the request's restart_live triggered one persist run (the live job was the cause: STOP)"
+    assert len(restarted) == 1, (
+        "the request's restart_live triggered one persist run (the live job was the cause: STOP)"
+    )
     assert (len(receivers.mails), len(receivers.posts)) == (1, 1), "a recovery that lost nothing sends no alarm"
 
     # The live job, no longer frozen, reads partition 2 too (insert-only where recovery wrote),
@@ -127,7 +155,9 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(airflow_environmen
     found = lake_offsets(spark, lake)
     assert Counter(found).most_common(1)[0][1] == 1, "a (partition, offset) persisted twice"
     assert set(found) == {(p, o) for p, n in produced.items() for o in range(n)}
-    print(f"\nstall detected after {detected_s:.0f} s wall time, alarm received after {alarmed_s:.1f} s ({quality_to_alarm_s:.1f} s after the quality run started), recovered after {recovered_s:.0f} s")
+    print(
+        f"\nstall detected after {detected_s:.0f} s wall time, alarm received after {alarmed_s:.1f} s ({quality_to_alarm_s:.1f} s after the quality run started), recovered after {recovered_s:.0f} s"
+    )
 
 
 def _quality_run(conf: Path, home: Path, tmp_path: Path) -> dict[int, str]:
@@ -137,8 +167,21 @@ def _quality_run(conf: Path, home: Path, tmp_path: Path) -> dict[int, str]:
 
     reports = home / "reports"
     result = tmp_path / "quality_result.json"
-    argv = ["--stream", "telemetry", "--conf", str(conf), "--report-dir", str(reports), "--gx-dir", str(reports / "telemetry" / "gx"),
-            "--run-name", "final_check", "--result", str(result), "--reconcile"]  # fmt: skip
+    argv = [
+        "--stream",
+        "telemetry",
+        "--conf",
+        str(conf),
+        "--report-dir",
+        str(reports),
+        "--gx-dir",
+        str(reports / "telemetry" / "gx"),
+        "--run-name",
+        "final_check",
+        "--result",
+        str(result),
+        "--reconcile",
+    ]
     code = run_in_process(main, argv, tmp_path / "quality.log")
     assert code == 0, (tmp_path / "quality.log").read_text()[-5000:]
     return {p["partition"]: p["status"] for p in json.loads(result.read_text())["partitions"]}

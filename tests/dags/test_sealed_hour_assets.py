@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # The operator under test, with spark-submit replaced by writing the run summary the job would
 # write at the path the operator passed it.
-FAKE_JOB_DAGS = '''
+FAKE_JOB_DAGS = """
 import json
 
 import pendulum
@@ -56,7 +56,7 @@ seals_two = fake_persist_dag(
 )
 seals_none = fake_persist_dag("fake_persist__seals_none", {{**SUMMARY, "sealed_hours": []}})
 writes_no_summary = fake_persist_dag("fake_persist__writes_no_summary", None)
-'''
+"""
 
 FAKE_DAG_IDS = ("fake_persist__seals_two", "fake_persist__seals_none", "fake_persist__writes_no_summary")
 
@@ -108,5 +108,7 @@ def test_a_job_that_writes_no_summary_fails_the_task_and_emits_nothing(fake_dag_
     run = fake_dag_runs["fake_persist__writes_no_summary"]
 
     assert run.returncode != 0, run.output[-5000:]
-    assert "new_state=failed" in run.output and "the persist job succeeded but wrote no run summary" in run.output, run.output[-5000:]
+    assert "new_state=failed" in run.output and "the persist job succeeded but wrote no run summary" in run.output, (
+        run.output[-5000:]
+    )
     assert asset_events_of(airflow_environment, "fake_persist__writes_no_summary") == []

@@ -20,7 +20,9 @@ from pathlib import Path
 
 def run_python(environment: dict[str, str], code: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
     """Run Python code in a child process with the given environment."""
-    return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=timeout_s)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=timeout_s
+    )
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,12 @@ def dags_test_many(environment: dict[str, str], runs: list[list[str]], timeout_s
     what the CLI does for it alone; the Airflow database keeps what each run left for the next."""
     result = subprocess.run(
         [sys.executable, "-c", _RUNNER, json.dumps(runs)],
-        env={**environment, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**environment, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         timeout=timeout_s,
-    )  # fmt: skip
+    )
     finished = []
     for chunk in result.stdout.split(_RUN_STARTS + "\n")[1:]:
         output, ends, status = chunk.rpartition(_RUN_ENDS)

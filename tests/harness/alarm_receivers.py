@@ -14,10 +14,10 @@ import socket
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
 from harness.json_http import send_json
 
@@ -44,11 +44,25 @@ class AlarmReceivers:
     def connections(self, smtp_conn_id: str = "tm_alarm_smtp", http_conn_id: str = "tm_alarm_hook") -> dict[str, str]:
         """AIRFLOW_CONN_* variables for an SMTP and an HTTP connection to these receivers."""
         smtp = {
-            "conn_type": "smtp", "host": "127.0.0.1", "port": self.smtp_port, "login": SMTP_LOGIN, "password": SMTP_PASSWORD,
+            "conn_type": "smtp",
+            "host": "127.0.0.1",
+            "port": self.smtp_port,
+            "login": SMTP_LOGIN,
+            "password": SMTP_PASSWORD,
             "extra": {"disable_tls": True, "disable_ssl": True, "timeout": 10, "retry_limit": 0},
-        }  # fmt: skip
-        http = {"conn_type": "http", "host": "127.0.0.1", "port": self.http_port, "schema": "http", "login": HOOK_LOGIN, "password": HOOK_PASSWORD}
-        return {f"AIRFLOW_CONN_{smtp_conn_id.upper()}": json.dumps(smtp), f"AIRFLOW_CONN_{http_conn_id.upper()}": json.dumps(http)}
+        }
+        http = {
+            "conn_type": "http",
+            "host": "127.0.0.1",
+            "port": self.http_port,
+            "schema": "http",
+            "login": HOOK_LOGIN,
+            "password": HOOK_PASSWORD,
+        }
+        return {
+            f"AIRFLOW_CONN_{smtp_conn_id.upper()}": json.dumps(smtp),
+            f"AIRFLOW_CONN_{http_conn_id.upper()}": json.dumps(http),
+        }
 
 
 def alerts_section(smtp_conn_id: str = "tm_alarm_smtp", http_conn_id: str = "tm_alarm_hook") -> dict:
@@ -88,7 +102,10 @@ def alarm_receivers() -> Iterator[AlarmReceivers]:
             return "250 OK"
 
     def authenticate(server, session, envelope, mechanism, auth_data):
-        ok = isinstance(auth_data, LoginPassword) and (auth_data.login, auth_data.password) == (SMTP_LOGIN.encode(), SMTP_PASSWORD.encode())
+        ok = isinstance(auth_data, LoginPassword) and (auth_data.login, auth_data.password) == (
+            SMTP_LOGIN.encode(),
+            SMTP_PASSWORD.encode(),
+        )
         return AuthResult(success=ok)
 
     class HookHandler(BaseHTTPRequestHandler):
@@ -101,7 +118,12 @@ def alarm_receivers() -> Iterator[AlarmReceivers]:
             pass
 
     controller = Controller(
-        MailHandler(), hostname="127.0.0.1", port=smtp_port, authenticator=authenticate, auth_required=True, auth_require_tls=False
+        MailHandler(),
+        hostname="127.0.0.1",
+        port=smtp_port,
+        authenticator=authenticate,
+        auth_required=True,
+        auth_require_tls=False,
     )
     controller.start()
     http_server = ThreadingHTTPServer(("127.0.0.1", http_port), HookHandler)

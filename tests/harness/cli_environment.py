@@ -29,7 +29,9 @@ def cli_home(tmp_path: Path):
             del os.environ[name]
     home = tmp_path / "home"
     # Ports nothing listens on: the developer's own stack, if it runs, is never asked.
-    os.environ.update(TIDEMARK_HOME=str(home), TIDEMARK_AIRFLOW_PORT=str(free_port()), TIDEMARK_KAFKA_PORT=str(free_port(2)))
+    os.environ.update(
+        TIDEMARK_HOME=str(home), TIDEMARK_AIRFLOW_PORT=str(free_port()), TIDEMARK_KAFKA_PORT=str(free_port(2))
+    )
     try:
         yield home
     finally:

@@ -45,7 +45,12 @@ def main() -> None:
 
     from connectors.spark_session import lake_spark_session
 
-    extra = {"spark.driver.memory": "512m", "spark.sql.shuffle.partitions": "1", "spark.default.parallelism": "1", **CONTROL}
+    extra = {
+        "spark.driver.memory": "512m",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.default.parallelism": "1",
+        **CONTROL,
+    }
     spark = lake_spark_session(f"append-driver-{args.driver}", extra)
     spark.sparkContext.setLogLevel("ERROR")
     if args.create:

@@ -43,7 +43,14 @@ class TransactionalProducer:
         """Begin a transaction and write (partition, value, timestamp_ms) records in it."""
         self._producer.begin_transaction()
         for partition, value, timestamp_ms in records:
-            self._producer.produce(self._topic, value=value, key=key, partition=partition, timestamp=timestamp_ms, on_delivery=self._on_delivery)
+            self._producer.produce(
+                self._topic,
+                value=value,
+                key=key,
+                partition=partition,
+                timestamp=timestamp_ms,
+                on_delivery=self._on_delivery,
+            )
         assert self._producer.flush(60) == 0, "not every record reached the broker"
 
     @property
@@ -70,9 +77,15 @@ def readable_offsets(bootstrap: str, topic: str, partitions: int, timeout_s: flo
     """Every (partition, offset) a read_committed consumer receives, from the earliest offset to
     the last stable offset: the data records the log holds."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "tidemark-test-truth", "enable.auto.commit": False,
-         "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "earliest"}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "tidemark-test-truth",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     found: Offsets = set()
     try:
         consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])  # -2: the earliest offset

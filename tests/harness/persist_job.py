@@ -20,8 +20,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from unittest import mock
 
 import yaml
@@ -104,10 +104,14 @@ def kill_after_batches(job: subprocess.Popen, ledger_path: Path, batches: int, t
         assert time.monotonic() < deadline, f"the job committed nothing within {timeout_s:.0f} s"
         time.sleep(0.2)
     os.killpg(job.pid, signal.SIGKILL)
-    assert job.wait(30) == -signal.SIGKILL, f"the job exited {job.returncode} on its own before the kill: make the backlog larger"
+    assert job.wait(30) == -signal.SIGKILL, (
+        f"the job exited {job.returncode} on its own before the kill: make the backlog larger"
+    )
 
 
-def recovery_request_args(conf: Path, partition: int, ranges: str, reason: str = "test", stream: str = "telemetry") -> list[str]:
+def recovery_request_args(
+    conf: Path, partition: int, ranges: str, reason: str = "test", stream: str = "telemetry"
+) -> list[str]:
     """The recovery job's ``--request`` for ``ranges`` ("start-end,...", as a person types them in
     the recover DAG's form) of ``partition``: made by the form's parser, as the DAG makes it."""
     from tidemark.recovery_request import parse_recovery_form
@@ -117,21 +121,39 @@ def recovery_request_args(conf: Path, partition: int, ranges: str, reason: str =
     return ["--request", parse_recovery_form(params, load_streams(conf)).encode()]
 
 
-def backfill_request_args(conf: Path, start: str, end: str, *, partitions: str = "", target: str = "events",
-                          shadow_name: str = "", compare: bool = False, run_name: str = "") -> list[str]:  # fmt: skip
+def backfill_request_args(
+    conf: Path,
+    start: str,
+    end: str,
+    *,
+    partitions: str = "",
+    target: str = "events",
+    shadow_name: str = "",
+    compare: bool = False,
+    run_name: str = "",
+) -> list[str]:
     """The backfill job's ``--request`` (and ``--run-name``) for the backfill DAG's form params:
     made by the form's parser, as the DAG's validate task makes it. The parser's "not in the
     future" rule is the form's, not the job's: a trial's clock may run ahead of this one."""
     from tidemark.backfill_request import parse_backfill_request
     from tidemark.stream_config import load_streams
 
-    params = {"stream": "telemetry", "start": start, "end": end, "partitions": partitions, "target": target,
-              "shadow_name": shadow_name, "compare": compare}  # fmt: skip
+    params = {
+        "stream": "telemetry",
+        "start": start,
+        "end": end,
+        "partitions": partitions,
+        "target": target,
+        "shadow_name": shadow_name,
+        "compare": compare,
+    }
     request = parse_backfill_request(params, load_streams(conf), now_ms=2**62, run_name=run_name or None)
     return ["--request", request.encode(), *(["--run-name", run_name] if run_name else [])]
 
 
-def run_recover(conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None) -> int:
+def run_recover(
+    conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None
+) -> int:
     """Run the recovery job for ``ranges`` ("start-end,...") of ``partition`` in this process;
     returns its exit code (the result JSON is at ``result``). ``environment``: for the run only."""
     from spark_jobs.replay.recover import main
@@ -176,7 +198,7 @@ def run_in_process(main, argv: list[str], log: Path, environment: dict[str, str]
 
 def batches_persisted(log: Path) -> list[dict]:
     """The job's ``batch_persisted`` log lines, as dicts, in the order it wrote them."""
-    lines = [line[line.index("{"):] for line in log.read_text().splitlines() if '"batch_persisted"' in line]
+    lines = [line[line.index("{") :] for line in log.read_text().splitlines() if '"batch_persisted"' in line]
     return [json.loads(line) for line in lines]
 
 

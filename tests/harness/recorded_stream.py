@@ -7,7 +7,7 @@ seals; one quality run's reports; a streams.yaml naming it plus a stream never w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from generator.ledger_history import LedgerHistory
@@ -50,9 +50,14 @@ def write_recorded_stream(spark, broker, folder: Path, now_ms: int) -> RecordedS
 
     start = now_ms - now_ms % (5 * MINUTE) - 6 * HOUR
     history = LedgerHistory(
-        STREAM, partitions=4, start_ms=start, end_ms=start + 6 * HOUR, stalled_partition=STALLED,
-        stalled_since_ms=start + 4 * HOUR, idle_partition=IDLE,
-    )  # fmt: skip
+        STREAM,
+        partitions=4,
+        start_ms=start,
+        end_ms=start + 6 * HOUR,
+        stalled_partition=STALLED,
+        stalled_since_ms=start + 4 * HOUR,
+        idle_partition=IDLE,
+    )
     topic = f"recorded_page_state_{now_ms}"
     conf_path = _write_conf(folder, broker.bootstrap, topic)
     lake_root = folder / "lake"
@@ -82,7 +87,9 @@ def _write_conf(folder: Path, bootstrap: str, topic: str) -> Path:
     telemetry = (REPO / "conf" / "streams.yaml").read_text()
     body = telemetry[telemetry.index("  telemetry:") :]
     recorded = body.replace("  telemetry:", f"  {STREAM}:", 1).replace("topic: telemetry", f"topic: {topic}", 1)
-    unwritten = body.replace("  telemetry:", f"  {UNWRITTEN}:", 1).replace("topic: telemetry", f"topic: {topic}_unwritten", 1)
+    unwritten = body.replace("  telemetry:", f"  {UNWRITTEN}:", 1).replace(
+        "topic: telemetry", f"topic: {topic}_unwritten", 1
+    )
     recorded = recorded.replace("${TIDEMARK_KAFKA_BOOTSTRAP:-127.0.0.1:19092}", bootstrap)
     unwritten = unwritten.replace("${TIDEMARK_KAFKA_BOOTSTRAP:-127.0.0.1:19092}", bootstrap)
     path = folder / "streams.yaml"
@@ -104,13 +111,18 @@ def _produce(broker, topic: str, log_ends: dict[int, int], history: LedgerHistor
 
 
 def _write_reports(folder: Path, now_ms: int, start_ms: int) -> str:
-    run = f"manual__{datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc).isoformat()}.check"
+    run = f"manual__{datetime.fromtimestamp(now_ms / 1000, tz=UTC).isoformat()}.check"
     runs = folder / "runs" / run
     runs.mkdir(parents=True)
     write_quality_summary(
         runs / "summary.json",
         QualitySummary(
-            stream=STREAM, run_name=run, now_ms=now_ms, now="recorded", hours=(), success=False,
+            stream=STREAM,
+            run_name=run,
+            now_ms=now_ms,
+            now="recorded",
+            hours=(),
+            success=False,
             paths=SummaryPaths(summary_json=str(runs / "summary.json"), summary_html=str(runs / "summary.html")),
         ),
     )
@@ -125,4 +137,4 @@ def _write_reports(folder: Path, now_ms: int, start_ms: int) -> str:
 
 
 def _datetime(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)

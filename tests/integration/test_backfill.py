@@ -27,8 +27,8 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
-from spark_jobs.replay.backfill import main as backfill_main
 from spark_jobs.persist.job import run_persist as run_live_persist
+from spark_jobs.replay.backfill import main as backfill_main
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 from tidemark.stream_config import load_stream
 
@@ -36,7 +36,19 @@ pytestmark = pytest.mark.integration
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
-EVENT_COLUMNS = ["source_partition", "source_offset", "log_timestamp", "event_time", "record_key", "device_id", "lat", "lon", "battery", "event_date", "event_hour"]
+EVENT_COLUMNS = [
+    "source_partition",
+    "source_offset",
+    "log_timestamp",
+    "event_time",
+    "record_key",
+    "device_id",
+    "lat",
+    "lon",
+    "battery",
+    "event_date",
+    "event_hour",
+]
 
 
 def _iso(ms: int) -> str:
@@ -75,7 +87,9 @@ def live_lake(kafka_broker, spark, tmp_path_factory) -> LiveLake:
     bootstrap = kafka_broker.bootstrap
 
     produce(bootstrap, topic, _minutes(range(3), base, base + 3 * HOUR_MS) + _minutes([3], base, base + HOUR_MS))
-    produce(bootstrap, topic, [(1, b'{"device_id": "scooter-x", "event_time": ', base + 30 * MINUTE_MS)])  # hostile bytes
+    produce(
+        bootstrap, topic, [(1, b'{"device_id": "scooter-x", "event_time": ', base + 30 * MINUTE_MS)]
+    )  # hostile bytes
     # The live job in this process (the session fixture's Spark): the same code as spark-submit
     # runs, without a JVM start per run.
     stream = load_stream(conf, "telemetry")
@@ -93,13 +107,22 @@ def _rows(frame, columns) -> list[tuple]:
     return sorted(tuple(row) for row in frame.select(*columns).collect())
 
 
-def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantined_records_included(live_lake, spark, tmp_path):
+def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantined_records_included(
+    live_lake, spark, tmp_path
+):
     late = live_lake.table(spark, "late")
     assert late.where("source_partition = 3").count() == 30, "the scenario needs records live routed late"
     start, end = _iso(live_lake.base_ms), _iso(live_lake.base_ms + 4 * HOUR_MS)
     result_path = tmp_path / "result.json"
-    code = backfill_main(["--conf", str(live_lake.conf), "--result", str(result_path),
-                          *backfill_request_args(live_lake.conf, start, end, target="shadow", shadow_name="equal", compare=True)])  # fmt: skip
+    code = backfill_main(
+        [
+            "--conf",
+            str(live_lake.conf),
+            "--result",
+            str(result_path),
+            *backfill_request_args(live_lake.conf, start, end, target="shadow", shadow_name="equal", compare=True),
+        ]
+    )
     assert code == 0
     import json
 
@@ -108,9 +131,15 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
     live_events, shadow_events = live_lake.table(spark, "events"), live_lake.table(spark, "events", "equal")
     assert _rows(shadow_events, EVENT_COLUMNS) == _rows(live_events, EVENT_COLUMNS)
     key = ["source_partition", "source_offset"]
-    assert _rows(live_lake.table(spark, "late", "equal"), [*key, "global_watermark"]) == _rows(late, [*key, "global_watermark"])
-    assert _rows(live_lake.table(spark, "quarantine", "equal"), [*key, "reason"]) == _rows(live_lake.table(spark, "quarantine"), [*key, "reason"])
-    assert {r.mode for r in live_lake.table(spark, "ledger", "equal").select("mode").distinct().collect()} == {"backfill"}
+    assert _rows(live_lake.table(spark, "late", "equal"), [*key, "global_watermark"]) == _rows(
+        late, [*key, "global_watermark"]
+    )
+    assert _rows(live_lake.table(spark, "quarantine", "equal"), [*key, "reason"]) == _rows(
+        live_lake.table(spark, "quarantine"), [*key, "reason"]
+    )
+    assert {r.mode for r in live_lake.table(spark, "ledger", "equal").select("mode").distinct().collect()} == {
+        "backfill"
+    }
     # Nothing was written to live's tables, and the comparison agrees.
     assert result["comparison"]["differing"] == [] and result["comparison"]["recovery_requests"] == []
     assert result["comparison"]["records_live"] == result["comparison"]["records_shadow"] == live_events.count()
@@ -119,10 +148,21 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
 
     # The set belongs to that run: another run may not write it (its batches append, they do not MERGE).
     refused = tmp_path / "refused.json"
-    again = backfill_main(["--conf", str(live_lake.conf), "--result", str(refused),
-                           *backfill_request_args(live_lake.conf, start, end, target="shadow", shadow_name="equal", run_name="another")])  # fmt: skip
+    again = backfill_main(
+        [
+            "--conf",
+            str(live_lake.conf),
+            "--result",
+            str(refused),
+            *backfill_request_args(
+                live_lake.conf, start, end, target="shadow", shadow_name="equal", run_name="another"
+            ),
+        ]
+    )
     assert again == 2
-    assert json.loads(refused.read_text())["error"].startswith("param 'shadow_name': the shadow set 'equal' already holds another run's backfill")
+    assert json.loads(refused.read_text())["error"].startswith(
+        "param 'shadow_name': the shadow set 'equal' already holds another run's backfill"
+    )
 
 
 def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exactly_once(live_lake, spark, tmp_path):
@@ -133,10 +173,24 @@ def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exac
     from tidemark.stream_config import load_stream
 
     events_path = str(live_lake.root / "telemetry" / "events")
-    hole = live_lake.table(spark, "events").where("source_partition = 1").orderBy("source_offset").select("source_offset", F.unix_millis("event_time").alias("event_ms")).collect()[100:110]
+    hole = (
+        live_lake.table(spark, "events")
+        .where("source_partition = 1")
+        .orderBy("source_offset")
+        .select("source_offset", F.unix_millis("event_time").alias("event_ms"))
+        .collect()[100:110]
+    )
     hole_offsets = [row.source_offset for row in hole]
-    DeltaTable.forPath(spark, events_path).delete((F.col("source_partition") == 1) & F.col("source_offset").isin(hole_offsets))
-    assert live_lake.table(spark, "events").where(F.col("source_partition") == 1).where(F.col("source_offset").isin(hole_offsets)).count() == 0
+    DeltaTable.forPath(spark, events_path).delete(
+        (F.col("source_partition") == 1) & F.col("source_offset").isin(hole_offsets)
+    )
+    assert (
+        live_lake.table(spark, "events")
+        .where(F.col("source_partition") == 1)
+        .where(F.col("source_offset").isin(hole_offsets))
+        .count()
+        == 0
+    )
 
     # The shadow set of the first test holds the whole range: the comparison finds exactly the hole.
     stream = load_stream(live_lake.conf, "telemetry")
@@ -151,26 +205,49 @@ def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exac
     # Backfill into events in small batches, dead right after its second batch's ledger commit
     # (a crash point; in this process the batch fails and the run ends), then the same command.
     hole_hour = hole[0].event_ms // HOUR_MS * HOUR_MS
-    args = [*backfill_request_args(live_lake.conf, _iso(hole_hour), _iso(hole_hour + HOUR_MS), run_name="fill"),
-            "--max-records-per-batch", "40"]  # fmt: skip
+    args = [
+        *backfill_request_args(live_lake.conf, _iso(hole_hour), _iso(hole_hour + HOUR_MS), run_name="fill"),
+        "--max-records-per-batch",
+        "40",
+    ]
     crash = {CRASH_AT: CrashPoint("ledger", batch=1, action="raise").to_json(), TEST_FAULTS: "1"}
     with pytest.raises(StreamingQueryException, match="crash point: after ledger of batch 1"):
         run_in_process(backfill_main, ["--conf", str(live_lake.conf), *args], tmp_path / "killed.log", crash)
-    assert run_backfill(live_lake.conf, *args, log=tmp_path / "resumed.log") == 0, (tmp_path / "resumed.log").read_text()[-3000:]
+    assert run_backfill(live_lake.conf, *args, log=tmp_path / "resumed.log") == 0, (
+        tmp_path / "resumed.log"
+    ).read_text()[-3000:]
     progress = [line for line in (tmp_path / "resumed.log").read_text().splitlines() if '"backfill_progress"' in line]
     assert progress and '"percent": 100.0' in progress[-1] and '"estimated_seconds_left"' in progress[-1]
 
-    keys = [tuple(r) for t in ("events", "late", "quarantine") for r in live_lake.table(spark, t).select("source_partition", "source_offset").collect()]
+    keys = [
+        tuple(r)
+        for t in ("events", "late", "quarantine")
+        for r in live_lake.table(spark, t).select("source_partition", "source_offset").collect()
+    ]
     assert {k: n for k, n in Counter(keys).items() if n > 1} == {}
-    assert live_lake.table(spark, "events").where(F.col("source_partition") == 1).where(F.col("source_offset").isin(hole_offsets)).count() == 10
+    assert (
+        live_lake.table(spark, "events")
+        .where(F.col("source_partition") == 1)
+        .where(F.col("source_offset").isin(hole_offsets))
+        .count()
+        == 10
+    )
     assert compare_with_live(spark, stream, "equal", ranges).differing == []
     # Partition 1 holds one record a minute from base (offset n at base + n min): the hole's hour
     # [base + 1 h, base + 2 h) is offsets [60, 120), which the backfill's ledger rows cover
     # contiguously across the kill and the resume.
-    ledger_rows = live_lake.table(spark, "ledger").where("mode = 'backfill' AND source_partition = 1 AND end_offset > start_offset").collect()
+    ledger_rows = (
+        live_lake.table(spark, "ledger")
+        .where("mode = 'backfill' AND source_partition = 1 AND end_offset > start_offset")
+        .collect()
+    )
     backfilled = sorted((r.start_offset, r.end_offset) for r in ledger_rows)
     assert hole_hour == live_lake.base_ms + HOUR_MS
-    assert backfilled[0][0] == 60 and backfilled[-1][1] == 120 and all(a[1] == b[0] for a, b in zip(backfilled, backfilled[1:])), backfilled
+    assert (
+        backfilled[0][0] == 60
+        and backfilled[-1][1] == 120
+        and all(a[1] == b[0] for a, b in zip(backfilled, backfilled[1:]))
+    ), backfilled
 
 
 def test_ranges_past_retention_are_refused_or_reported_lost(kafka_broker, spark, tmp_path):
@@ -190,8 +267,17 @@ def test_ranges_past_retention_are_refused_or_reported_lost(kafka_broker, spark,
         future.result(30)
 
     refused = tmp_path / "refused.json"
-    code = backfill_main(["--conf", str(conf), "--result", str(refused), *backfill_request_args(
-        conf, _iso(base), _iso(base + 30 * MINUTE_MS), partitions="0", target="shadow", shadow_name="gone")])  # fmt: skip
+    code = backfill_main(
+        [
+            "--conf",
+            str(conf),
+            "--result",
+            str(refused),
+            *backfill_request_args(
+                conf, _iso(base), _iso(base + 30 * MINUTE_MS), partitions="0", target="shadow", shadow_name="gone"
+            ),
+        ]
+    )
     assert code == 2
     assert json.loads(refused.read_text())["error"] == (
         f"[{_iso(base)[:-1]}.000Z, {_iso(base + 30 * MINUTE_MS)[:-1]}.000Z) is beyond the log's retention in every requested "
@@ -200,11 +286,24 @@ def test_ranges_past_retention_are_refused_or_reported_lost(kafka_broker, spark,
     assert not (tmp_path / "lake" / "telemetry" / "shadow" / "gone").exists(), "a refused backfill must do no work"
 
     partial = tmp_path / "partial.json"
-    code = backfill_main(["--conf", str(conf), "--result", str(partial), *backfill_request_args(
-        conf, _iso(base), _iso(base + 2 * HOUR_MS), target="shadow", shadow_name="partial")])  # fmt: skip
+    code = backfill_main(
+        [
+            "--conf",
+            str(conf),
+            "--result",
+            str(partial),
+            *backfill_request_args(conf, _iso(base), _iso(base + 2 * HOUR_MS), target="shadow", shadow_name="partial"),
+        ]
+    )
     assert code == 3
     result = json.loads(partial.read_text())
-    assert result["lost"] == [{"partition": 0, "offsets": [None, 30], "event_time": [f"{_iso(base)[:-1]}.000Z", f"{_iso(base + HOUR_MS)[:-1]}.000Z"]}]
+    assert result["lost"] == [
+        {
+            "partition": 0,
+            "offsets": [None, 30],
+            "event_time": [f"{_iso(base)[:-1]}.000Z", f"{_iso(base + HOUR_MS)[:-1]}.000Z"],
+        }
+    ]
     assert result["ranges"] == {"0": [30, 60], "1": [0, 60]}
     shadow = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "shadow" / "partial" / "events"))
     assert _rows(shadow.groupBy("source_partition").count(), ["source_partition", "count"]) == [(0, 30), (1, 60)]

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import time
-from collections import Counter
 
 import pytest
 import yaml
@@ -35,7 +34,6 @@ from harness.persist_job import (
     batches_persisted,
     produce,
     run_backfill,
-    run_persist,
     run_recover,
     start_backfill,
     start_persist,
@@ -66,7 +64,9 @@ def _cases() -> list:
         # live ∥ recovery before live's first commit runs on S3 (test_live_and_a_recovery_at_once_with_the_lake_on_s3);
         # backfill ∥ recovery, two MERGE writers Delta's conflict check serialises, only in the trials.
         suite = [(("live", "backfill"), "during")]
-        return [pytest.param(first, second, moment, 0, id=f"{first}-{second}-{moment}") for (first, second), moment in suite]
+        return [
+            pytest.param(first, second, moment, 0, id=f"{first}-{second}-{moment}") for (first, second), moment in suite
+        ]
     return [
         pytest.param(first, second, moment, int(seed), id=f"{first}-{second}-{moment}-seed{seed}")
         for seed in seeds.split(",")
@@ -93,7 +93,9 @@ def backlog(kafka_broker, tmp_path_factory):
 
 
 @pytest.mark.parametrize("first, second, moment, seed", _cases())
-def test_two_writers_at_once_write_each_record_once_in_its_table(first, second, moment, seed, backlog, kafka_broker, spark, tmp_path):
+def test_two_writers_at_once_write_each_record_once_in_its_table(
+    first, second, moment, seed, backlog, kafka_broker, spark, tmp_path
+):
     topic, now_ms = backlog
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, PARTITIONS, max_records_per_batch=BUDGET)
     lake = tmp_path / "lake" / "telemetry"
@@ -127,8 +129,16 @@ def _record_trial(first, second, moment, seed, jitter_s, pairs, twice, conflicts
     """One line per case in TIDEMARK_WRITER_TRIALS_FILE when set (the trials script's results)."""
     path = os.environ.get("TIDEMARK_WRITER_TRIALS_FILE")
     if path:
-        line = {"first": first, "second": second, "moment": moment, "seed": seed, "jitter_s": round(jitter_s, 2),
-                "pairs": pairs, "written_twice": twice, "commit_conflicts_retried": conflicts}  # fmt: skip
+        line = {
+            "first": first,
+            "second": second,
+            "moment": moment,
+            "seed": seed,
+            "jitter_s": round(jitter_s, 2),
+            "pairs": pairs,
+            "written_twice": twice,
+            "commit_conflicts_retried": conflicts,
+        }
         with open(path, "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -160,7 +170,11 @@ def _run(job: str, conf, now_ms: int, tmp_path) -> int:
 
 def _backfill_args(conf, now_ms: int, tmp_path) -> list[str]:
     """The second half of the backlog's event-time range (its last hour), into events."""
-    return [*backfill_request_args(conf, _iso(now_ms - HOUR_MS), _iso(now_ms)), "--result", str(tmp_path / "backfill.json")]
+    return [
+        *backfill_request_args(conf, _iso(now_ms - HOUR_MS), _iso(now_ms)),
+        "--result",
+        str(tmp_path / "backfill.json"),
+    ]
 
 
 def _iso(ms: int) -> str:
@@ -176,13 +190,22 @@ def test_live_and_a_recovery_at_once_with_the_lake_on_s3(backlog, kafka_broker, 
     environment = spark_on_loopback_s3.lake_environment("concurrent-writers")
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, PARTITIONS, max_records_per_batch=BUDGET)
     document = yaml.safe_load(conf.read_text())
-    document["streams"]["telemetry"]["lake"] = {"root": environment["TIDEMARK_LAKE_ROOT"], "checkpoint_root": environment["TIDEMARK_CHECKPOINT_ROOT"]}
+    document["streams"]["telemetry"]["lake"] = {
+        "root": environment["TIDEMARK_LAKE_ROOT"],
+        "checkpoint_root": environment["TIDEMARK_CHECKPOINT_ROOT"],
+    }
     conf.write_text(yaml.safe_dump(document))
     lake = f"{environment['TIDEMARK_LAKE_ROOT'].rstrip('/')}/telemetry"
 
     live = start_persist(conf, "--mode", "available_now", log=tmp_path / "live.log", environment=environment)
-    code = run_recover(conf, 0, f"{PER_PARTITION // 2}-{PER_PARTITION}", log=tmp_path / "recovery.log",
-                       result=tmp_path / "recovery.json", environment=environment)  # fmt: skip
+    code = run_recover(
+        conf,
+        0,
+        f"{PER_PARTITION // 2}-{PER_PARTITION}",
+        log=tmp_path / "recovery.log",
+        result=tmp_path / "recovery.json",
+        environment=environment,
+    )
     assert code == 0, (tmp_path / "recovery.log").read_text()[-3000:]
     assert live.wait(300) == 0, (tmp_path / "live.log").read_text()[-3000:]
 
@@ -205,7 +228,9 @@ def _routed_pairs(lake: str, environ: dict[str, str] | None = None) -> dict[tupl
 
     found: dict[tuple[int, int], list[str]] = {}
     for table in ("events", "late", "quarantine"):
-        rows = open_delta_table(f"{lake}/{table}", environ=environ).to_pyarrow_table(columns=["source_partition", "source_offset"])
+        rows = open_delta_table(f"{lake}/{table}", environ=environ).to_pyarrow_table(
+            columns=["source_partition", "source_offset"]
+        )
         for pair in zip(rows["source_partition"].to_pylist(), rows["source_offset"].to_pylist()):
             found.setdefault(pair, []).append(table)
     return found

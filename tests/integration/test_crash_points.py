@@ -49,7 +49,19 @@ KEY = ["source_partition", "source_offset"]
 # What a clean run and a repaired one must agree on, per table (run-specific columns left out:
 # when a quarantined record was read).
 COMPARED = {
-    "events": [*KEY, "log_timestamp", "event_time", "record_key", "device_id", "lat", "lon", "battery", "step_id", "event_date", "event_hour"],
+    "events": [
+        *KEY,
+        "log_timestamp",
+        "event_time",
+        "record_key",
+        "device_id",
+        "lat",
+        "lon",
+        "battery",
+        "step_id",
+        "event_date",
+        "event_hour",
+    ],
     "late": [*KEY, "event_time", "device_id", "global_watermark"],
     "quarantine": [*KEY, "reason", "detail", "raw_value"],
 }
@@ -67,7 +79,11 @@ class Backlog:
 
 
 def _minutes(partitions, start_ms: int, end_ms: int, every_ms: int = 4 * MINUTE_MS) -> list[tuple[int, bytes, int]]:
-    return [(p, telemetry_value(f"scooter-{p}-{(t // every_ms) % 3}", t), t) for t in range(start_ms, end_ms, every_ms) for p in partitions]
+    return [
+        (p, telemetry_value(f"scooter-{p}-{(t // every_ms) % 3}", t), t)
+        for t in range(start_ms, end_ms, every_ms)
+        for p in partitions
+    ]
 
 
 def _copy(source: Path, target: Path, bootstrap: str) -> Path:
@@ -79,7 +95,9 @@ def _copy(source: Path, target: Path, bootstrap: str) -> Path:
 
 def _persist(conf: Path, log: Path, point: CrashPoint | None = None) -> int:
     environment = {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {}
-    return run_in_process(persist_main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log, environment)
+    return run_in_process(
+        persist_main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log, environment
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +109,17 @@ def backlog(kafka_broker, spark, tmp_path_factory) -> Backlog:
     produce(bootstrap, TOPIC, _minutes(range(2), base, base + 3 * HOUR_MS))
     snapshot = root / "snapshot"
     snapshot.mkdir()
-    assert _persist(write_stream_config(snapshot, bootstrap, TOPIC, 2, max_records_per_batch=int(BUDGET)), root / "phase1.log") == 0
+    assert (
+        _persist(
+            write_stream_config(snapshot, bootstrap, TOPIC, 2, max_records_per_batch=int(BUDGET)), root / "phase1.log"
+        )
+        == 0
+    )
 
-    late = [(0, telemetry_value("scooter-late", t), t) for t in range(base + HOUR_MS, base + HOUR_MS + 5 * MINUTE_MS, MINUTE_MS)]
+    late = [
+        (0, telemetry_value("scooter-late", t), t)
+        for t in range(base + HOUR_MS, base + HOUR_MS + 5 * MINUTE_MS, MINUTE_MS)
+    ]
     # Log timestamps in log order: one ahead of the rest would slice partition 0 ahead of them.
     hostile = [(0, b'{"device_id": "scooter-x", "event_time": ', base + 3 * HOUR_MS)]
     log_ends = produce(bootstrap, TOPIC, late + hostile + _minutes(range(2), base + 3 * HOUR_MS, base + 4 * HOUR_MS))
@@ -116,7 +142,11 @@ def _table(stream_folder: Path, table: str, shadow: str | None = None, columns: 
     from deltalake import DeltaTable
 
     lake = stream_folder / "lake" / "telemetry"
-    return DeltaTable(str(lake / table if shadow is None else lake / "shadow" / shadow / table)).to_pyarrow_table(columns=columns).to_pylist()
+    return (
+        DeltaTable(str(lake / table if shadow is None else lake / "shadow" / shadow / table))
+        .to_pyarrow_table(columns=columns)
+        .to_pylist()
+    )
 
 
 def _rows(stream_folder: Path, table: str, shadow: str | None = None, step_ids: bool = True) -> list[tuple]:
@@ -124,7 +154,9 @@ def _rows(stream_folder: Path, table: str, shadow: str | None = None, step_ids: 
     return sorted(tuple(row[c] for c in columns) for row in _table(stream_folder, table, shadow, columns))
 
 
-def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog, shadow: str | None = None, step_ids: bool = True) -> None:
+def assert_lake_equals_one_clean_run(
+    spark, folder: Path, backlog: Backlog, shadow: str | None = None, step_ids: bool = True
+) -> None:
     """The same rows in the same tables as the reference, no (partition, offset) twice, each hour
     sealed once (the same hours), and every partition's live ledger contiguous from 0 to its end.
     ``shadow``: compare that shadow set's tables instead; ``step_ids``: compare them too (a
@@ -135,16 +167,28 @@ def assert_lake_equals_one_clean_run(spark, folder: Path, backlog: Backlog, shad
         expected = _rows(backlog.reference, table, step_ids=step_ids)
         twice = [key for key, n in Counter(row[:2] for row in found).items() if n > 1]
         assert twice == [], f"{table}: {len(twice)} (partition, offset) pairs written twice, e.g. {twice[:3]}"
-        assert found == expected, f"{table}: {len(set(found) - set(expected))} rows too many, {len(set(expected) - set(found))} missing"
+        assert found == expected, (
+            f"{table}: {len(set(found) - set(expected))} rows too many, {len(set(expected) - set(found))} missing"
+        )
         offsets.extend(row[:2] for row in found)
     assert len(offsets) == len(set(offsets)), "a (partition, offset) is in two tables"
     seals = Counter(r["hour"] for r in _table(folder, "seals", columns=["hour"]))
     reference_seals = {r["hour"] for r in _table(backlog.reference, "seals", columns=["hour"])}
     assert set(seals) == reference_seals and max(seals.values()) == 1, f"each hour sealed once: {dict(seals)}"
-    ledger = [r for r in _table(folder, "ledger", columns=["mode", "source_partition", "start_offset", "end_offset"]) if r["mode"] == "live"]
+    ledger = [
+        r
+        for r in _table(folder, "ledger", columns=["mode", "source_partition", "start_offset", "end_offset"])
+        if r["mode"] == "live"
+    ]
     for partition, end in backlog.log_ends.items():
-        ranges = sorted((r["start_offset"], r["end_offset"]) for r in ledger if r["source_partition"] == partition and r["end_offset"] > r["start_offset"])
-        assert ranges[0][0] == 0 and ranges[-1][1] == end, f"partition {partition}: ledger covers {ranges[0][0]}..{ranges[-1][1]}, log end {end}"
+        ranges = sorted(
+            (r["start_offset"], r["end_offset"])
+            for r in ledger
+            if r["source_partition"] == partition and r["end_offset"] > r["start_offset"]
+        )
+        assert ranges[0][0] == 0 and ranges[-1][1] == end, (
+            f"partition {partition}: ledger covers {ranges[0][0]}..{ranges[-1][1]}, log end {end}"
+        )
         gaps = [(a, b) for a, b in zip(ranges, ranges[1:]) if b[0] != a[1]]
         assert gaps == [], f"partition {partition}: ledger not contiguous at {gaps[:3]}"
 
@@ -169,8 +213,18 @@ def _recover(conf: Path, backlog: Backlog, log: Path, point: CrashPoint | None =
 def _backfill(conf: Path, backlog: Backlog, log: Path, target: str, point: CrashPoint | None = None) -> int:
     from spark_jobs.replay.backfill import main as backfill_main
 
-    argv = ["--conf", str(conf), *backfill_request_args(conf, _iso(backlog.base_ms), _iso(backlog.base_ms + 4 * HOUR_MS), target=target,
-                                                       partitions="0" if target == "events" else "", run_name="crash")]  # fmt: skip
+    argv = [
+        "--conf",
+        str(conf),
+        *backfill_request_args(
+            conf,
+            _iso(backlog.base_ms),
+            _iso(backlog.base_ms + 4 * HOUR_MS),
+            target=target,
+            partitions="0" if target == "events" else "",
+            run_name="crash",
+        ),
+    ]
     return run_in_process(backfill_main, argv, log, {CRASH_AT: point.to_json(), TEST_FAULTS: "1"} if point else {})
 
 
@@ -179,7 +233,7 @@ def _iso(ms: int) -> str:
 
 
 def _batches(log: Path) -> list[dict]:
-    return [json.loads(line[line.index("{"):]) for line in log.read_text().splitlines() if '"batch_persisted"' in line]
+    return [json.loads(line[line.index("{") :]) for line in log.read_text().splitlines() if '"batch_persisted"' in line]
 
 
 @pytest.mark.parametrize("point", LIVE_POINTS)
@@ -222,8 +276,12 @@ def test_the_batch_holds_every_route_so_each_point_is_reached(backlog, spark):
 
 def test_a_crash_point_outside_tests_is_refused_at_start_up(backlog, tmp_path):
     conf = _copy(backlog.snapshot, tmp_path, backlog.bootstrap)
-    code = run_in_process(persist_main, ["--stream", "telemetry", "--conf", str(conf)], tmp_path / "refused.log",
-                          {CRASH_AT: CrashPoint("events").to_json(), TEST_FAULTS: ""})  # fmt: skip
+    code = run_in_process(
+        persist_main,
+        ["--stream", "telemetry", "--conf", str(conf)],
+        tmp_path / "refused.log",
+        {CRASH_AT: CrashPoint("events").to_json(), TEST_FAULTS: ""},
+    )
     assert code == 2
     assert f"{CRASH_AT} is set but {TEST_FAULTS} is not 1" in (tmp_path / "refused.log").read_text()
 
@@ -242,7 +300,9 @@ SHADOW_SUITE_POINTS = SHADOW_POINTS if FULL_MATRIX else ("ledger",)
 
 
 @pytest.mark.parametrize("point", RECOVERY_POINTS)
-def test_a_recovery_dies_after_a_commit_and_the_next_recovery_restores_exactly_the_lake(backlog, spark, tmp_path, point):
+def test_a_recovery_dies_after_a_commit_and_the_next_recovery_restores_exactly_the_lake(
+    backlog, spark, tmp_path, point
+):
     """A recovery's checkpoint is its own, temporary: the run after a crash always starts afresh
     and finds what the crashed one wrote (insert-only, under the claim it made again)."""
     from pyspark.errors import StreamingQueryException
@@ -257,9 +317,14 @@ def test_a_recovery_dies_after_a_commit_and_the_next_recovery_restores_exactly_t
     assert_lake_equals_one_clean_run(spark, tmp_path, backlog, step_ids=False)
 
 
-@pytest.mark.skipif(not FULL_MATRIX, reason="the whole crash matrix: TIDEMARK_CRASH_MATRIX=full (test_backfill.py crashes one in the suite)")
+@pytest.mark.skipif(
+    not FULL_MATRIX,
+    reason="the whole crash matrix: TIDEMARK_CRASH_MATRIX=full (test_backfill.py crashes one in the suite)",
+)
 @pytest.mark.parametrize("point", BOUNDED_POINTS)
-def test_a_backfill_into_events_dies_after_a_commit_and_the_next_run_restores_exactly_the_lake(backlog, spark, tmp_path, point):
+def test_a_backfill_into_events_dies_after_a_commit_and_the_next_run_restores_exactly_the_lake(
+    backlog, spark, tmp_path, point
+):
     """The same run name resumes the backfill's checkpoint; with it deleted the run reads again."""
     from pyspark.errors import StreamingQueryException
 
@@ -281,7 +346,9 @@ def test_a_backfill_into_events_dies_after_a_commit_and_the_next_run_restores_ex
 
 
 @pytest.mark.parametrize("point", SHADOW_SUITE_POINTS)
-def test_a_backfill_into_a_shadow_set_dies_after_a_commit_and_its_resumed_run_equals_live(backlog, spark, tmp_path, point):
+def test_a_backfill_into_a_shadow_set_dies_after_a_commit_and_its_resumed_run_equals_live(
+    backlog, spark, tmp_path, point
+):
     """A shadow set belongs to its run: with the checkpoint kept the run resumes and the set
     equals live; with it deleted a new run is refused (it would append to another run's rows),
     also when the crash came before the set's first ledger commit (it was not, before)."""

@@ -48,7 +48,9 @@ from harness.persist_job import (
 TRIALS = os.environ.get("TIDEMARK_CRASH_TRIALS", "")
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(not TRIALS, reason="crash trials run from benchmarks/crash_trials.py (TIDEMARK_CRASH_TRIALS=N:SEED)"),
+    pytest.mark.skipif(
+        not TRIALS, reason="crash trials run from benchmarks/crash_trials.py (TIDEMARK_CRASH_TRIALS=N:SEED)"
+    ),
 ]
 
 HOUR_MS = 3_600_000
@@ -60,9 +62,15 @@ def _chunk(start_ms: int, every_ms: int = 15_000) -> list[tuple[int, bytes, int]
     """20 minutes of records on both partitions, after two late ones and one that is not JSON."""
     late = [(p, telemetry_value(f"late-{p}", start_ms - 2 * HOUR_MS), start_ms - 2 * HOUR_MS) for p in (0, 1)]
     hostile = [(1, b'{"device_id": "scooter-x", "event_time": ', start_ms)]
-    return late + hostile + [
-        (p, telemetry_value(f"scooter-{p}-{(t // every_ms) % 5}", t), t) for t in range(start_ms, start_ms + 20 * MINUTE_MS, every_ms) for p in (0, 1)
-    ]
+    return (
+        late
+        + hostile
+        + [
+            (p, telemetry_value(f"scooter-{p}-{(t // every_ms) % 5}", t), t)
+            for t in range(start_ms, start_ms + 20 * MINUTE_MS, every_ms)
+            for p in (0, 1)
+        ]
+    )
 
 
 def _iso(ms: int) -> str:
@@ -71,10 +79,18 @@ def _iso(ms: int) -> str:
 
 def _start_recovery(conf: Path, partition: int, ranges: str, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(REPO / "spark_jobs" / "replay" / "recover.py"), "--conf", str(conf),
-         *recovery_request_args(conf, partition, ranges, reason="crash trial")],  # fmt: skip
-        env=job_environment(), stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO / "spark_jobs" / "replay" / "recover.py"),
+            "--conf",
+            str(conf),
+            *recovery_request_args(conf, partition, ranges, reason="crash trial"),
+        ],
+        env=job_environment(),
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothing(kafka_broker, spark, tmp_path):
@@ -105,13 +121,16 @@ def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothi
             start = rng.randrange(0, produced[partition] - 120)
             hole = (partition, start, start + rng.randrange(20, 120))
             for table in ("events", "late", "quarantine"):
-                spark.sql(f"DELETE FROM delta.`{lake / table}` WHERE source_partition = {partition} "
-                          f"AND source_offset >= {hole[1]} AND source_offset < {hole[2]}")  # fmt: skip
+                spark.sql(
+                    f"DELETE FROM delta.`{lake / table}` WHERE source_partition = {partition} "
+                    f"AND source_offset >= {hole[1]} AND source_offset < {hole[2]}"
+                )
             if kind == "recovery":
                 job = _start_recovery(conf, partition, f"{hole[1]}-{hole[2]}", log)
             else:
-                backfill_args = backfill_request_args(conf, _iso(first - 3 * HOUR_MS), _iso(clock), partitions=str(partition),
-                                                      run_name=f"trial-{trial}")  # fmt: skip
+                backfill_args = backfill_request_args(
+                    conf, _iso(first - 3 * HOUR_MS), _iso(clock), partitions=str(partition), run_name=f"trial-{trial}"
+                )
                 job = start_backfill(conf, *backfill_args, log=log)
 
         # One kill in five at a random moment of the start-up (JVM, Spark, tables, the claim);
@@ -138,7 +157,10 @@ def test_random_kills_across_live_recovery_and_backfill_lose_and_duplicate_nothi
         # The repair: the same job to its end, then live catches up.
         again = tmp_path / f"trial-{trial}-again.log"
         if kind == "recovery":
-            assert run_recover(conf, hole[0], f"{hole[1]}-{hole[2]}", log=again, result=tmp_path / f"trial-{trial}.json") == 0
+            assert (
+                run_recover(conf, hole[0], f"{hole[1]}-{hole[2]}", log=again, result=tmp_path / f"trial-{trial}.json")
+                == 0
+            )
         elif kind == "backfill":
             assert run_backfill(conf, *backfill_args, log=again) == 0
         run_persist(conf, "--mode", "available_now", log=tmp_path / f"trial-{trial}-live.log")

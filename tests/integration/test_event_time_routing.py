@@ -29,7 +29,9 @@ def test_skewed_catch_up_stays_aligned_seals_hours_and_routes_late_records(kafka
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 3, max_records_per_batch=500)
     lake = tmp_path / "lake" / "telemetry"
 
-    run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "run1.json"), log=tmp_path / "run1.log")
+    run_persist(
+        conf, "--mode", "available_now", "--run-summary", str(tmp_path / "run1.json"), log=tmp_path / "run1.log"
+    )
 
     ledger = spark.read.format("delta").load(str(lake / "ledger"))
     assert ledger.where("slicing != 'event_time'").count() == 0
@@ -37,15 +39,23 @@ def test_skewed_catch_up_stays_aligned_seals_hours_and_routes_late_records(kafka
     assert spark.read.format("delta").load(str(lake / "events")).count() == len(slow) + len(heavy)
 
     # The largest spread of admitted event time across partitions in any batch.
-    per_batch = ledger.where("records > 0").groupBy("step_id").agg(
-        (F.max(F.col("max_event_time").cast("double")) - F.min(F.col("max_event_time").cast("double"))).alias("spread_s")
+    per_batch = (
+        ledger.where("records > 0")
+        .groupBy("step_id")
+        .agg(
+            (F.max(F.col("max_event_time").cast("double")) - F.min(F.col("max_event_time").cast("double"))).alias(
+                "spread_s"
+            )
+        )
     )
     largest_spread_ms = per_batch.agg(F.max("spread_s")).first()[0] * 1000
     assert largest_spread_ms <= MAX_DRIFT_MS + BOUND_MS
 
     # Partition watermarks never decrease from batch to batch.
     for partition in range(3):
-        marks = [r.partition_watermark for r in ledger.where(f"source_partition = {partition}").orderBy("step_id").collect()]
+        marks = [
+            r.partition_watermark for r in ledger.where(f"source_partition = {partition}").orderBy("step_id").collect()
+        ]
         marks = [m for m in marks if m is not None]
         assert marks == sorted(marks)
 
@@ -55,8 +65,13 @@ def test_skewed_catch_up_stays_aligned_seals_hours_and_routes_late_records(kafka
     # the fourth is not. The stream's first G (within the first step, before start + 10 min)
     # seals the hour before the first hour it leaves open, start - 2 h, not every hour before the
     # data one by one (tidemark.hour_sealer); the next step's G seals start - 1 h.
-    sealed = [int(r.hour.timestamp() * 1000) for r in spark.read.format("delta").load(str(lake / "seals")).orderBy("hour").collect()]
-    assert sealed == [start_ms + k * HOUR_MS for k in range(-2, 3)], "the catch-up seals the hours G has passed, once each"
+    sealed = [
+        int(r.hour.timestamp() * 1000)
+        for r in spark.read.format("delta").load(str(lake / "seals")).orderBy("hour").collect()
+    ]
+    assert sealed == [start_ms + k * HOUR_MS for k in range(-2, 3)], (
+        "the catch-up seals the hours G has passed, once each"
+    )
 
     # Partition 1 now delivers records from two hours ago: behind G - allowed lateness.
     old = [start_ms + HOUR_MS + i * 1_000 for i in range(25)]
@@ -66,6 +81,8 @@ def test_skewed_catch_up_stays_aligned_seals_hours_and_routes_late_records(kafka
     late = spark.read.format("delta").load(str(lake / "late")).collect()
     assert sorted(int(r.event_time.timestamp() * 1000) for r in late) == old
     assert all(r.global_watermark.timestamp() * 1000 - LATENESS_MS > r.event_time.timestamp() * 1000 for r in late)
-    assert spark.read.format("delta").load(str(lake / "events")).count() == len(slow) + len(heavy), "late ones are not events"
+    assert spark.read.format("delta").load(str(lake / "events")).count() == len(slow) + len(heavy), (
+        "late ones are not events"
+    )
     late_in_ledger = ledger.sparkSession.read.format("delta").load(str(lake / "ledger")).agg(F.sum("late")).first()[0]
     assert late_in_ledger == len(old)

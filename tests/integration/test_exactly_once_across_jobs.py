@@ -61,7 +61,9 @@ def _backlog(kafka_broker, tmp_path, topic: str, partitions: int, per_partition:
 def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_reported_lost(kafka_broker, spark, tmp_path):
     topic = "recovery_and_live"
     now_ms = int(time.time() * 1000)
-    counts, conf, lake = _backlog(kafka_broker, tmp_path, topic, partitions=2, per_partition=300, budget=200, now_ms=now_ms)
+    counts, conf, lake = _backlog(
+        kafka_broker, tmp_path, topic, partitions=2, per_partition=300, budget=200, now_ms=now_ms
+    )
 
     # Recovery first: partition 1's offsets [100, 250) before the live job ever ran.
     assert run_recover(conf, 1, "100-250", log=tmp_path / "recover1.log", result=tmp_path / "recover1.json") == 0
@@ -71,19 +73,30 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
 
     # Then the live job reads everything and leaves out exactly the offsets recovery claimed,
     # partition 1's [100, 250): every batch is a plain append of the rest, none insert-only.
-    run_persist(conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=tmp_path / "live.log")
+    run_persist(
+        conf, "--mode", "available_now", "--run-summary", str(tmp_path / "live.json"), log=tmp_path / "live.log"
+    )
     _assert_exactly(spark, lake, _expected(counts))
-    live_ranges = spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'live' AND source_partition = 1").collect()
+    live_ranges = (
+        spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'live' AND source_partition = 1").collect()
+    )
     left_out, expected_left_out = [], []
     for batch in batches_persisted(tmp_path / "live.log"):
         first, last = batch["step_ids"]
-        ranges = [(r.start_offset, r.end_offset) for r in live_ranges if first <= r.step_id <= last and r.end_offset > r.start_offset]
+        ranges = [
+            (r.start_offset, r.end_offset)
+            for r in live_ranges
+            if first <= r.step_id <= last and r.end_offset > r.start_offset
+        ]
         left_out.append(batch.get("left_out", {}))
         overlap = [[max(100, start), min(250, end)] for start, end in sorted(ranges) if start < 250 and 100 < end]
         merged = [[overlap[0][0], overlap[-1][1]]] if overlap else []  # one batch's steps are contiguous
         expected_left_out.append({"1": merged} if merged else {})
         assert "insert_only" not in batch
-    assert left_out == expected_left_out and {} in left_out and len(set(map(str, left_out))) > 1, (left_out, expected_left_out)
+    assert left_out == expected_left_out and {} in left_out and len(set(map(str, left_out))) > 1, (
+        left_out,
+        expected_left_out,
+    )
     assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] == 0
 
     # Live first, then recovery: of partition 0's 300 offsets, only the 20 deleted from events
@@ -94,7 +107,9 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
     _assert_exactly(spark, lake, _expected(counts))
     ledger = spark.read.format("delta").load(str(lake / "ledger"))
     assert {row.mode for row in ledger.select("mode").distinct().collect()} == {"live", "recovery"}
-    recovered_rows = ledger.where(F.col("mode") == "recovery").where("source_partition = 0").agg(F.sum("data_records")).first()[0]
+    recovered_rows = (
+        ledger.where(F.col("mode") == "recovery").where("source_partition = 0").agg(F.sum("data_records")).first()[0]
+    )
     assert recovered_rows == 300  # the recovery run of partition 0 read all 300 of its records
     # Read to its end, the recovery under live's G stops: no batch that reads nothing (its G is
     # pinned, so a batch to move G was planned again every trigger until the partition idled).

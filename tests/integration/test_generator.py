@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, TopicPartition
 
 from generator.__main__ import main
-from tidemark.event_time_text import format_event_time, parse_event_time
 from generator.profiles import HOUR_MS
+from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.record_decoder import DecodedEvent, RecordDecoder
 from tidemark.stream_config import load_stream
 
@@ -89,11 +89,21 @@ def test_a_two_hour_backlog_lands_in_every_partition_with_event_time_as_timestam
 
     exit_code = main(
         [
-            "--bootstrap", kafka_broker.bootstrap, "--topic", fresh_topic,
-            "backlog", "--hours", "2", "--end", format_event_time(end_ms), "--bad-records", "14",
-            "--summary-file", str(summary_file),
+            "--bootstrap",
+            kafka_broker.bootstrap,
+            "--topic",
+            fresh_topic,
+            "backlog",
+            "--hours",
+            "2",
+            "--end",
+            format_event_time(end_ms),
+            "--bad-records",
+            "14",
+            "--summary-file",
+            str(summary_file),
         ]
-    )  # fmt: skip
+    )
 
     assert exit_code == 0
     printed = capsys.readouterr().out
@@ -101,8 +111,11 @@ def test_a_two_hour_backlog_lands_in_every_partition_with_event_time_as_timestam
     assert json.loads(summary_file.read_text()) == summary
     expected_records = {0: 1_440, 1: 2, 2: 36_000, 3: 3_600}
     assert [(p["partition"], p["profile"], p["records"], p["bad_records"]) for p in summary["partitions"]] == [
-        (0, "steady", 1_440, 4), (1, "slow", 2, 4), (2, "heavy", 36_000, 3), (3, "bursty", 3_600, 3),
-    ]  # fmt: skip
+        (0, "steady", 1_440, 4),
+        (1, "slow", 2, 4),
+        (2, "heavy", 36_000, 3),
+        (3, "bursty", 3_600, 3),
+    ]
     assert summary["records"] == 41_042 and summary["bad_records"] == 14 and summary["records_per_s"] > 0
 
     decoder = RecordDecoder(stream.payload, stream.event_time.max_future_skew_ms)
@@ -137,21 +150,39 @@ def test_a_two_hour_backlog_lands_in_every_partition_with_event_time_as_timestam
         # at the i-th due time, and its event time is that time less at most MAX_DISORDER_MS.
         due = due_times(partition, start_ms)
         assert len(event_times) == len(due)
-        off_schedule = [(i, t, d) for i, (t, d) in enumerate(zip(event_times, due)) if not d - MAX_DISORDER_MS <= t <= d]
+        off_schedule = [
+            (i, t, d) for i, (t, d) in enumerate(zip(event_times, due)) if not d - MAX_DISORDER_MS <= t <= d
+        ]
         assert off_schedule == [], f"partition {partition}: (index, event time, due time) of records off their schedule"
 
     assert rejections == {
-        "malformed_json": 2, "not_an_object": 2, "missing_event_time": 2, "unparsable_event_time": 2,
-        "wrong_type": 2, "empty_value": 2, "future_event_time": 2,
-    }  # fmt: skip
+        "malformed_json": 2,
+        "not_an_object": 2,
+        "missing_event_time": 2,
+        "unparsable_event_time": 2,
+        "wrong_type": 2,
+        "empty_value": 2,
+        "future_event_time": 2,
+    }
 
 
 def test_live_produces_at_the_wall_clock_pace_and_stops_by_itself(kafka_broker, fresh_topic, stream, capsys):
     # heavy x 50 = 250 records/s per partition.
     exit_code = main(
-        ["--bootstrap", kafka_broker.bootstrap, "--topic", fresh_topic,
-         "live", "--duration", "3s", "--profiles", "heavy", "--rate-scale", "50"]
-    )  # fmt: skip
+        [
+            "--bootstrap",
+            kafka_broker.bootstrap,
+            "--topic",
+            fresh_topic,
+            "live",
+            "--duration",
+            "3s",
+            "--profiles",
+            "heavy",
+            "--rate-scale",
+            "50",
+        ]
+    )
 
     assert exit_code == 0
     summary = json.loads(capsys.readouterr().out)
@@ -188,14 +219,29 @@ def test_a_missing_topic_says_how_to_create_it(kafka_broker, stream, capsys):
     assert "topic 'generator_absent' does not exist" in capsys.readouterr().err
 
 
-def test_transactions_commit_every_record_and_leave_a_marker_offset_per_commit(kafka_broker, fresh_topic, stream, capsys):
+def test_transactions_commit_every_record_and_leave_a_marker_offset_per_commit(
+    kafka_broker, fresh_topic, stream, capsys
+):
     from harness.log_layouts import readable_offsets
 
     end_ms = (time.time_ns() // 1_000_000 // HOUR_MS - 1) * HOUR_MS
     exit_code = main(
-        ["--bootstrap", kafka_broker.bootstrap, "--topic", fresh_topic, "backlog", "--hours", "0.25",
-         "--end", format_event_time(end_ms), "--profiles", "steady,steady,steady,steady", "--transaction-size", "50"]
-    )  # fmt: skip
+        [
+            "--bootstrap",
+            kafka_broker.bootstrap,
+            "--topic",
+            fresh_topic,
+            "backlog",
+            "--hours",
+            "0.25",
+            "--end",
+            format_event_time(end_ms),
+            "--profiles",
+            "steady,steady,steady,steady",
+            "--transaction-size",
+            "50",
+        ]
+    )
     assert exit_code == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["transaction_size"] == 50

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from connectors.kafka_log import KafkaLog, LogBounds, read_range, read_ranges
 from harness.log_layouts import TransactionalProducer
 from harness.persist_job import produce
-from connectors.kafka_log import KafkaLog, LogBounds, read_range, read_ranges
 from tidemark.aligned_slices import LoggedRecord
 
 pytestmark = pytest.mark.integration
@@ -70,7 +70,11 @@ def test_several_partitions_are_answered_at_once_as_each_alone(kafka_broker, lay
     reader) answer exactly as bounds, last_record_time and read_range do partition by partition."""
     topic = "kafka_log_several"
     kafka_broker.create_topic(topic, 3)
-    produce(kafka_broker.bootstrap, topic, [(0, b"a", BASE + i) for i in range(50)] + [(2, b"c", BASE + 100 + i) for i in range(30)])
+    produce(
+        kafka_broker.bootstrap,
+        topic,
+        [(0, b"a", BASE + i) for i in range(50)] + [(2, b"c", BASE + 100 + i) for i in range(30)],
+    )
     log = KafkaLog(kafka_broker.bootstrap, topic, timeout_s=20)
     try:
         bounds = log.partition_bounds()
@@ -81,7 +85,10 @@ def test_several_partitions_are_answered_at_once_as_each_alone(kafka_broker, lay
         together: dict[int, list[int]] = {}
         for partition, records in read_ranges(kafka_broker.bootstrap, topic, ranges, chunk=7):
             together.setdefault(partition, []).extend(r.offset for r in records)
-        alone = {p: [r.offset for chunk in read_range(kafka_broker.bootstrap, topic, p, *ranges[p]) for r in chunk] for p in (0, 2)}
+        alone = {
+            p: [r.offset for chunk in read_range(kafka_broker.bootstrap, topic, p, *ranges[p]) for r in chunk]
+            for p in (0, 2)
+        }
         assert together == alone == {0: list(range(5, 45)), 2: list(range(30))}
     finally:
         log.close()

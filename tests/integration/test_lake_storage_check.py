@@ -34,7 +34,9 @@ def test_refused_credentials_name_the_endpoint_and_the_variables(loopback_s3):
     with pytest.raises(LakeStorageError) as error:
         check_s3_paths(["s3a://tidemark/lake"], wrong)
 
-    assert str(error.value).startswith(f"{loopback_s3.endpoint} refused the credentials for bucket 'tidemark': check AWS_ACCESS_KEY_ID")
+    assert str(error.value).startswith(
+        f"{loopback_s3.endpoint} refused the credentials for bucket 'tidemark': check AWS_ACCESS_KEY_ID"
+    )
     assert "not-the-secret" not in str(error.value)
 
 
@@ -43,9 +45,13 @@ def test_an_endpoint_that_does_not_answer_fails_within_seconds(loopback_s3):
     started = time.monotonic()
 
     with pytest.raises(LakeStorageError) as error:
-        check_s3_paths(["s3a://tidemark/lake"], {**loopback_s3.environment, "TIDEMARK_S3_ENDPOINT": silent}, timeout_s=2)
+        check_s3_paths(
+            ["s3a://tidemark/lake"], {**loopback_s3.environment, "TIDEMARK_S3_ENDPOINT": silent}, timeout_s=2
+        )
 
-    assert str(error.value).startswith(f"the S3 endpoint {silent} does not answer (bucket 'tidemark'): check TIDEMARK_S3_ENDPOINT")
+    assert str(error.value).startswith(
+        f"the S3 endpoint {silent} does not answer (bucket 'tidemark'): check TIDEMARK_S3_ENDPOINT"
+    )
     assert time.monotonic() - started < 10
 
 
@@ -67,7 +73,10 @@ def test_each_job_stops_before_spark_on_a_missing_bucket(job, loopback_s3, kafka
     kafka_broker.create_topic(topic, 1)
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 1)
     document = yaml.safe_load(conf.read_text())
-    document["streams"]["telemetry"]["lake"] = {"root": "s3a://missing-lake/lake", "checkpoint_root": "s3a://missing-lake/checkpoints"}
+    document["streams"]["telemetry"]["lake"] = {
+        "root": "s3a://missing-lake/lake",
+        "checkpoint_root": "s3a://missing-lake/checkpoints",
+    }
     conf.write_text(yaml.safe_dump(document))
     log = tmp_path / f"{job}.log"
     started = time.monotonic()

@@ -3,12 +3,14 @@ the new names of renamed ones (tidemark.table_schemas.RENAMED_COLUMNS), keeping 
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import pytest
 
+from harness.persist_job import REPO
 from spark_jobs.lake.tables import LakeTables
 from tidemark.stream_config import load_stream
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
-from harness.persist_job import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -22,12 +24,19 @@ def _old_names(columns, renamed_to: str) -> list[tuple[str, str]]:
 
 def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, tmp_path):
     stream = load_stream(
-        REPO / "conf" / "streams.yaml", "telemetry",
+        REPO / "conf" / "streams.yaml",
+        "telemetry",
         {"TIDEMARK_LAKE_ROOT": str(tmp_path / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(tmp_path / "checkpoints")},
-    )  # fmt: skip
+    )
     old_columns = _old_names([(n, t) for n, t in LEDGER_COLUMNS if n not in ADDED_SINCE], renamed_to="step_id")
-    old_row = {name: None for name, _ in old_columns} | {"stream": "telemetry", "batch_id": 0, "source_partition": 3,
-                                                          "start_offset": 0, "end_offset": 10, "records": 10}  # fmt: skip
+    old_row = {name: None for name, _ in old_columns} | {
+        "stream": "telemetry",
+        "batch_id": 0,
+        "source_partition": 3,
+        "start_offset": 0,
+        "end_offset": 10,
+        "records": 10,
+    }
     spark.createDataFrame([tuple(old_row[n] for n, _ in old_columns)], ddl(old_columns)).write.format("delta").save(
         stream.table_path("ledger")
     )
@@ -59,16 +68,25 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
     assert (row.step_id, row.source_partition, row.end_offset, row.records) == (0, 3, 10, 10), "renamed in place"
     assert "batch_id" not in ledger.columns
     (seal,) = tables.read("seals").collect()
-    assert seal.micro_batch_id == 7 and [f.name for f in tables.read("seals").schema.fields] == [n for n, _ in SEALS_COLUMNS]
+    assert seal.micro_batch_id == 7 and [f.name for f in tables.read("seals").schema.fields] == [
+        n for n, _ in SEALS_COLUMNS
+    ]
     # A rename is a metadata commit under column mapping: no data file was rewritten.
     assert properties("ledger").get("delta.columnMapping.mode") == "name"
     assert "delta.columnMapping.mode" not in properties("events"), "a new table needs no mapping"
     assert (row.data_records, row.open_transaction_since, row.held_by_open_transaction) == (None, None, None)
 
     # The persist batch's next ledger row lands in the upgraded table.
-    new_row = {name: None for name, _ in LEDGER_COLUMNS} | {"stream": "telemetry", "step_id": 1, "source_partition": 3,
-                                                             "start_offset": 10, "end_offset": 14, "records": 3,
-                                                             "data_records": 3, "held_by_open_transaction": False}  # fmt: skip
+    new_row = {name: None for name, _ in LEDGER_COLUMNS} | {
+        "stream": "telemetry",
+        "step_id": 1,
+        "source_partition": 3,
+        "start_offset": 10,
+        "end_offset": 14,
+        "records": 3,
+        "data_records": 3,
+        "held_by_open_transaction": False,
+    }
     frame = spark.createDataFrame([tuple(new_row[n] for n, _ in LEDGER_COLUMNS)], ddl(LEDGER_COLUMNS))
     tables.append(frame, "ledger", "tidemark:test")
     appended = tables.read("ledger").where("step_id = 1").first()
@@ -79,19 +97,24 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
 
 
 def test_the_last_live_global_watermark_is_the_largest_a_live_ledger_row_holds(spark, tmp_path):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     stream = load_stream(
-        REPO / "conf" / "streams.yaml", "telemetry",
+        REPO / "conf" / "streams.yaml",
+        "telemetry",
         {"TIDEMARK_LAKE_ROOT": str(tmp_path / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(tmp_path / "checkpoints")},
-    )  # fmt: skip
+    )
     tables = LakeTables(spark, stream)
     tables.ensure()
     assert tables.last_live_global_watermark_ms() is None, "no batch yet: no G"
 
     def row(mode: str, g_ms: int | None):
-        g = None if g_ms is None else datetime.fromtimestamp(g_ms / 1000, tz=timezone.utc)
-        values = {name: None for name, _ in LEDGER_COLUMNS} | {"stream": "telemetry", "mode": mode, "global_watermark": g}
+        g = None if g_ms is None else datetime.fromtimestamp(g_ms / 1000, tz=UTC)
+        values = {name: None for name, _ in LEDGER_COLUMNS} | {
+            "stream": "telemetry",
+            "mode": mode,
+            "global_watermark": g,
+        }
         return tuple(values[n] for n, _ in LEDGER_COLUMNS)
 
     rows = [row("live", 1_000_000), row("live", 2_000_000), row("live", None), row("recovery", 9_000_000)]

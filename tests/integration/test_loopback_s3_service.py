@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from stack.environment import LOOPBACK_S3_IDENTITY
 from connectors.jars import ensure_jars, shared_jars_root
+from stack.environment import LOOPBACK_S3_IDENTITY
 from stack.ports import free_port, port_answers
 
 pytestmark = pytest.mark.integration
@@ -18,10 +18,17 @@ pytestmark = pytest.mark.integration
 def test_the_stack_starts_the_loopback_s3_with_the_lake_bucket_under_its_home_and_stops_it(tmp_path):
     port = free_port()
     ensure_jars(shared_jars_root(), ["s3proxy"])  # the stack runs from the jars, it never fetches them
-    env = {**os.environ, "TIDEMARK_HOME": str(tmp_path / "home"), "TIDEMARK_S3_PORT": str(port), "TIDEMARK_JARS": str(shared_jars_root())}
+    env = {
+        **os.environ,
+        "TIDEMARK_HOME": str(tmp_path / "home"),
+        "TIDEMARK_S3_PORT": str(port),
+        "TIDEMARK_JARS": str(shared_jars_root()),
+    }
 
     def tidemark(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tidemark_cli", *args], env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "tidemark_cli", *args], env=env, capture_output=True, text=True, timeout=120
+        )
 
     started = tidemark("up", "s3")
     try:

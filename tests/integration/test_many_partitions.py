@@ -20,7 +20,15 @@ import pytest
 import yaml
 
 from harness.log_layouts import lake_offsets
-from harness.persist_job import PERSIST_JOB, batches_persisted, job_environment, produce, run_persist, telemetry_value, write_stream_config
+from harness.persist_job import (
+    PERSIST_JOB,
+    batches_persisted,
+    job_environment,
+    produce,
+    run_persist,
+    telemetry_value,
+    write_stream_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +43,10 @@ def test_a_wide_topic_is_read_with_few_tasks_and_every_partition_is_ledgered(kaf
     start_ms = now_ms - 2 * HOUR_MS
     # 480 records over 90 minutes, round-robin; the last 8 partitions get nothing at all.
     busy = PARTITIONS - 8
-    records = [(i % busy, telemetry_value(f"scooter-{i % busy}", start_ms + i * 11_250), start_ms + i * 11_250) for i in range(480)]
+    records = [
+        (i % busy, telemetry_value(f"scooter-{i % busy}", start_ms + i * 11_250), start_ms + i * 11_250)
+        for i in range(480)
+    ]
     produced = produce(kafka_broker.bootstrap, topic, records)
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, PARTITIONS)
     document = yaml.safe_load(conf.read_text())
@@ -49,7 +60,12 @@ def test_a_wide_topic_is_read_with_few_tasks_and_every_partition_is_ledgered(kaf
     assert Counter(found).most_common(1)[0][1] == 1, "a (partition, offset) persisted twice"
     assert set(found) == {(p, o) for p, n in produced.items() for o in range(n)}
 
-    ledger = spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "step_id").collect()
+    ledger = (
+        spark.read.format("delta")
+        .load(str(lake / "ledger"))
+        .orderBy("source_partition", "start_offset", "step_id")
+        .collect()
+    )
     by_partition = defaultdict(list)
     for row in ledger:
         by_partition[row.source_partition].append(row)
@@ -84,8 +100,11 @@ def test_a_topic_past_max_partitions_fails_at_start_up_naming_the_key(kafka_brok
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, str(PERSIST_JOB), "--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"],
-        env=job_environment(), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=job_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
     assert (
         "topic 'past_the_limit' has 8 partitions, more than source.max_partitions (4); "

@@ -43,7 +43,8 @@ def every(step_ms: int, start: str, end: str) -> list[int]:
 # Devices with known offline gaps (times of day; every device reports from 14:00 on).
 DEVICES = {
     # The seed article's scooter: offline at 18:00:25, online at 18:00:32.
-    "scooter-seed": every(5 * MINUTE, "14:00:00", "17:30:00") + [at("17:30:15"), at("17:30:20"), at("17:30:25"), at("18:00:32")]
+    "scooter-seed": every(5 * MINUTE, "14:00:00", "17:30:00")
+    + [at("17:30:15"), at("17:30:20"), at("17:30:25"), at("18:00:32")]
     + every(5 * MINUTE, "18:05:00", "21:00:00"),
     # Two hours silent: offline 15:40, online 17:10 (after the first horizon, 17:00: open until then).
     "scooter-gap": every(4 * MINUTE, "14:00:00", "15:12:00") + every(4 * MINUTE, "17:10:00", "21:00:00"),
@@ -118,9 +119,17 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
 
     # 17:30 to 21:00 with partition 3 frozen: partitions 0-2 race 3.5 hours ahead of it.
     second = produce_window(kafka_broker.bootstrap, topic, at("17:30:00"), at("21:00:00"), now_ms)
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "persist-2.log", environment={"TIDEMARK_CHAOS_FREEZE": "telemetry:3"})
+    run_persist(
+        conf,
+        "--mode",
+        "available_now",
+        log=tmp_path / "persist-2.log",
+        environment={"TIDEMARK_CHAOS_FREEZE": "telemetry:3"},
+    )
     # Partitions 0-2 were read to the end, partition 3 not past 17:30.
-    assert _event_times(spark, lake) == sorted(t for p in range(PARTITIONS) for t in first[p] + (second[p] if p != 3 else []))
+    assert _event_times(spark, lake) == sorted(
+        t for p in range(PARTITIONS) for t in first[p] + (second[p] if p != 3 else [])
+    )
     assert max(second[0] + second[1] + second[2]) - max(first[3]) > 3 * HOUR
     live_2 = run_request(spark, stream, OfflineDevicesRequest("live"))
     assert live_2["slices"] == 0, "nothing new is sealed while partition 3 holds G"
@@ -161,20 +170,31 @@ def _stream_config(tmp_path: Path, bootstrap: str, topic: str) -> Path:
     stream = document["streams"]["telemetry"]
     # Log timestamps are not event times: record-count slices, so nothing keeps partitions aligned.
     stream["source"]["log_timestamp_is_event_time"] = False
-    stream["offline_devices"] = {"device_field": "device_id", "offline_after": "30m", "live_slice": "30m", "backfill_slice": "6h"}
+    stream["offline_devices"] = {
+        "device_field": "device_id",
+        "offline_after": "30m",
+        "live_slice": "30m",
+        "backfill_slice": "6h",
+    }
     conf.write_text(yaml.safe_dump(document))
     return conf
 
 
 def _table(spark, path: Path) -> list[tuple[str, int, int | None]]:
-    rows = spark.read.format("delta").load(str(path)).selectExpr(
-        "device_id", "unix_millis(offline_at) AS offline_at", "unix_millis(online_at) AS online_at"
-    ).collect()
+    rows = (
+        spark.read.format("delta")
+        .load(str(path))
+        .selectExpr("device_id", "unix_millis(offline_at) AS offline_at", "unix_millis(online_at) AS online_at")
+        .collect()
+    )
     return sorted((r.device_id, r.offline_at, r.online_at) for r in rows)
 
 
 def _event_times(spark, lake: Path) -> list[int]:
-    return sorted(r[0] for r in spark.read.format("delta").load(str(lake / "events")).selectExpr("unix_millis(event_time)").collect())
+    return sorted(
+        r[0]
+        for r in spark.read.format("delta").load(str(lake / "events")).selectExpr("unix_millis(event_time)").collect()
+    )
 
 
 def _iso(epoch_ms: int) -> str:

@@ -39,7 +39,10 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     topic = "persist_quarantine"
     kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
-    good = [(i % 2, telemetry_value(f"scooter-{i % 7}", _recent_ms(now_ms, i, 40)), _recent_ms(now_ms, i, 40)) for i in range(40)]
+    good = [
+        (i % 2, telemetry_value(f"scooter-{i % 7}", _recent_ms(now_ms, i, 40)), _recent_ms(now_ms, i, 40))
+        for i in range(40)
+    ]
     bad_values = {
         b"{not json": "malformed_json",
         # The poison pill: 30 KB of JSON nested 5,000 levels deep (under max_record_bytes).
@@ -60,7 +63,12 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     lake = tmp_path / "lake" / "telemetry"
     events = spark.read.format("delta").load(str(lake / "events"))
     quarantine = spark.read.format("delta").load(str(lake / "quarantine"))
-    ledger = spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "end_offset").collect()
+    ledger = (
+        spark.read.format("delta")
+        .load(str(lake / "ledger"))
+        .orderBy("source_partition", "start_offset", "end_offset")
+        .collect()
+    )
 
     assert events.count() == len(good)
     reasons = {bytes(row.raw_value): row.reason for row in quarantine.collect()}
@@ -77,7 +85,9 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
         "empty_value": "the record has no value",
         "future_event_time": "ahead of the time it was read",
     }
-    assert {reason: expected_details[reason] in detail for reason, detail in details.items()} == dict.fromkeys(expected_details, True), details
+    assert {reason: expected_details[reason] in detail for reason, detail in details.items()} == dict.fromkeys(
+        expected_details, True
+    ), details
 
     # The ledger: one row per batch and partition, ranges contiguous from 0 to the log end, and
     # each range's records + quarantined = the records the log holds in it.
@@ -95,7 +105,9 @@ def test_bad_records_go_to_quarantine_with_reason_and_ledger_accounts_for_everyt
     assert max(per_batch.values()) <= 16 and len(per_batch) >= 3, per_batch
     # Every good record lands in the partition of its own event hour (UTC), and only those hours exist.
     hours = {(time.strftime("%Y-%m-%d", time.gmtime(t / 1000)), time.gmtime(t / 1000).tm_hour) for _, _, t in good}
-    written = {(str(row.event_date), row.event_hour) for row in events.select("event_date", "event_hour").distinct().collect()}
+    written = {
+        (str(row.event_date), row.event_hour) for row in events.select("event_date", "event_hour").distinct().collect()
+    }
     assert written == hours
 
 
@@ -107,7 +119,10 @@ def test_continuous_mode_persists_records_produced_while_it_runs(kafka_broker, s
 
     def wave(first: int, count: int) -> list:
         now_ms = int(time.time() * 1000)
-        return [(i % 2, telemetry_value(f"scooter-{i}", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(first, first + count)]
+        return [
+            (i % 2, telemetry_value(f"scooter-{i}", now_ms - 60_000 + i), now_ms - 60_000 + i)
+            for i in range(first, first + count)
+        ]
 
     produce(kafka_broker.bootstrap, topic, wave(0, 200))
     with continuous_persist(conf, log=tmp_path / "continuous.log") as job:  # the mode comes from the config
@@ -134,7 +149,13 @@ def _wait_for_ledger_end(spark, path, partition: int, end_offset: int, job, time
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert job.poll() is None, "the continuous job stopped"
-        reached = spark.read.format("delta").load(str(path)).where(F.col("source_partition") == partition).agg(F.max("end_offset")).first()[0]
+        reached = (
+            spark.read.format("delta")
+            .load(str(path))
+            .where(F.col("source_partition") == partition)
+            .agg(F.max("end_offset"))
+            .first()[0]
+        )
         if reached is not None and reached >= end_offset:
             return
         time.sleep(1)
@@ -151,7 +172,11 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, mode="continuous", trigger_interval="2s")
     events_path = tmp_path / "lake" / "telemetry" / "events"
     now_ms = int(time.time() * 1000)
-    produce(kafka_broker.bootstrap, topic, [(i % 2, telemetry_value("s", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(100)])
+    produce(
+        kafka_broker.bootstrap,
+        topic,
+        [(i % 2, telemetry_value("s", now_ms - 60_000 + i), now_ms - 60_000 + i) for i in range(100)],
+    )
 
     with continuous_persist(conf, log=tmp_path / "continuous.log") as job:
         _wait_for_events(spark, events_path, 100, job)
@@ -164,14 +189,25 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
         _wait_for_ledger_end(spark, tmp_path / "lake" / "telemetry" / "ledger", partition=2, end_offset=40, job=job)
         assert job.poll() is None, "the job keeps running"
     events = spark.read.format("delta").load(str(events_path))
-    rows = events.groupBy("source_partition").agg(F.count("*").alias("n"), F.countDistinct("source_offset").alias("d")).collect()
+    rows = (
+        events.groupBy("source_partition")
+        .agg(F.count("*").alias("n"), F.countDistinct("source_offset").alias("d"))
+        .collect()
+    )
     assert {r.source_partition: (r.n, r.d) for r in rows} == {0: (50, 50), 1: (50, 50), 2: (40, 40)}
     ledger = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "ledger"))
-    assert ledger.where("source_partition = 2").selectExpr("min(start_offset)", "max(end_offset)").first() == (0, 40), "read from its earliest offset"
+    assert ledger.where("source_partition = 2").selectExpr("min(start_offset)", "max(end_offset)").first() == (0, 40), (
+        "read from its earliest offset"
+    )
 
     # The partition was registered in a batch of its own that read no offset: such a batch
     # writes its ledger rows and no empty events commit (an idempotent commit costs seconds).
-    reads_per_batch = {row.step_id: row.offsets for row in ledger.groupBy("step_id").agg(F.sum(F.col("end_offset") - F.col("start_offset")).alias("offsets")).collect()}
+    reads_per_batch = {
+        row.step_id: row.offsets
+        for row in ledger.groupBy("step_id")
+        .agg(F.sum(F.col("end_offset") - F.col("start_offset")).alias("offsets"))
+        .collect()
+    }
     registration = ledger.where("source_partition = 2").agg(F.min("step_id")).first()[0]
     assert reads_per_batch[registration] == 0, "the batch that registered partition 2 read nothing, from any partition"
     appends = DeltaTable.forPath(spark, str(events_path)).history().where("operation = 'WRITE'").collect()

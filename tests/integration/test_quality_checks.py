@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -59,10 +59,12 @@ class Bounds:
 
 
 def _ts(ms: int | None):
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _write_config(folder: Path, name: str, partitions: int, bootstrap: str = "127.0.0.1:1", topic: str | None = None) -> Path:
+def _write_config(
+    folder: Path, name: str, partitions: int, bootstrap: str = "127.0.0.1:1", topic: str | None = None
+) -> Path:
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     stream = document["streams"].pop("telemetry")
     stream["source"].update(bootstrap_servers=bootstrap, topic=topic or name, partitions=partitions)
@@ -85,10 +87,19 @@ class LakeWriter:
     def _record(self, partition: int, offset: int, event_ms: int) -> dict:
         moment = _ts(event_ms)
         return {
-            "source_partition": partition, "source_offset": offset, "log_timestamp": moment, "event_time": moment,
-            "record_key": b"k", "device_id": f"d{partition}", "lat": 52.0, "lon": 4.9, "battery": 50, "step_id": 0,
-            "event_date": moment.date(), "event_hour": moment.hour,
-        }  # fmt: skip
+            "source_partition": partition,
+            "source_offset": offset,
+            "log_timestamp": moment,
+            "event_time": moment,
+            "record_key": b"k",
+            "device_id": f"d{partition}",
+            "lat": 52.0,
+            "lon": 4.9,
+            "battery": 50,
+            "step_id": 0,
+            "event_date": moment.date(),
+            "event_hour": moment.hour,
+        }
 
     def event(self, partition: int, offset: int, event_ms: int) -> None:
         self.events.append(self._record(partition, offset, event_ms))
@@ -97,23 +108,59 @@ class LakeWriter:
         self.late.append(self._record(partition, offset, event_ms) | {"global_watermark": _ts(NOW - HOUR)})
 
     def quarantined(self, partition: int, offset: int) -> None:
-        self.quarantine.append({"source_partition": partition, "source_offset": offset, "log_timestamp": _ts(H),
-                                "record_key": None, "raw_value": b"{bad", "reason": "malformed_json", "detail": "x",
-                                "step_id": 0, "read_time": _ts(H)})  # fmt: skip
+        self.quarantine.append(
+            {
+                "source_partition": partition,
+                "source_offset": offset,
+                "log_timestamp": _ts(H),
+                "record_key": None,
+                "raw_value": b"{bad",
+                "reason": "malformed_json",
+                "detail": "x",
+                "step_id": 0,
+                "read_time": _ts(H),
+            }
+        )
 
-    def range(self, partition, start, end, data_records, event_ms, read_ms, log_end=None, mode="live",
-              watermark_ms=None, global_ms=None) -> None:  # fmt: skip
+    def range(
+        self,
+        partition,
+        start,
+        end,
+        data_records,
+        event_ms,
+        read_ms,
+        log_end=None,
+        mode="live",
+        watermark_ms=None,
+        global_ms=None,
+    ) -> None:
         """A ledger row; ``event_ms`` is the (min, max) event time of its records or None."""
         self._batch += 1
-        self.ledger.append({
-            "stream": self.stream.name, "step_id": self._batch, "source_partition": partition, "mode": mode,
-            "start_offset": start, "end_offset": end, "log_end_offset": end if log_end is None else log_end,
-            "records": data_records, "quarantined": 0, "late": 0, "data_records": data_records,
-            "min_event_time": _ts(event_ms[0]) if event_ms else None, "max_event_time": _ts(event_ms[1]) if event_ms else None,
-            "partition_watermark": _ts(watermark_ms), "global_watermark": _ts(global_ms), "partition_status": "ACTIVE",
-            "slicing": "event_time", "read_time": _ts(read_ms), "open_transaction_since": None,
-            "held_by_open_transaction": False,
-        })  # fmt: skip
+        self.ledger.append(
+            {
+                "stream": self.stream.name,
+                "step_id": self._batch,
+                "source_partition": partition,
+                "mode": mode,
+                "start_offset": start,
+                "end_offset": end,
+                "log_end_offset": end if log_end is None else log_end,
+                "records": data_records,
+                "quarantined": 0,
+                "late": 0,
+                "data_records": data_records,
+                "min_event_time": _ts(event_ms[0]) if event_ms else None,
+                "max_event_time": _ts(event_ms[1]) if event_ms else None,
+                "partition_watermark": _ts(watermark_ms),
+                "global_watermark": _ts(global_ms),
+                "partition_status": "ACTIVE",
+                "slicing": "event_time",
+                "read_time": _ts(read_ms),
+                "open_transaction_since": None,
+                "held_by_open_transaction": False,
+            }
+        )
 
     def persisted_range(self, partition, offsets, start, end, times, read_ms, **ledger) -> None:
         """Events for ``offsets`` at ``times`` (same length) and the ledger row [start, end) holding them."""
@@ -122,8 +169,15 @@ class LakeWriter:
         self.range(partition, start, end, len(offsets), (min(times), max(times)), read_ms, **ledger)
 
     def seal(self, hour_ms: int, sealed_at_ms: int) -> None:
-        self.seals.append({"stream": self.stream.name, "hour": _ts(hour_ms), "sealed_at": _ts(sealed_at_ms),
-                           "global_watermark": _ts(sealed_at_ms), "micro_batch_id": 1})  # fmt: skip
+        self.seals.append(
+            {
+                "stream": self.stream.name,
+                "hour": _ts(hour_ms),
+                "sealed_at": _ts(sealed_at_ms),
+                "global_watermark": _ts(sealed_at_ms),
+                "micro_batch_id": 1,
+            }
+        )
 
     def write(self) -> None:
         LakeTables(self.spark, self.stream).ensure()
@@ -136,7 +190,9 @@ class LakeWriter:
             ("seals", self.seals, SEALS_COLUMNS),
         ):
             if rows:
-                frame = self.spark.createDataFrame([tuple(row.get(n) for n, _ in columns) for row in rows], ddl(columns))
+                frame = self.spark.createDataFrame(
+                    [tuple(row.get(n) for n, _ in columns) for row in rows], ddl(columns)
+                )
                 frame.write.format("delta").mode("append").save(self.stream.table_path(table))
 
 
@@ -155,8 +211,23 @@ def _complete_partition(lake: LakeWriter, partition: int, read_ms: int = NOW - 5
 # ------------------------------------------------------------------------------------------------
 # The cases stream: one partition per case, checked once for hour H.
 
-OK_CLEAN, HOLE_DELETED, TRANSACTIONAL, DUPLICATE, FROZEN, LOST_POSITION, TOO_LATE, LOST_HOLE, UNREAD, SILENT, \
-    TIME_GAP, QUARANTINED, LAGGING, UNDERCOUNTED, GROWING_LAG = range(15)  # fmt: skip
+(
+    OK_CLEAN,
+    HOLE_DELETED,
+    TRANSACTIONAL,
+    DUPLICATE,
+    FROZEN,
+    LOST_POSITION,
+    TOO_LATE,
+    LOST_HOLE,
+    UNREAD,
+    SILENT,
+    TIME_GAP,
+    QUARANTINED,
+    LAGGING,
+    UNDERCOUNTED,
+    GROWING_LAG,
+) = range(15)
 PARTITIONS = 15
 DELETED_OFFSETS = [10, 11, 12, 60]
 
@@ -210,8 +281,9 @@ def cases(spark, tmp_path_factory, gx_dir):
 
     for back in (4, 3, 2, 1):  # records in each of the 4 history hours, none in H
         start = (4 - back) * 10
-        lake.persisted_range(SILENT, range(start, start + 10), start, start + 10, _spread(10, H - back * HOUR),
-                             NOW - (5 + back) * MINUTE)  # fmt: skip
+        lake.persisted_range(
+            SILENT, range(start, start + 10), start, start + 10, _spread(10, H - back * HOUR), NOW - (5 + back) * MINUTE
+        )
 
     gap_times = _spread(10, H, 10 * MINUTE) + _spread(10, H + 50 * MINUTE, 10 * MINUTE)  # silent 09:00 → 50:00
     lake.persisted_range(TIME_GAP, range(20), 0, 20, gap_times, NOW - 5 * MINUTE)
@@ -226,8 +298,17 @@ def cases(spark, tmp_path_factory, gx_dir):
     # W_p at H+10m while G is at H+90m: 80 minutes behind, the limit is 1h; the position moves.
     times = _spread(70, H, 10 * MINUTE)
     for (start, end), read_ms in zip(((0, 50), (50, 60), (60, 70)), (20, 10, 5)):
-        lake.persisted_range(LAGGING, range(start, end), start, end, times[start:end], NOW - read_ms * MINUTE,
-                             log_end=200, watermark_ms=H + 10 * MINUTE, global_ms=H + 90 * MINUTE)  # fmt: skip
+        lake.persisted_range(
+            LAGGING,
+            range(start, end),
+            start,
+            end,
+            times[start:end],
+            NOW - read_ms * MINUTE,
+            log_end=200,
+            watermark_ms=H + 10 * MINUTE,
+            global_ms=H + 90 * MINUTE,
+        )
     bounds[LAGGING] = Bounds(0, 200)
 
     times = _spread(50)
@@ -238,8 +319,9 @@ def cases(spark, tmp_path_factory, gx_dir):
     # The reader moves, but the producers move faster: lag 40, 60, 90.
     times = _spread(30)
     for (start, end), read_ms, log_end in zip(((0, 10), (10, 20), (20, 30)), (15, 10, 5), (50, 80, 120)):
-        lake.persisted_range(GROWING_LAG, range(start, end), start, end, times[start:end], NOW - read_ms * MINUTE,
-                             log_end=log_end)  # fmt: skip
+        lake.persisted_range(
+            GROWING_LAG, range(start, end), start, end, times[start:end], NOW - read_ms * MINUTE, log_end=log_end
+        )
     bounds[GROWING_LAG] = Bounds(0, 120)
 
     lake.seal(H - HOUR, H + HOUR)
@@ -320,16 +402,21 @@ def test_a_complete_partition_is_ok_with_its_figures(cases):
     assert (clean.holes, clean.lost, clean.failed_checks) == ((), (), ())
     hour = result.hour(H, OK_CLEAN)
     assert (hour.status, hour.ranges, hour.data_records, hour.persisted, hour.duplicated_offsets) == (
-        QualityStatus.OK, 2, 100, 100, 0,
-    )  # fmt: skip
+        QualityStatus.OK,
+        2,
+        100,
+        100,
+        0,
+    )
 
 
 def test_deleted_rows_are_a_hole_with_their_exact_offsets_and_a_recovery_request(cases):
     result = cases["result"]
     hole = result.partition(HOLE_DELETED)
     assert [(r.start, r.end) for r in hole.holes] == [(10, 13), (60, 61)]
-    assert [(h.start, h.end, h.data_records, h.persisted, [(m.start, m.end) for m in h.missing])
-            for h in hole.hole_ranges] == [(0, 50, 50, 47, [(10, 13)]), (50, 100, 50, 49, [(60, 61)])]  # fmt: skip
+    assert [
+        (h.start, h.end, h.data_records, h.persisted, [(m.start, m.end) for m in h.missing]) for h in hole.hole_ranges
+    ] == [(0, 50, 50, 47, [(10, 13)]), (50, 100, 50, 49, [(60, 61)])]
     hour = result.hour(H, HOLE_DELETED)
     assert (hour.status, hour.records, hour.data_records, hour.persisted) == (QualityStatus.HOLE, 96, 100, 96)
     requests = {r.partition: r for r in result.recovery_requests}
@@ -349,8 +436,9 @@ def test_the_same_offset_in_events_and_late_fails_uniqueness(cases):
     result = cases["result"]
     hour = result.hour(H, DUPLICATE)
     assert (hour.duplicated_offsets, hour.failed_checks) == (1, ("uniqueness",))
-    assert hour.reasons == ("hour 2026-11-22T01:00:00Z: 1 offsets persisted more than once (101 rows for 100 offsets), "
-                            "e.g. offsets 42",)  # fmt: skip
+    assert hour.reasons == (
+        "hour 2026-11-22T01:00:00Z: 1 offsets persisted more than once (101 rows for 100 offsets), e.g. offsets 42",
+    )
     assert result.partition(DUPLICATE).holes == (), "the duplicate does not hide or make a hole"
 
 
@@ -367,18 +455,26 @@ def test_offsets_behind_the_earliest_retained_offset_are_lost_and_never_requeste
     result = cases["result"]
     lost = result.partition(LOST_POSITION)
     assert [(r.start, r.end) for r in lost.lost] == [(100, 150)]
-    assert lost.reasons == ("offsets [100, 150) were never read and are no longer in the log (read position 100, "
-                            "earliest retained offset 150): 50 offsets lost",)  # fmt: skip
+    assert lost.reasons == (
+        "offsets [100, 150) were never read and are no longer in the log (read position 100, "
+        "earliest retained offset 150): 50 offsets lost",
+    )
     lost_hole = result.partition(LOST_HOLE)
     assert [(r.start, r.end) for r in lost_hole.lost] == [(5, 10)]
     assert [(r.start, r.end) for r in lost_hole.holes] == [(70, 71)], "holes are what can still be replayed"
     assert result.hour(H, LOST_HOLE).status is QualityStatus.LOST
-    assert lost_hole.reason == ("offsets [5, 10) are missing from the lake and below the earliest retained offset 20: "
-                                "they can no longer be recovered"), "the sentence behind the worst status"
+    assert lost_hole.reason == (
+        "offsets [5, 10) are missing from the lake and below the earliest retained offset 20: "
+        "they can no longer be recovered"
+    ), "the sentence behind the worst status"
     assert len(lost_hole.reasons) == 3, "and every finding: two hole ranges, one lost part"
     requests = {r.partition: [(o.start, o.end) for o in r.ranges] for r in result.recovery_requests}
-    assert requests == {HOLE_DELETED: [(10, 13), (60, 61)], FROZEN: [(100, 400)], LOST_HOLE: [(70, 71)],
-                        UNREAD: [(50, 60)]}  # fmt: skip
+    assert requests == {
+        HOLE_DELETED: [(10, 13), (60, 61)],
+        FROZEN: [(100, 400)],
+        LOST_HOLE: [(70, 71)],
+        UNREAD: [(50, 60)],
+    }
 
 
 def test_offsets_no_range_read_are_a_hole(cases):
@@ -403,12 +499,16 @@ def test_a_silent_hour_and_a_long_event_time_gap_are_reported(cases):
     result = cases["result"]
     silent = result.hour(H, SILENT)
     assert (silent.records, silent.active_history_hours) == (0, 4)
-    assert silent.reasons == ("hour 2026-11-22T01:00:00Z: silent hour, no records although the partition had "
-                              "records in 4 of the previous 4 hours",)  # fmt: skip
+    assert silent.reasons == (
+        "hour 2026-11-22T01:00:00Z: silent hour, no records although the partition had "
+        "records in 4 of the previous 4 hours",
+    )
     gap = result.hour(H, TIME_GAP)
     assert gap.longest_event_time_gap_ms == 41 * MINUTE
-    assert gap.reasons == ("hour 2026-11-22T01:00:00Z: no event time between 2026-11-22T01:09:00.000Z and "
-                           "2026-11-22T01:50:00.000Z (41m, threshold 30m)",)  # fmt: skip
+    assert gap.reasons == (
+        "hour 2026-11-22T01:00:00Z: no event time between 2026-11-22T01:09:00.000Z and "
+        "2026-11-22T01:50:00.000Z (41m, threshold 30m)",
+    )
     assert result.hour(H, OK_CLEAN).longest_event_time_gap_ms == 36_000
 
 
@@ -422,15 +522,18 @@ def test_a_ledger_counting_fewer_records_than_persisted_is_a_warning_not_a_hole(
     undercounted = cases["result"].partition(UNDERCOUNTED)
     (step,) = [row["step_id"] for row in cases["ledger"] if row["source_partition"] == UNDERCOUNTED]
     assert (undercounted.holes, undercounted.hole_ranges) == ((), ())
-    assert undercounted.reasons == (f"hour 2026-11-22T01:00:00Z: live range [0, 50) of step {step}: the ledger counts "
-                                    "40 data records but 50 distinct offsets are persisted in it: the ledger undercounts",)  # fmt: skip
+    assert undercounted.reasons == (
+        f"hour 2026-11-22T01:00:00Z: live range [0, 50) of step {step}: the ledger counts "
+        "40 data records but 50 distinct offsets are persisted in it: the ledger undercounts",
+    )
 
 
 def test_a_lag_that_grows_across_the_window_warns_without_failing(cases):
     growing = cases["result"].partition(GROWING_LAG)
     assert (growing.position, growing.lag, growing.failed_checks) == (30, 90, ())
-    assert growing.reasons == ("WARN: lag grew in each of 3 rows, from 40 to 90 offsets, while the position moved "
-                               "from 10 to 30",)  # fmt: skip
+    assert growing.reasons == (
+        "WARN: lag grew in each of 3 rows, from 40 to 90 offsets, while the position moved from 10 to 30",
+    )
     assert GROWING_LAG not in {r.partition for r in cases["result"].recovery_requests}
 
 
@@ -460,8 +563,10 @@ def test_the_checked_hour_is_remembered_and_reconciling_finds_the_rest(cases):
     assert path.name == "2026-11-22T01Z.json" and str(path) in result.hour_reports
     remembered = json.loads(path.read_text())
     assert (remembered["hour"], remembered["run_name"], remembered["sealed_at_ms"]) == (
-        "2026-11-22T01:00:00Z", "cases-1", H + 2 * HOUR - 10 * MINUTE,
-    )  # fmt: skip
+        "2026-11-22T01:00:00Z",
+        "cases-1",
+        H + 2 * HOUR - 10 * MINUTE,
+    )
     assert remembered["success"] is False
     seals = {H - HOUR: H + HOUR, H: H + 2 * HOUR - 10 * MINUTE}
     assert unchecked_sealed_hours(seals, report_dir, "cases") == [H - HOUR]
@@ -487,9 +592,12 @@ def test_the_delta_log_tells_a_compaction_from_damage_and_names_the_hours_each_c
 
     late = spark.read.format("delta").load(stream.table_path("late"))
     late.where(f"NOT (source_partition = {TOO_LATE} AND source_offset = 45)").write.format("delta").mode(
-        "overwrite").option("dataChange", "false").save(stream.table_path("late"))  # fmt: skip
+        "overwrite"
+    ).option("dataChange", "false").save(stream.table_path("late"))
     DeltaTable.forPath(spark, stream.table_path("events")).restoreToVersion(start.versions["events"])
-    DeltaTable.forPath(spark, stream.table_path("quarantine")).delete(f"source_partition = {QUARANTINED} AND source_offset = 49")
+    DeltaTable.forPath(spark, stream.table_path("quarantine")).delete(
+        f"source_partition = {QUARANTINED} AND source_offset = 49"
+    )
     scan = scan_log(spark, stream, compacted.versions)
     prints = removed_file_footprints(spark, stream, list(scan.damage))
     entries = read_ledger(spark.read.format("delta").load(stream.table_path("ledger")))
@@ -515,9 +623,15 @@ def clean(spark, kafka_broker, tmp_path_factory):
     folder = tmp_path_factory.mktemp("clean")
     topic = "quality_clean"
     kafka_broker.create_topic(topic, 3)
-    produce(kafka_broker.bootstrap, topic, [
-        (partition, telemetry_value(f"d{partition}", event_ms), event_ms) for partition in range(3) for event_ms in _spread(100)
-    ])  # fmt: skip
+    produce(
+        kafka_broker.bootstrap,
+        topic,
+        [
+            (partition, telemetry_value(f"d{partition}", event_ms), event_ms)
+            for partition in range(3)
+            for event_ms in _spread(100)
+        ],
+    )
     conf = _write_config(folder, "clean", 3, kafka_broker.bootstrap, topic)
     stream = load_stream(conf, "clean")
     lake = LakeWriter(spark, stream)
@@ -536,11 +650,25 @@ def _cli(clean, gx_dir, run_name, *extra, real_log: bool = False):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(quality_run, "read_log_bounds", lambda stream: {p: Bounds(0, 100) for p in range(3)})
             return _cli(clean, gx_dir, run_name, *extra, real_log=True)
-    return quality_run.main([
-        "--stream", "clean", "--conf", str(clean["conf"]), "--report-dir", str(folder / "reports"),
-        "--gx-dir", str(gx_dir), "--run-name", run_name, "--result", str(folder / f"{run_name}.json"),
-        "--now-ms", str(NOW), *extra,
-    ])  # fmt: skip
+    return quality_run.main(
+        [
+            "--stream",
+            "clean",
+            "--conf",
+            str(clean["conf"]),
+            "--report-dir",
+            str(folder / "reports"),
+            "--gx-dir",
+            str(gx_dir),
+            "--run-name",
+            run_name,
+            "--result",
+            str(folder / f"{run_name}.json"),
+            "--now-ms",
+            str(NOW),
+            *extra,
+        ]
+    )
 
 
 def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spark, clean, gx_dir, monkeypatch, capsys):
@@ -550,9 +678,9 @@ def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spa
     first = json.loads((clean["folder"] / "clean-1.json").read_text())
     assert first["hours"] == ["2026-11-22T01:00:00Z"], "reconciled from the seals table"
     assert first["success"] is True and first["recovery_requests"] == []
-    assert [(p["partition"], p["status"], p["records"], p["lag"], p["holes"], p["lost"]) for p in first["partitions"]] == [
-        (p, "OK", 100, 0, [], []) for p in range(3)
-    ]
+    assert [
+        (p["partition"], p["status"], p["records"], p["lag"], p["holes"], p["lost"]) for p in first["partitions"]
+    ] == [(p, "OK", 100, 0, [], []) for p in range(3)]
     assert all(check["ran"] and check["success"] for check in first["checks"])
     assert Path(first["paths"]["summary_html"]).is_file() and Path(first["paths"]["data_docs_index"]).is_file()
     assert "partition 0: OK" in capsys.readouterr().out
@@ -561,9 +689,13 @@ def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spa
     second = json.loads((clean["folder"] / "clean-2.json").read_text())
     assert second["hours"] == [], "the hour was remembered: nothing left to check"
     assert {c["name"]: c["ran"] for c in second["checks"]} == {
-        "completeness": False, "retention": True, "gaps": False, "uniqueness": False,
-        "late_and_quarantine": False, "stall": True,
-    }  # fmt: skip
+        "completeness": False,
+        "retention": True,
+        "gaps": False,
+        "uniqueness": False,
+        "late_and_quarantine": False,
+        "stall": True,
+    }
     assert [p["status"] for p in second["partitions"]] == ["OK"] * 3
 
     # A seal that arrived late for an earlier hour: --reconcile adds it to the hours asked for.
@@ -576,12 +708,15 @@ def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spa
     assert third["success"] is True
 
 
-def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_recovery_restores_them(spark, clean, gx_dir):
+def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_recovery_restores_them(
+    spark, clean, gx_dir
+):
     """Damage after the check (issue 25): the hour was checked OK by the runs above; a DELETE
     takes three rows of partition 1; the next scheduled run (no hours given) checks the hour
     again because the Delta log shows the DELETE, reports the HOLE with exactly those offsets and
     the operation, recovery replays them from the topic, and the re-check is OK."""
     from delta.tables import DeltaTable
+
     from spark_jobs.replay.recover import main as recover_main
     from tidemark.recovery_request import RecoveryRequest
 
@@ -589,7 +724,9 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     before = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
     assert before["success"] is True and before["damage"] == [], "checked OK before the damage"
     damaged_at = time.monotonic()
-    DeltaTable.forPath(spark, stream.table_path("events")).delete("source_partition = 1 AND source_offset IN (10, 11, 12)")
+    DeltaTable.forPath(spark, stream.table_path("events")).delete(
+        "source_partition = 1 AND source_offset IN (10, 11, 12)"
+    )
     delete_version = max(int(p.stem) for p in (Path(stream.table_path("events")) / "_delta_log").glob("*.json"))
 
     assert _cli(clean, gx_dir, "clean-damaged", real_log=True) == 0
@@ -603,24 +740,47 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     assert statuses == {0: ("OK", []), 1: ("HOLE", [[10, 13]]), 2: ("OK", [])}
     (hole,) = [p for p in found["partitions"] if p["partition"] == 1]
     assert hole["reason"].startswith("hour 2026-11-22T01:00:00Z: live range [0, 50) of step ")
-    assert hole["reason"].endswith(f"offsets with no row: [10, 13); the lake's log shows DELETE (events version "
-                                   f"{delete_version}, {found['damage'][0]['committed_at']}) removed or rewrote 3 rows")
-    assert found["recovery_requests"] == [{"stream": "clean", "partition": 1, "ranges": [{"start": 10, "end": 13}],
-                                           "reason": "3 offsets missing from the lake: [10, 13)", "restart_live": False}]  # fmt: skip
+    assert hole["reason"].endswith(
+        f"offsets with no row: [10, 13); the lake's log shows DELETE (events version "
+        f"{delete_version}, {found['damage'][0]['committed_at']}) removed or rewrote 3 rows"
+    )
+    assert found["recovery_requests"] == [
+        {
+            "stream": "clean",
+            "partition": 1,
+            "ranges": [{"start": 10, "end": 13}],
+            "reason": "3 offsets missing from the lake: [10, 13)",
+            "restart_live": False,
+        }
+    ]
     report = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
     assert (report["success"], [d["operation"] for d in report["damage"]]) == (False, ["DELETE"])
     assert "DELETE (events version" in Path(found["paths"]["summary_html"]).read_text()
 
     # The request the run reported goes to the job as it is, as the recover DAG passes it on.
     request = RecoveryRequest.from_json(found["recovery_requests"][0])
-    code = run_in_process(recover_main, ["--conf", str(clean["conf"]), "--request", request.encode(), "--result",
-                                         str(folder / "recovered.json")], folder / "recover.log")  # fmt: skip
+    code = run_in_process(
+        recover_main,
+        ["--conf", str(clean["conf"]), "--request", request.encode(), "--result", str(folder / "recovered.json")],
+        folder / "recover.log",
+    )
     assert code == 0
     recovered = json.loads((folder / "recovered.json").read_text())
     assert (recovered["inserted"], recovered["event_hours"]) == (3, ["2026-11-22T01:00:00.000Z"])
 
     # As the recover DAG re-checks: the hours it touched, plus whatever else is due.
-    assert _cli(clean, gx_dir, "clean-recovered", "--hours", ",".join(recovered["event_hours"]), "--reconcile", real_log=True) == 0
+    assert (
+        _cli(
+            clean,
+            gx_dir,
+            "clean-recovered",
+            "--hours",
+            ",".join(recovered["event_hours"]),
+            "--reconcile",
+            real_log=True,
+        )
+        == 0
+    )
     ok_at = time.monotonic()
     again = json.loads((folder / "clean-recovered.json").read_text())
     assert again["damage"] == [], "the recovery's insert-only MERGE removed nothing"
@@ -628,8 +788,13 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
         (p, "OK", 100, []) for p in range(3)
     ]
     assert again["success"] is True
-    figures = {"damage_to_hole_reported_s": round(reported_at - damaged_at, 1), "damage_to_ok_again_s": round(ok_at - damaged_at, 1)}
-    print(f"damage → HOLE reported {figures['damage_to_hole_reported_s']} s, → OK again {figures['damage_to_ok_again_s']} s")
+    figures = {
+        "damage_to_hole_reported_s": round(reported_at - damaged_at, 1),
+        "damage_to_ok_again_s": round(ok_at - damaged_at, 1),
+    }
+    print(
+        f"damage → HOLE reported {figures['damage_to_hole_reported_s']} s, → OK again {figures['damage_to_ok_again_s']} s"
+    )
     (folder / "damage_figures.json").write_text(json.dumps(figures))
 
 
@@ -638,7 +803,9 @@ def test_the_sweep_finds_rows_whose_file_was_deleted_by_hand_which_no_commit_sho
     every sealed hour the source log retains, names the missing file, and reports exactly the
     offsets that file held as holes. It writes no hour report and runs no other check."""
     events = Path(clean["stream"].table_path("events"))
-    in_hour = sorted(uri for uri in spark.read.format("delta").load(str(events)).inputFiles() if "/event_hour=1/" in uri)
+    in_hour = sorted(
+        uri for uri in spark.read.format("delta").load(str(events)).inputFiles() if "/event_hour=1/" in uri
+    )
     victim = Path(in_hour[0].removeprefix("file:"))
     held: dict[int, list[int]] = {}
     for row in spark.read.parquet(str(victim)).select("source_partition", "source_offset").collect():
@@ -651,9 +818,13 @@ def test_the_sweep_finds_rows_whose_file_was_deleted_by_hand_which_no_commit_sho
     swept = json.loads((clean["folder"] / "clean-sweep.json").read_text())
     assert (swept["sweep"], swept["hours"]) == (True, ["2026-11-22T00:00:00Z", "2026-11-22T01:00:00Z"])
     assert {c["name"]: c["ran"] for c in swept["checks"]} == {
-        "completeness": True, "retention": True, "gaps": False, "uniqueness": False, "late_and_quarantine": False,
+        "completeness": True,
+        "retention": True,
+        "gaps": False,
+        "uniqueness": False,
+        "late_and_quarantine": False,
         "stall": False,
-    }  # fmt: skip
+    }
     assert [(d["table"], d["operation"], d["kind"], d["hours"]) for d in swept["damage"]] == [
         ("events", "FILES MISSING", "files_missing", ["2026-11-22T01:00:00Z"])
     ]
@@ -674,14 +845,30 @@ def test_the_command_line_refuses_bad_hours_and_missing_tables_with_status_2(cle
     assert "--sweep checks every sealed hour the source log still retains" in capsys.readouterr().err
 
     empty = _write_config(tmp_path, "clean", 3)
-    code = quality_run.main(["--stream", "clean", "--conf", str(empty), "--report-dir", str(tmp_path / "r"),
-                             "--gx-dir", str(gx_dir), "--run-name", "x"])  # fmt: skip
+    code = quality_run.main(
+        [
+            "--stream",
+            "clean",
+            "--conf",
+            str(empty),
+            "--report-dir",
+            str(tmp_path / "r"),
+            "--gx-dir",
+            str(gx_dir),
+            "--run-name",
+            "x",
+        ]
+    )
     assert code == 2
     assert f"stream 'clean': the events table does not exist at {tmp_path / 'lake' / 'clean' / 'events'}" in (
         capsys.readouterr().err
     )
-    assert quality_run.main(["--stream", "nope", "--conf", str(empty), "--report-dir", "r", "--gx-dir", "g",
-                             "--run-name", "x"]) == 2  # fmt: skip
+    assert (
+        quality_run.main(
+            ["--stream", "nope", "--conf", str(empty), "--report-dir", "r", "--gx-dir", "g", "--run-name", "x"]
+        )
+        == 2
+    )
 
 
 def test_missing_tables_raise_a_clear_error_naming_stream_and_path(spark, tmp_path, gx_dir):
@@ -689,5 +876,7 @@ def test_missing_tables_raise_a_clear_error_naming_stream_and_path(spark, tmp_pa
     with pytest.raises(QualityTablesMissingError) as raised:
         run_quality(spark, stream, [H], {0: Bounds(0, 10)}, NOW, tmp_path / "reports", gx_dir, "never")
     assert raised.value.path == str(tmp_path / "lake" / "nothing_here" / "events")
-    assert str(raised.value).startswith(f"stream 'nothing_here': the events table does not exist at {raised.value.path}")
+    assert str(raised.value).startswith(
+        f"stream 'nothing_here': the events table does not exist at {raised.value.path}"
+    )
     assert not (tmp_path / "reports").exists(), "nothing was reported"

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.s3_requests import put_object
 from connectors.jars import ensure_jars, shared_jars_root
+from harness.s3_requests import put_object
 
 pytestmark = pytest.mark.integration
 
@@ -48,13 +48,20 @@ def test_the_loopback_s3_lets_exactly_one_of_concurrent_conditional_puts_win(loo
     rounds = []
     for round_ in range(20):
         with ThreadPoolExecutor(16) as pool:
-            statuses = list(pool.map(
-                lambda writer: put_object(
-                    loopback_s3.endpoint, "tidemark", f"put-if-absent/{round_}.json", str(writer).encode() * 4096,
-                    loopback_s3.access_key_id, loopback_s3.secret_access_key, if_none_match=True,
-                ),
-                range(16),
-            ))  # fmt: skip
+            statuses = list(
+                pool.map(
+                    lambda writer, round_=round_: put_object(
+                        loopback_s3.endpoint,
+                        "tidemark",
+                        f"put-if-absent/{round_}.json",
+                        str(writer).encode() * 4096,
+                        loopback_s3.access_key_id,
+                        loopback_s3.secret_access_key,
+                        if_none_match=True,
+                    ),
+                    range(16),
+                )
+            )
         rounds.append(Counter(statuses))
 
     assert rounds == [Counter({200: 1, 412: 15})] * 20
@@ -70,19 +77,40 @@ def race(loopback_s3, tmp_path_factory) -> Race:
     (folder / "sync").mkdir()
     (folder / "acks").mkdir()
     env = {
-        **os.environ, **loopback_s3.environment,
-        "TIDEMARK_SPARK_MASTER": "local[1]", "TIDEMARK_DRIVER_MEMORY": "512m", "TIDEMARK_JARS": str(shared_jars_root()),
-        "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+        **os.environ,
+        **loopback_s3.environment,
+        "TIDEMARK_SPARK_MASTER": "local[1]",
+        "TIDEMARK_DRIVER_MEMORY": "512m",
+        "TIDEMARK_JARS": str(shared_jars_root()),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]),
-    }  # fmt: skip
+    }
     started = time.monotonic()
     drivers = []
     for driver in range(DRIVERS):
         command = [
-            sys.executable, "-m", "harness.delta_append_driver", "--table", PUT_IF_ABSENT, "--rounds", str(ROUNDS),
-            "--table", SINGLE_DRIVER, "--rounds", str(CONTROL_ROUNDS), "--driver", str(driver), "--drivers", str(DRIVERS),
-            "--sync", str(folder / "sync"), "--acks", str(folder / "acks"), *(["--create"] if driver == 0 else []),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "harness.delta_append_driver",
+            "--table",
+            PUT_IF_ABSENT,
+            "--rounds",
+            str(ROUNDS),
+            "--table",
+            SINGLE_DRIVER,
+            "--rounds",
+            str(CONTROL_ROUNDS),
+            "--driver",
+            str(driver),
+            "--drivers",
+            str(DRIVERS),
+            "--sync",
+            str(folder / "sync"),
+            "--acks",
+            str(folder / "acks"),
+            *(["--create"] if driver == 0 else []),
+        ]
         log = open(folder / f"driver-{driver}.log", "wb")
         drivers.append((subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT), log))
     for process, log in drivers:
@@ -109,8 +137,10 @@ def test_three_drivers_committing_at_once_lose_nothing_with_the_put_if_absent_lo
     assert Counter(rows) == Counter(expected)  # each acknowledged row once, nothing else
     # A commit that lost the race for version v re-read the log and landed later than v.
     retried = [version for version, read in commits.items() if read is not None and version - read > 1]
-    print(f"put-if-absent: {len(commits)} versions, {len(retried)} of {DRIVERS * ROUNDS} commits retried after "
-          f"losing a race; the race took {race.seconds:.1f} s")  # fmt: skip
+    print(
+        f"put-if-absent: {len(commits)} versions, {len(retried)} of {DRIVERS * ROUNDS} commits retried after "
+        f"losing a race; the race took {race.seconds:.1f} s"
+    )
     assert len(retried) > 0
 
 

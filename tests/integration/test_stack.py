@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from connectors.jars import ensure_jars, shared_jars_root
 from stack.airflow_standalone import AirflowStandalone
 from stack.daemon import _group_members
 from stack.errors import StackError
-from connectors.jars import ensure_jars, shared_jars_root
 from stack.kafka_broker import KafkaBroker
 from stack.ports import free_port
 

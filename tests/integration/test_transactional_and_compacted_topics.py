@@ -38,7 +38,12 @@ def _event_times(now_ms: int, count: int, span_ms: int = 2 * 60 * MINUTE_MS) -> 
 
 
 def _ledger(spark, lake):
-    return spark.read.format("delta").load(str(lake / "ledger")).orderBy("source_partition", "start_offset", "end_offset").collect()
+    return (
+        spark.read.format("delta")
+        .load(str(lake / "ledger"))
+        .orderBy("source_partition", "start_offset", "end_offset")
+        .collect()
+    )
 
 
 def _assert_ledger_accounts_for(ledger, data_records: set[tuple[int, int]], partitions: int) -> None:
@@ -68,7 +73,9 @@ def _crash_in_third_batch(conf, log) -> None:
         run_in_process(main, ["--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"], log, crash)
 
 
-def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_no_aborted_one(kafka_broker, spark, tmp_path):
+def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_no_aborted_one(
+    kafka_broker, spark, tmp_path
+):
     topic = "txn_sigkill"
     kafka_broker.create_topic(topic, 2)
     now_ms = int(time.time() * 1000)
@@ -78,7 +85,9 @@ def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_
     times = _event_times(now_ms, transactions * size)
     producer = TransactionalProducer(kafka_broker.bootstrap, topic, "tidemark-test-sigkill")
     for t in range(transactions):
-        producer.begin([(i % 2, telemetry_value(f"s{i % 9}", times[t * size + i]), times[t * size + i]) for i in range(size)])
+        producer.begin(
+            [(i % 2, telemetry_value(f"s{i % 9}", times[t * size + i]), times[t * size + i]) for i in range(size)]
+        )
         producer.abort() if (t + 1) % 5 == 0 else producer.commit()
     assert len(producer.committed) == 128 * 25 and len(producer.aborted) == 32 * 25
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, max_records_per_batch=500)
@@ -103,7 +112,9 @@ def test_transactional_topic_killed_mid_run_persists_committed_records_once_and_
     # The restart went on where the kill left off: one run of ledger batch ids, each (batch,
     # partition) once, longer than what the killed run committed.
     batch_ids = sorted({row.step_id for row in ledger})
-    assert batch_ids == list(range(batch_ids[0], batch_ids[0] + len(batch_ids))) and len(batch_ids) > batches_before_kill
+    assert (
+        batch_ids == list(range(batch_ids[0], batch_ids[0] + len(batch_ids))) and len(batch_ids) > batches_before_kill
+    )
     assert len(ledger) == len({(row.step_id, row.source_partition) for row in ledger})
     _assert_ledger_accounts_for(ledger, producer.committed, 2)
     every_offset = {(p, o) for p, o in producer.committed | producer.aborted}
@@ -123,16 +134,18 @@ def test_open_transaction_neither_hangs_nor_is_skipped_and_a_long_hold_is_report
     committed = TransactionalProducer(kafka_broker.bootstrap, topic, "tidemark-test-committed")
     committed.begin([(i % 2, telemetry_value("s", times[i]), times[i]) for i in range(100)])
     committed.commit()
-    conf = write_stream_config(
-        tmp_path, kafka_broker.bootstrap, topic, 2, mode="continuous", trigger_interval="1s"
-    )
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2, mode="continuous", trigger_interval="1s")
     text = conf.read_text().replace("open_transaction_timeout: 15m", "open_transaction_timeout: 3s")
     conf.write_text(text)
     lake = tmp_path / "lake" / "telemetry"
     log = tmp_path / "continuous.log"
 
     with continuous_persist(conf, log=log) as job:
-        _wait_until(lambda: _tables_exist(lake) and len(lake_offsets(spark, lake)) == 100, job, "the committed records persisted")
+        _wait_until(
+            lambda: _tables_exist(lake) and len(lake_offsets(spark, lake)) == 100,
+            job,
+            "the committed records persisted",
+        )
         # A producer opens a transaction on partition 1 and goes quiet, as one that died would.
         opened_ms = int(time.time() * 1000)
         dead = TransactionalProducer(kafka_broker.bootstrap, topic, "tidemark-test-dead")
@@ -151,11 +164,16 @@ def test_open_transaction_neither_hangs_nor_is_skipped_and_a_long_hold_is_report
         # Held since the job first saw the transaction open, at least the 3 s timeout before it said so.
         since_ms = int(held()[0].open_transaction_since.timestamp() * 1000)
         assert opened_ms <= since_ms <= reported_ms - 3_000, (opened_ms, since_ms, reported_ms)
-        assert "partition_held_by_open_transaction" in log.read_text() and "partition 1 cannot be read past offset" in log.read_text()
+        assert (
+            "partition_held_by_open_transaction" in log.read_text()
+            and "partition 1 cannot be read past offset" in log.read_text()
+        )
         assert not set(lake_offsets(spark, lake)) & dead.pending, "nothing uncommitted persisted"
 
         dead.commit()
-        _wait_until(lambda: len(lake_offsets(spark, lake)) == 150, job, "the transaction's records persisted once committed")
+        _wait_until(
+            lambda: len(lake_offsets(spark, lake)) == 150, job, "the transaction's records persisted once committed"
+        )
         _wait_until(lambda: _latest_ledger_row(spark, lake, 1).open_transaction_since is None, job, "the hold released")
 
     persisted = lake_offsets(spark, lake)
@@ -168,7 +186,9 @@ def _latest_ledger_row(spark, lake, partition: int):
     return max((r for r in _ledger(spark, lake) if r.source_partition == partition), key=lambda r: r.step_id)
 
 
-def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retained_record_once(kafka_broker, spark, tmp_path):
+def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retained_record_once(
+    kafka_broker, spark, tmp_path
+):
     topic = "compacted_sigkill"
     compaction = {
         "cleanup.policy": "compact",
@@ -201,7 +221,9 @@ def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retaine
     retained_per_partition = keys + 1  # every key's latest value, and the roll record
     deadline = time.monotonic() + 120
     while len(retained := readable_offsets(kafka_broker.bootstrap, topic, 2)) != 2 * retained_per_partition:
-        assert time.monotonic() < deadline, f"the log cleaner left {len(retained)} records, not {2 * retained_per_partition}"
+        assert time.monotonic() < deadline, (
+            f"the log cleaner left {len(retained)} records, not {2 * retained_per_partition}"
+        )
         time.sleep(1)
     overwritten_offsets = {(p, o) for p in (0, 1) for o in range(overwritten)}
     assert not retained & overwritten_offsets, "the first wave's overwritten records are holes now"
@@ -217,9 +239,13 @@ def test_compacted_topic_with_offset_holes_killed_mid_run_persists_every_retaine
 
     persisted = lake_offsets(spark, lake)
     assert len(persisted) == len(set(persisted)) and set(persisted) == retained, "every retained record once"
-    assert sorted(spark_kafka_offsets(spark, kafka_broker.bootstrap, topic)) == sorted(persisted), "the second reader agrees"
+    assert sorted(spark_kafka_offsets(spark, kafka_broker.bootstrap, topic)) == sorted(persisted), (
+        "the second reader agrees"
+    )
     quarantine = spark.read.format("delta").load(str(lake / "quarantine")).collect()
-    assert Counter(row.reason for row in quarantine) == {"empty_value": 2 * (overwritten // 10)}, "tombstones, once each"
+    assert Counter(row.reason for row in quarantine) == {"empty_value": 2 * (overwritten // 10)}, (
+        "tombstones, once each"
+    )
     assert all("tombstone" in row.detail for row in quarantine)
     ledger = _ledger(spark, lake)
     _assert_ledger_accounts_for(ledger, retained, 2)

@@ -20,7 +20,6 @@ import pytest
 
 from harness.persist_job import (
     committed_versions,
-    continuous_persist,
     produce,
     run_in_process,
     run_persist,
@@ -36,8 +35,10 @@ MINUTE_MS = 60_000
 def _records(partition: int, first: int, count: int, now_ms: int) -> list:
     """``count`` records for ``partition``, one a second of event time, ending a minute ago."""
     start = now_ms - MINUTE_MS - 3_600_000
-    return [(partition, telemetry_value(f"scooter-{partition}", start + i * 1_000), start + i * 1_000)
-            for i in range(first, first + count)]  # fmt: skip
+    return [
+        (partition, telemetry_value(f"scooter-{partition}", start + i * 1_000), start + i * 1_000)
+        for i in range(first, first + count)
+    ]
 
 
 def _persist_failure(conf, log) -> str:
@@ -91,13 +92,23 @@ def test_retention_overtaking_a_partition_stops_every_run_naming_the_lost_offset
     # holds exactly offsets 0..39.
     assert {table: committed_versions(lake / table) for table in versions_before} == versions_before
     assert _ledger_ends(spark, lake) == {0: 100, 1: 40}
-    offsets = spark.read.format("delta").load(str(lake / "events")).where("source_partition = 1").select("source_offset")
+    offsets = (
+        spark.read.format("delta").load(str(lake / "events")).where("source_partition = 1").select("source_offset")
+    )
     assert sorted(row.source_offset for row in offsets.collect()) == list(range(40))
 
     # The quality run (stream-wide checks only) reports them LOST, with those offsets.
     stream = load_stream(conf, "telemetry")
-    result = run_quality(spark, stream, [], read_log_bounds(stream), int(time.time() * 1000),
-                         tmp_path / "reports", tmp_path / "gx", "retention-1")  # fmt: skip
+    result = run_quality(
+        spark,
+        stream,
+        [],
+        read_log_bounds(stream),
+        int(time.time() * 1000),
+        tmp_path / "reports",
+        tmp_path / "gx",
+        "retention-1",
+    )
     partition_1 = result.partition(1)
     assert partition_1.status is QualityStatus.LOST
     assert [(r.start, r.end) for r in partition_1.lost] == [(40, 70)]
@@ -142,7 +153,9 @@ def test_a_continuous_job_rides_out_a_broker_restart_and_the_next_run_is_exactly
     # The continuous job in this process (the broker's restart is the point, not the job's JVM).
     exit_codes = []
     job = threading.Thread(
-        target=lambda: exit_codes.append(run_in_process(main, ["--stream", "telemetry", "--conf", str(conf)], tmp_path / "continuous.log")),
+        target=lambda: exit_codes.append(
+            run_in_process(main, ["--stream", "telemetry", "--conf", str(conf)], tmp_path / "continuous.log")
+        ),
         daemon=True,
     )
     job.start()
@@ -166,7 +179,10 @@ def test_a_continuous_job_rides_out_a_broker_restart_and_the_next_run_is_exactly
     produce(own_broker.bootstrap, topic, _records(0, 150, 10, now_ms) + _records(1, 150, 10, now_ms))
     run_persist(conf, "--mode", "available_now", log=tmp_path / "next.log")
     events = spark.read.format("delta").load(str(lake / "events"))
-    offsets = sorted((row.source_partition, row.source_offset) for row in events.select("source_partition", "source_offset").collect())
+    offsets = sorted(
+        (row.source_partition, row.source_offset)
+        for row in events.select("source_partition", "source_offset").collect()
+    )
     assert offsets == [(p, o) for p in (0, 1) for o in range(160)]
     assert _ledger_ends(spark, lake) == {0: 160, 1: 160}
 

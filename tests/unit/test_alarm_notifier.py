@@ -17,7 +17,8 @@ from tidemark_airflow.alerts import AlarmNotifier, AlertConnectionError, alarm_c
 
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS = AlertSettings(
-    email=EmailReceiver("tm_smtp", ("oncall@example.com",), "tidemark@example.com"), webhook=WebhookReceiver("tm_hook", "alarm")
+    email=EmailReceiver("tm_smtp", ("oncall@example.com",), "tidemark@example.com"),
+    webhook=WebhookReceiver("tm_hook", "alarm"),
 )
 ALARM = Alarm("quality", "telemetry", "partition 2 STOP", TaskIdentity("d", "r", "verdict", 1, None))
 
@@ -36,7 +37,12 @@ def test_the_providers_notifiers_get_the_alarm_and_the_configured_receivers():
     notifier = AlarmNotifier(alerts=SETTINGS, build=lambda context: ALARM)
     (email_key, email_conn, email), (hook_key, hook_conn, hook) = notifier._receivers(ALARM)
     assert (email_key, email_conn, type(email).__name__) == ("alerts.email", "tm_smtp", "SmtpNotifier")
-    assert (email.to, email.from_email, email.subject, email.smtp_conn_id) == (["oncall@example.com"], "tidemark@example.com", ALARM.subject, "tm_smtp")
+    assert (email.to, email.from_email, email.subject, email.smtp_conn_id) == (
+        ["oncall@example.com"],
+        "tidemark@example.com",
+        ALARM.subject,
+        "tm_smtp",
+    )
     assert email.html_content == ALARM.html()
     assert (hook_key, hook_conn, type(hook).__name__) == ("alerts.webhook", "tm_hook", "HttpNotifier")
     assert (hook.http_conn_id, hook.endpoint, hook.method, hook.json) == ("tm_hook", "alarm", "POST", ALARM.to_json())
@@ -45,7 +51,9 @@ def test_the_providers_notifiers_get_the_alarm_and_the_configured_receivers():
 def test_a_receiver_that_is_down_is_a_warning_and_the_others_are_still_tried(monkeypatch, capsys):
     down, up = _Receiver(ConnectionRefusedError(111, "Connection refused")), _Receiver()
     notifier = AlarmNotifier(alerts=SETTINGS, build=lambda context: ALARM)
-    monkeypatch.setattr(notifier, "_receivers", lambda alarm: [("alerts.email", "tm_smtp", down), ("alerts.webhook", "tm_hook", up)])
+    monkeypatch.setattr(
+        notifier, "_receivers", lambda alarm: [("alerts.email", "tm_smtp", down), ("alerts.webhook", "tm_hook", up)]
+    )
     notifier.notify({"ti": None})  # does not raise
     assert len(down.contexts) == 1 and len(up.contexts) == 1
     # Airflow's structured log (structlog) writes to stdout in this process.
@@ -67,7 +75,9 @@ def _stream(tmp_path, alerts_section):
     if alerts_section is not None:
         document["streams"]["telemetry"]["alerts"] = alerts_section
     (tmp_path / "streams.yaml").write_text(yaml.safe_dump(document))
-    return load_streams(tmp_path / "streams.yaml", {"TIDEMARK_LAKE_ROOT": "/l", "TIDEMARK_CHECKPOINT_ROOT": "/c"})["telemetry"]
+    return load_streams(tmp_path / "streams.yaml", {"TIDEMARK_LAKE_ROOT": "/l", "TIDEMARK_CHECKPOINT_ROOT": "/c"})[
+        "telemetry"
+    ]
 
 
 def test_a_missing_connection_fails_naming_the_key(tmp_path, monkeypatch):
@@ -81,7 +91,14 @@ def test_a_missing_connection_fails_naming_the_key(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Connection, "get", staticmethod(get))
     monkeypatch.setattr(alerts, "_checked_connections", set())
-    stream = _stream(tmp_path, {"email": {"conn_id": "tm_smtp", "to": "a@example.com"}, "webhook": {"conn_id": "tm_hook_typo"}})
-    with pytest.raises(AlertConnectionError, match=r"^streams\.telemetry\.alerts\.webhook\.conn_id: Airflow has no connection 'tm_hook_typo'"):
+    stream = _stream(
+        tmp_path, {"email": {"conn_id": "tm_smtp", "to": "a@example.com"}, "webhook": {"conn_id": "tm_hook_typo"}}
+    )
+    with pytest.raises(
+        AlertConnectionError,
+        match=r"^streams\.telemetry\.alerts\.webhook\.conn_id: Airflow has no connection 'tm_hook_typo'",
+    ):
         alarm_callbacks(stream, lambda context: None)
-    assert alarm_callbacks(_stream(tmp_path, None), lambda context: None) == [], "no alerts: section, no callbacks, no lookups"
+    assert alarm_callbacks(_stream(tmp_path, None), lambda context: None) == [], (
+        "no alerts: section, no callbacks, no lookups"
+    )

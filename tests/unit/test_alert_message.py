@@ -8,16 +8,6 @@ import json
 
 import pytest
 
-from tidemark_airflow.alert_message import (
-    Alarm,
-    TaskIdentity,
-    overdue_hours,
-    persist_failed_alarm,
-    quality_alarm,
-    recovery_lost_alarm,
-    unsealed_hour_alarm,
-)
-
 from tidemark.offset_coverage import OffsetRange
 from tidemark.quality_status import QualityStatus
 from tidemark.quality_summary import (
@@ -28,28 +18,51 @@ from tidemark.quality_summary import (
     quality_summary_builtins,
 )
 from tidemark.recovery_request import RecoveryRequest
+from tidemark_airflow.alert_message import (
+    Alarm,
+    TaskIdentity,
+    overdue_hours,
+    persist_failed_alarm,
+    quality_alarm,
+    recovery_lost_alarm,
+    unsealed_hour_alarm,
+)
 
 HOUR_MS = 3_600_000
-TASK = TaskIdentity("tidemark_quality__telemetry", "scheduled__2026-11-25T03:00:00+00:00", "verdict", 1, "http://airflow/log?x=1")
+TASK = TaskIdentity(
+    "tidemark_quality__telemetry", "scheduled__2026-11-25T03:00:00+00:00", "verdict", 1, "http://airflow/log?x=1"
+)
 
 
 def _partition(partition, status, reasons=(), holes=(), lost=()):
     return PartitionSummary(
-        partition=partition, status=QualityStatus(status), reason=reasons[0] if reasons else "reading",
-        reasons=tuple(reasons), records=10, holes=tuple(holes), lost=tuple(lost),
-    )  # fmt: skip
+        partition=partition,
+        status=QualityStatus(status),
+        reason=reasons[0] if reasons else "reading",
+        reasons=tuple(reasons),
+        records=10,
+        holes=tuple(holes),
+        lost=tuple(lost),
+    )
 
 
 def _result(*partitions):
     """The quality task's XCom: the run's summary as plain JSON values."""
     return quality_summary_builtins(
         QualitySummary(
-            stream="telemetry", run_name="r1", now_ms=1_795_573_800_000, now="2026-11-25T02:30:00.000Z",
-            hours=("2026-11-25T01:00:00Z",), success=False, partitions=tuple(partitions),
+            stream="telemetry",
+            run_name="r1",
+            now_ms=1_795_573_800_000,
+            now="2026-11-25T02:30:00.000Z",
+            hours=("2026-11-25T01:00:00Z",),
+            success=False,
+            partitions=tuple(partitions),
             recovery_requests=(RecoveryRequest("telemetry", 2, (OffsetRange(0, 150),), "STOP"),),
-            paths=SummaryPaths(summary_json="/r/telemetry/runs/r1/summary.json", summary_html="/r/telemetry/runs/r1/summary.html"),
+            paths=SummaryPaths(
+                summary_json="/r/telemetry/runs/r1/summary.json", summary_html="/r/telemetry/runs/r1/summary.html"
+            ),
         )
-    )  # fmt: skip
+    )
 
 
 def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
@@ -66,11 +79,22 @@ def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
     assert [(p.partition, p.status) for p in alarm.partitions] == [(4, "LOST"), (1, "HOLE"), (2, "STOP")]
     body = alarm.to_json()
     assert body["kind"] == "quality" and body["stream"] == "telemetry"
-    assert body["partitions"][1] == {"partition": 1, "status": "HOLE", "reasons": ["offsets [5, 9) are missing"], "holes": [[5, 9]], "lost": []}
+    assert body["partitions"][1] == {
+        "partition": 1,
+        "status": "HOLE",
+        "reasons": ["offsets [5, 9) are missing"],
+        "holes": [[5, 9]],
+        "lost": [],
+    }
     assert body["partitions"][0]["lost"] == [[0, 3]]
     assert body["summary"] == {"html": "/r/telemetry/runs/r1/summary.html", "json": "/r/telemetry/runs/r1/summary.json"}
     assert body["details"] == {"hours_checked": ["2026-11-25T01:00:00Z"], "recovery_requested": [2]}
-    assert (body["dag_id"], body["run_id"], body["task_id"], body["log_url"]) == (TASK.dag_id, TASK.run_id, "verdict", TASK.log_url)
+    assert (body["dag_id"], body["run_id"], body["task_id"], body["log_url"]) == (
+        TASK.dag_id,
+        TASK.run_id,
+        "verdict",
+        TASK.log_url,
+    )
     json.dumps(body)  # a webhook body: JSON as it is
     html = alarm.html()
     assert "<b>STOP</b>" in html and "file:///r/telemetry/runs/r1/summary.html" in html and "[5, 9)" in html
@@ -106,7 +130,9 @@ def test_a_recovery_with_lost_offsets_names_them_and_what_was_recovered():
     assert alarm.subject == "[tidemark] telemetry: partition 2 LOST"
     (finding,) = alarm.to_json()["partitions"]
     assert finding["lost"] == [[0, 40]] and finding["status"] == "LOST"
-    assert finding["reasons"] == ["40 offsets left the log (retention) before they were persisted; 110 records of the recoverable ranges were inserted"]
+    assert finding["reasons"] == [
+        "40 offsets left the log (retention) before they were persisted; 110 records of the recoverable ranges were inserted"
+    ]
     assert alarm.details["requested"] == [[0, 150]] and alarm.details["recovered"] == [[40, 150]]
     assert recovery_lost_alarm("telemetry", request, {**result, "lost": []}, TASK) is None
 
@@ -129,7 +155,9 @@ def test_overdue_hours_are_those_whose_end_plus_the_bound_has_passed():
 
 
 def test_an_unsealed_hour_alarm_lists_the_hours_and_the_bound():
-    alarm = unsealed_hour_alarm("telemetry", [11 * HOUR_MS, 12 * HOUR_MS], 10 * HOUR_MS, 30 * 60_000, 13 * HOUR_MS + 1_800_000, TASK)
+    alarm = unsealed_hour_alarm(
+        "telemetry", [11 * HOUR_MS, 12 * HOUR_MS], 10 * HOUR_MS, 30 * 60_000, 13 * HOUR_MS + 1_800_000, TASK
+    )
     assert alarm.subject == "[tidemark] telemetry: 2 hours not sealed 30m after their end"
     assert alarm.details["unsealed_hours"] == ["1970-01-01T11:00:00.000Z", "1970-01-01T12:00:00.000Z"]
     assert alarm.details["newest_sealed_hour"] == "1970-01-01T10:00:00.000Z"

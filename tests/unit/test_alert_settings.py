@@ -30,7 +30,11 @@ def test_a_full_section_is_read_into_typed_receivers(tmp_path):
     alerts = _load_alerts(
         tmp_path,
         {
-            "email": {"conn_id": "smtp_oncall", "to": ["a@example.com", "b@example.org"], "from": "tidemark@example.com"},
+            "email": {
+                "conn_id": "smtp_oncall",
+                "to": ["a@example.com", "b@example.org"],
+                "from": "tidemark@example.com",
+            },
             "webhook": {"conn_id": "tidemark_webhook", "endpoint": "/hooks/tidemark"},
             "unsealed_hour_after": "90m",
         },
@@ -40,7 +44,10 @@ def test_a_full_section_is_read_into_typed_receivers(tmp_path):
         webhook=WebhookReceiver("tidemark_webhook", "hooks/tidemark"),
         unsealed_hour_after_ms=90 * 60_000,
     )
-    assert alerts.connections() == (("alerts.email.conn_id", "smtp_oncall"), ("alerts.webhook.conn_id", "tidemark_webhook"))
+    assert alerts.connections() == (
+        ("alerts.email.conn_id", "smtp_oncall"),
+        ("alerts.webhook.conn_id", "tidemark_webhook"),
+    )
 
 
 def test_defaults_one_address_and_environment_references(tmp_path):
@@ -55,20 +62,44 @@ def test_defaults_one_address_and_environment_references(tmp_path):
     [
         ({}, r"streams\.telemetry\.alerts: name at least one receiver"),
         ({"unsealed_hour_after": "1h"}, r"streams\.telemetry\.alerts: name at least one receiver"),
-        ({"slack": {"conn_id": "x"}}, r"streams\.telemetry\.alerts\.slack: unknown key; expected one of email, unsealed_hour_after, webhook"),
+        (
+            {"slack": {"conn_id": "x"}},
+            r"streams\.telemetry\.alerts\.slack: unknown key; expected one of email, unsealed_hour_after, webhook",
+        ),
         ({"email": {"conn_id": "smtp_default"}}, r"streams\.telemetry\.alerts\.email\.to: missing required key"),
-        ({"email": {"to": []}}, r"streams\.telemetry\.alerts\.email\.to: expected a non-empty string or a list of them"),
+        (
+            {"email": {"to": []}},
+            r"streams\.telemetry\.alerts\.email\.to: expected a non-empty string or a list of them",
+        ),
         ({"email": {"to": ["ok@example.com", 7]}}, r"alerts\.email\.to: expected a non-empty string or a list of them"),
         ({"email": {"to": "oncall"}}, r"streams\.telemetry\.alerts\.email\.to: 'oncall' is not an e-mail address"),
-        ({"email": {"to": "a@example.com, b@example.com"}}, r"alerts\.email\.to: 'a@example.com, b@example.com' is not an e-mail address"),
+        (
+            {"email": {"to": "a@example.com, b@example.com"}},
+            r"alerts\.email\.to: 'a@example.com, b@example.com' is not an e-mail address",
+        ),
         ({"email": {"to": "a@example.com", "from": "me"}}, r"alerts\.email\.from: 'me' is not an e-mail address"),
-        ({"email": {"to": "a@example.com", "conn_id": "smtp default"}}, r"alerts\.email\.conn_id: 'smtp default' is not an Airflow connection id"),
-        ({"email": {"to": "a@example.com", "cc": "b@example.com"}}, r"alerts\.email\.cc: unknown key; expected one of conn_id, from, to"),
+        (
+            {"email": {"to": "a@example.com", "conn_id": "smtp default"}},
+            r"alerts\.email\.conn_id: 'smtp default' is not an Airflow connection id",
+        ),
+        (
+            {"email": {"to": "a@example.com", "cc": "b@example.com"}},
+            r"alerts\.email\.cc: unknown key; expected one of conn_id, from, to",
+        ),
         ({"email": "oncall@example.com"}, r"streams\.telemetry\.alerts\.email: expected a mapping of keys"),
         ({"webhook": {"endpoint": "hooks"}}, r"streams\.telemetry\.alerts\.webhook\.conn_id: missing required key"),
-        ({"webhook": {"conn_id": "h", "endpoint": "https://hooks.example.com/x"}}, r"alerts\.webhook\.endpoint: a path below the connection's base URL"),
-        ({"webhook": {"conn_id": "h"}, "unsealed_hour_after": "0s"}, r"alerts\.unsealed_hour_after: must be greater than zero"),
-        ({"webhook": {"conn_id": "h"}, "unsealed_hour_after": 60}, r"alerts\.unsealed_hour_after: a bare number is ambiguous"),
+        (
+            {"webhook": {"conn_id": "h", "endpoint": "https://hooks.example.com/x"}},
+            r"alerts\.webhook\.endpoint: a path below the connection's base URL",
+        ),
+        (
+            {"webhook": {"conn_id": "h"}, "unsealed_hour_after": "0s"},
+            r"alerts\.unsealed_hour_after: must be greater than zero",
+        ),
+        (
+            {"webhook": {"conn_id": "h"}, "unsealed_hour_after": 60},
+            r"alerts\.unsealed_hour_after: a bare number is ambiguous",
+        ),
         ("yes", r"streams\.telemetry\.alerts: expected a mapping of keys"),
     ],
 )
@@ -84,7 +115,7 @@ def test_the_commented_example_in_the_shipped_file_is_valid(tmp_path):
     for line in lines[start:]:
         if not line.startswith("    # "):
             break
-        example.append("    " + line[len("    # "):])
+        example.append("    " + line[len("    # ") :])
     path = tmp_path / "streams.yaml"
     path.write_text("\n".join(lines[:start] + example) + "\n")
     alerts = load_streams(path, ENV)["telemetry"].alerts

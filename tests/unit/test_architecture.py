@@ -12,14 +12,32 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (folder, top-level modules it must never import)
 RULES = [
-    ("tidemark", {"pyspark", "delta", "airflow", "confluent_kafka", "great_expectations", "spark_jobs", "tidemark_airflow", "stack", "expectations", "connectors", "tidemark_cli"}),
+    (
+        "tidemark",
+        {
+            "pyspark",
+            "delta",
+            "airflow",
+            "confluent_kafka",
+            "great_expectations",
+            "spark_jobs",
+            "tidemark_airflow",
+            "stack",
+            "expectations",
+            "connectors",
+            "tidemark_cli",
+        },
+    ),
     ("connectors", {"airflow", "great_expectations", "spark_jobs", "tidemark_airflow", "expectations", "tidemark_cli"}),
     ("plugins", {"spark_jobs", "expectations", "tidemark_cli"}),
     ("spark_jobs", {"airflow", "tidemark_airflow", "expectations", "tidemark_cli"}),
     ("expectations", {"airflow", "tidemark_airflow", "spark_jobs", "tidemark_cli"}),
     # The CLI starts Spark work the way the DAGs do (a DAG run through Airflow's API, or a spawned
     # process), and reads what the jobs leave (reports, the lake) through the core and connectors.
-    ("tidemark_cli", {"pyspark", "delta", "airflow", "great_expectations", "spark_jobs", "tidemark_airflow", "expectations"}),
+    (
+        "tidemark_cli",
+        {"pyspark", "delta", "airflow", "great_expectations", "spark_jobs", "tidemark_airflow", "expectations"},
+    ),
 ]
 
 

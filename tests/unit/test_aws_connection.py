@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-
 from tidemark_airflow.aws_connection import apply_aws_connection, aws_environment
 
 CONNECTION = SimpleNamespace(
@@ -35,7 +34,9 @@ def test_the_named_connection_is_read_through_airflow_and_written_into_the_envir
     from airflow.sdk import BaseHook
 
     asked = []
-    monkeypatch.setattr(BaseHook, "get_connection", classmethod(lambda cls, conn_id: asked.append(conn_id) or CONNECTION))
+    monkeypatch.setattr(
+        BaseHook, "get_connection", classmethod(lambda cls, conn_id: asked.append(conn_id) or CONNECTION)
+    )
     environ = {"TIDEMARK_AWS_CONN_ID": "lake_s3"}
 
     assert apply_aws_connection(environ) == "lake_s3"

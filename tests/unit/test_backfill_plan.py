@@ -63,7 +63,10 @@ def test_without_the_lake_the_first_lost_offset_is_unknown_but_the_loss_is_still
 
 def test_a_range_wholly_past_retention_in_every_partition_is_refused_before_any_work():
     logs = {0: PartitionTimeIndex(700, 900, END + HOUR, 700, 700), 1: PartitionTimeIndex(300, 300, None, None, None)}
-    with pytest.raises(BeyondRetentionError, match=r"beyond the log's retention in every requested partition; the log holds records from 1970-01-01T13:00:00.000Z on"):
+    with pytest.raises(
+        BeyondRetentionError,
+        match=r"beyond the log's retention in every requested partition; the log holds records from 1970-01-01T13:00:00.000Z on",
+    ):
         plan_backfill(_request(0, 1), logs)
 
 

@@ -13,8 +13,9 @@ NOW = parse_event_time("2026-11-22T12:00:00Z")
 
 @pytest.fixture(scope="module")
 def streams(tmp_path_factory):
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     document = yaml.safe_load((Path(__file__).resolve().parents[2] / "conf" / "streams.yaml").read_text())
     document["streams"]["telemetry"]["lake"] = {"root": "/lake", "checkpoint_root": "/checkpoints"}
@@ -36,21 +37,29 @@ def _error(streams, **overrides) -> BackfillRequestError:
 def test_defaults_read_every_partition_into_the_stream_tables(streams):
     request = parse_backfill_request(_params(), streams, NOW)
     assert request == BackfillRequest(
-        "telemetry", parse_event_time("2026-11-21T00:00:00Z"), parse_event_time("2026-11-22T00:00:00Z"), (0, 1, 2, 3), None
+        "telemetry",
+        parse_event_time("2026-11-21T00:00:00Z"),
+        parse_event_time("2026-11-22T00:00:00Z"),
+        (0, 1, 2, 3),
+        None,
     )
     assert request.target == "events"
     assert BackfillRequest.from_json(request.to_json()) == request
 
 
 def test_a_shadow_target_is_named_after_the_run_unless_named(streams):
-    named_by_run = parse_backfill_request(_params(target="shadow"), streams, NOW, run_name="manual__2026-11-22T10:00:00+00:00")
+    named_by_run = parse_backfill_request(
+        _params(target="shadow"), streams, NOW, run_name="manual__2026-11-22T10:00:00+00:00"
+    )
     assert named_by_run.shadow == "manual_2026_11_22t10_00_00_00_00"
     assert named_by_run.target == "shadow:manual_2026_11_22t10_00_00_00_00"
     named = parse_backfill_request(_params(target="shadow", shadow_name="nov21"), streams, NOW)
     assert named.shadow == "nov21"
 
 
-@pytest.mark.parametrize("partitions, expected", [("2,0", (0, 2)), ([3], (3,)), (["1", 1], (1,)), ("", (0, 1, 2, 3)), ([], (0, 1, 2, 3))])
+@pytest.mark.parametrize(
+    "partitions, expected", [("2,0", (0, 2)), ([3], (3,)), (["1", 1], (1,)), ("", (0, 1, 2, 3)), ([], (0, 1, 2, 3))]
+)
 def test_partitions_in_every_spelling(streams, partitions, expected):
     assert parse_backfill_request(_params(partitions=partitions), streams, NOW).partitions == expected
 
@@ -85,7 +94,9 @@ def test_shadow_names_from_run_ids_are_table_set_names():
 
 
 def test_the_request_is_one_typed_value_its_json_round_trips_as_a_mapping_and_as_text(streams):
-    request = parse_backfill_request(_params(target="shadow", shadow_name="nov21", compare=True, partitions="2,0"), streams, NOW)
+    request = parse_backfill_request(
+        _params(target="shadow", shadow_name="nov21", compare=True, partitions="2,0"), streams, NOW
+    )
     assert request.to_json() == {
         "stream": "telemetry",
         "start_ms": parse_event_time("2026-11-21T00:00:00Z"),

@@ -4,8 +4,8 @@ the key and a value that fits."""
 from __future__ import annotations
 
 import pytest
-
 from test_stream_config import _load, _shipped
+
 from tidemark.batch_memory import (
     BASE_HEAP_MIB,
     BatchMemoryError,
@@ -47,7 +47,9 @@ def test_sized_to_half_the_machine_unless_the_driver_memory_is_set(tmp_path):
     assert persist_driver_memory_mib(stream, 24_576) == driver_memory_mib(200_000, stream.payload)
     with pytest.raises(BatchMemoryError, match="half of this machine's 1,024 MiB"):
         persist_driver_memory_mib(stream, 1_024)
-    assert persist_driver_memory_mib(_telemetry(tmp_path, driver_memory="3g"), 1_024) == driver_memory_mib(200_000, stream.payload)
+    assert persist_driver_memory_mib(_telemetry(tmp_path, driver_memory="3g"), 1_024) == driver_memory_mib(
+        200_000, stream.payload
+    )
 
 
 def test_a_driver_memory_too_small_for_the_budget_fails_when_the_configuration_loads(tmp_path):

@@ -45,7 +45,9 @@ class CatchUp:
         return max(spreads)
 
 
-def catch_up(plan, log, state, clock, max_records=None, feedback=None, step_ms=1_000, max_batches=5_000, stop_after=None) -> CatchUp:
+def catch_up(
+    plan, log, state, clock, max_records=None, feedback=None, step_ms=1_000, max_batches=5_000, stop_after=None
+) -> CatchUp:
     result = CatchUp(state)
     feedback = dict(feedback or {})
     for _ in range(max_batches):
@@ -60,14 +62,19 @@ def catch_up(plan, log, state, clock, max_records=None, feedback=None, step_ms=1
             result.waits += 1
             clock.advance(step_ms)
             continue
-        admitted = {p: log.data(p, state.partitions[p].position, planned.partitions[p].position) for p in planned.partitions}
+        admitted = {
+            p: log.data(p, state.partitions[p].position, planned.partitions[p].position) for p in planned.partitions
+        }
         valid = {p: [t for t in ts if t - planned.read_time_ms <= SKEW] for p, ts in admitted.items()}
         g = planned.global_watermark_ms
         for p, ts in valid.items():
             result.late[p] = result.late.get(p, 0) + sum(1 for t in ts if g is not None and t < g - LATENESS)
         result.batches.append(valid)
         result.global_watermarks.append(g)
-        feedback = {p: partition_watermark_after(planned.partitions[p], max(ts) if ts else None, BOUND) for p, ts in valid.items()}
+        feedback = {
+            p: partition_watermark_after(planned.partitions[p], max(ts) if ts else None, BOUND)
+            for p, ts in valid.items()
+        }
         state = planned
         clock.advance(step_ms)
     else:
@@ -199,8 +206,10 @@ def test_restart_mid_catch_up_continues_exactly_where_it_stopped():
     first = catch_up(planner(clock), log, _initial(planner(clock), log), clock, max_records=900, stop_after=5)
     checkpointed = SourceState.from_offset(json.loads(json.dumps(first.state.to_offset("telemetry"))))
     assert checkpointed == first.state
-    feedback = {p: partition_watermark_after(first.state.partitions[p], max(ts) if ts else None, BOUND)
-                for p, ts in first.batches[-1].items()}
+    feedback = {
+        p: partition_watermark_after(first.state.partitions[p], max(ts) if ts else None, BOUND)
+        for p, ts in first.batches[-1].items()
+    }
     rest = catch_up(planner(clock), log, checkpointed, clock, max_records=900, feedback=feedback)
 
     assert first.batches + rest.batches == uninterrupted.batches

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tidemark.batch_summary import event_hours, partition_totals, read_batch_summary, route_totals, watermarks_after_steps
+from tidemark.batch_summary import (
+    event_hours,
+    partition_totals,
+    read_batch_summary,
+    route_totals,
+    watermarks_after_steps,
+)
 from tidemark.partition_status import PartitionStatus
 from tidemark.planned_range import RANGE_ROW, PlannedRange, StepRange
 from tidemark.source_state import PartitionState
@@ -19,8 +25,18 @@ BOUND = 5_000  # max_out_of_orderness_ms
 
 def _range(partition: int, steps: tuple[StepRange, ...]) -> PlannedRange:
     state = PartitionState(steps[-1].end, 900, DAY, PartitionStatus.ACTIVE, DAY)
-    return PlannedRange(partition, steps[0].start, steps[-1].seq, "event_time", DAY + 5 * H, DAY + 2 * H, DAY + H, DAY + 3 * H,
-                        state, steps)  # fmt: skip
+    return PlannedRange(
+        partition,
+        steps[0].start,
+        steps[-1].seq,
+        "event_time",
+        DAY + 5 * H,
+        DAY + 2 * H,
+        DAY + H,
+        DAY + 3 * H,
+        state,
+        steps,
+    )
 
 
 def _row(kind: str, text: str):
@@ -31,25 +47,63 @@ def _row(kind: str, text: str):
 
 
 # Partition 0 read in steps 7 and 8; partition 1 only in step 8 (the batch's last, in every range).
-P0 = _range(0, (StepRange(7, 100, 150, DAY + H, DAY + 2 * H, DAY, DAY + 2 * H), StepRange(8, 150, 170, DAY + 2 * H, DAY + 3 * H, None, None)))
+P0 = _range(
+    0,
+    (
+        StepRange(7, 100, 150, DAY + H, DAY + 2 * H, DAY, DAY + 2 * H),
+        StepRange(8, 150, 170, DAY + 2 * H, DAY + 3 * H, None, None),
+    ),
+)
 P1 = _range(1, (StepRange(8, 40, 60, DAY + 2 * H, DAY + 3 * H, DAY + H, None),))
 COUNTS = (
-    StepCounts(0, 7, records=45, late=3, quarantined=2, data_records=50, min_event_time_ms=DAY + 10, max_event_time_ms=DAY + H + 30_000),
-    StepCounts(0, 8, records=20, data_records=20, min_event_time_ms=DAY + H + 60_000, max_event_time_ms=DAY + 2 * H - 1_000),
-    StepCounts(1, 8, records=15, late=1, data_records=18, quarantined=2, min_event_time_ms=DAY + 3 * H + 5, max_event_time_ms=DAY + 3 * H + 9),
-)  # fmt: skip
+    StepCounts(
+        0,
+        7,
+        records=45,
+        late=3,
+        quarantined=2,
+        data_records=50,
+        min_event_time_ms=DAY + 10,
+        max_event_time_ms=DAY + H + 30_000,
+    ),
+    StepCounts(
+        0, 8, records=20, data_records=20, min_event_time_ms=DAY + H + 60_000, max_event_time_ms=DAY + 2 * H - 1_000
+    ),
+    StepCounts(
+        1,
+        8,
+        records=15,
+        late=1,
+        data_records=18,
+        quarantined=2,
+        min_event_time_ms=DAY + 3 * H + 5,
+        max_event_time_ms=DAY + 3 * H + 9,
+    ),
+)
 
 
 def _rows():
-    return [_row(RANGE_ROW, P0.to_text()), _row(RANGE_ROW, P1.to_text()), *(_row(SUMMARY_ROW, c.to_text()) for c in COUNTS)]
+    return [
+        _row(RANGE_ROW, P0.to_text()),
+        _row(RANGE_ROW, P1.to_text()),
+        *(_row(SUMMARY_ROW, c.to_text()) for c in COUNTS),
+    ]
 
 
 def test_the_rows_give_the_planned_ranges_and_the_counts_of_each_partition_step():
     ranges, step_stats = read_batch_summary(_rows())
     assert ranges == {0: P0, 1: P1}
     assert sorted(step_stats) == [(0, 7), (0, 8), (1, 8)]
-    assert step_stats[(1, 8)] == {"partition": 1, "seq": 8, "records": 15, "late": 1, "quarantined": 2, "data_records": 18,
-                                  "min_event_time_ms": DAY + 3 * H + 5, "max_event_time_ms": DAY + 3 * H + 9}  # fmt: skip
+    assert step_stats[(1, 8)] == {
+        "partition": 1,
+        "seq": 8,
+        "records": 15,
+        "late": 1,
+        "quarantined": 2,
+        "data_records": 18,
+        "min_event_time_ms": DAY + 3 * H + 5,
+        "max_event_time_ms": DAY + 3 * H + 9,
+    }
 
 
 def test_a_replayed_task_s_counts_replace_the_first_ones_never_add_up():
@@ -61,9 +115,23 @@ def test_totals_per_partition_and_the_event_hours_they_span():
     _, step_stats = read_batch_summary(_rows())
     totals = partition_totals(step_stats)
     assert totals == {
-        0: {"records": 65, "late": 3, "quarantined": 2, "data_records": 70, "min_event_time_ms": DAY + 10, "max_event_time_ms": DAY + 2 * H - 1_000},
-        1: {"records": 15, "late": 1, "quarantined": 2, "data_records": 18, "min_event_time_ms": DAY + 3 * H + 5, "max_event_time_ms": DAY + 3 * H + 9},
-    }  # fmt: skip
+        0: {
+            "records": 65,
+            "late": 3,
+            "quarantined": 2,
+            "data_records": 70,
+            "min_event_time_ms": DAY + 10,
+            "max_event_time_ms": DAY + 2 * H - 1_000,
+        },
+        1: {
+            "records": 15,
+            "late": 1,
+            "quarantined": 2,
+            "data_records": 18,
+            "min_event_time_ms": DAY + 3 * H + 5,
+            "max_event_time_ms": DAY + 3 * H + 9,
+        },
+    }
     # Per partition from its first to its last event time: 0 spans hours 0 and 1, 1 spans hour 3;
     # hour 2, between them, holds none of the batch's records.
     assert event_hours(totals) == {DAY, DAY + H, DAY + 3 * H}

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from harness.fake_log import FakeLog, ManualClock
 from test_batch_planner import HOUR, START, _initial, planner, skewed_backlog
 from test_packed_steps import catch_up_packed
 from test_planner_offsets_without_data import transactional_backlog
+
+from harness.fake_log import FakeLog, ManualClock
 from tidemark.aligned_slices import (
     LoggedRecord,
     find_last_record_times,
@@ -159,12 +160,18 @@ def _catch_up(source: FakeLog, index_type, max_records: int):
 
 
 def test_a_packed_catch_up_plans_the_same_batches_whether_the_index_answers_in_batches_or_not():
-    sources = (skewed_backlog(hours=3, heavy_per_hour=400), transactional_backlog(), _future_outlier_behind_an_aborted_transaction())
+    sources = (
+        skewed_backlog(hours=3, heavy_per_hour=400),
+        transactional_backlog(),
+        _future_outlier_behind_an_aborted_transaction(),
+    )
     for source in sources:
         plain_result, plain = _catch_up(source, RecordingLog, max_records=500)
         batched_result, batched = _catch_up(source, CountingLog, max_records=500)
         assert batched_result == plain_result
         assert batched.questions == plain.questions, "the same questions, only grouped"
-        assert batched.calls["offset_for_time"] == batched.calls["next_record"] == batched.calls["last_record_time"] == 0
+        assert (
+            batched.calls["offset_for_time"] == batched.calls["next_record"] == batched.calls["last_record_time"] == 0
+        )
         assert batched.calls["offsets_for_time"] < plain.calls["offset_for_time"]
         assert batched.calls["next_records"] < plain.calls["next_record"]

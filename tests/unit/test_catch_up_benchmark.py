@@ -49,7 +49,13 @@ def test_a_ratio_at_its_limit_passes_and_above_it_fails():
     above = {"x": {"mb": 4_440}, "y": {"mb": 4_000}}  # 1.11
 
     assert ratio(at_limit, "x", ["y"], "mb", limit=1.1)["result"] == "PASS"
-    assert ratio(above, "x", ["y"], "mb", limit=1.1) == {"value": 1.11, "of": "x / y", "key": "mb", "limit": 1.1, "result": "FAIL"}
+    assert ratio(above, "x", ["y"], "mb", limit=1.1) == {
+        "value": 1.11,
+        "of": "x / y",
+        "key": "mb",
+        "limit": 1.1,
+        "result": "FAIL",
+    }
 
 
 def test_a_throughput_ratio_passes_at_or_above_its_floor():
@@ -57,9 +63,16 @@ def test_a_throughput_ratio_passes_at_or_above_its_floor():
 
     assert ratio(runs, "a", ["b"], "rps", at_least=1.0)["result"] == "PASS"
     assert ratio(runs, "slow", ["b"], "rps", at_least=1.0) == {
-        "value": 0.5, "of": "slow / b", "key": "rps", "at_least": 1.0, "result": "FAIL"
+        "value": 0.5,
+        "of": "slow / b",
+        "key": "rps",
+        "at_least": 1.0,
+        "result": "FAIL",
     }
-    assert ratio({"a": {"rps": 1}, "b": {"failed": "x"}}, "a", ["b"], "rps", at_least=1.0) == {"no_ratio": "b failed", "at_least": 1.0}
+    assert ratio({"a": {"rps": 1}, "b": {"failed": "x"}}, "a", ["b"], "rps", at_least=1.0) == {
+        "no_ratio": "b failed",
+        "at_least": 1.0,
+    }
 
 
 def test_no_ratio_when_a_run_failed_or_did_not_run():
@@ -96,15 +109,31 @@ def test_records_per_second():
 #   batch 3 (watermark 320): p1 keeps 325
 EVENT_TIMES = {0: minutes(10, 300, 330), 1: minutes(5, 20, 30, 289.999, 290, 310, 325)}
 BATCHES = [  # out of order on purpose: the replay goes by batch id
-    {"batch_id": 2, "offsets": {"0": [3, 3], "1": [5, 6]}, "max_event_time_ms": {"1": minutes(310)[0]},
-     "rows_per_partition": {"0": 0, "1": 1}},
-    {"batch_id": 0, "offsets": {"0": [0, 2], "1": [0, 2]}, "max_event_time_ms": {"0": minutes(300)[0], "1": minutes(20)[0]},
-     "rows_per_partition": {"0": 2, "1": 2}},
-    {"batch_id": 3, "offsets": {"0": [3, 3], "1": [6, 7]}, "max_event_time_ms": {"1": minutes(325)[0]},
-     "rows_per_partition": {"0": 0, "1": 1}},
-    {"batch_id": 1, "offsets": {"0": [2, 3], "1": [2, 5]}, "max_event_time_ms": {"0": minutes(330)[0], "1": minutes(290)[0]},
-     "rows_per_partition": {"0": 1, "1": 3}},
-]  # fmt: skip
+    {
+        "batch_id": 2,
+        "offsets": {"0": [3, 3], "1": [5, 6]},
+        "max_event_time_ms": {"1": minutes(310)[0]},
+        "rows_per_partition": {"0": 0, "1": 1},
+    },
+    {
+        "batch_id": 0,
+        "offsets": {"0": [0, 2], "1": [0, 2]},
+        "max_event_time_ms": {"0": minutes(300)[0], "1": minutes(20)[0]},
+        "rows_per_partition": {"0": 2, "1": 2},
+    },
+    {
+        "batch_id": 3,
+        "offsets": {"0": [3, 3], "1": [6, 7]},
+        "max_event_time_ms": {"1": minutes(325)[0]},
+        "rows_per_partition": {"0": 0, "1": 1},
+    },
+    {
+        "batch_id": 1,
+        "offsets": {"0": [2, 3], "1": [2, 5]},
+        "max_event_time_ms": {"0": minutes(330)[0], "1": minutes(290)[0]},
+        "rows_per_partition": {"0": 1, "1": 3},
+    },
+]
 DELAY_MS = 10 * MINUTE_MS
 
 
@@ -118,7 +147,12 @@ def test_plain_watermark_drops_rows_behind_the_watermark_of_their_batch():
 
 
 def test_watermarks_from_the_observed_maxima_match_the_replay():
-    assert watermarks_from_maxima(BATCHES, DELAY_MS) == {0: None, 1: minutes(290)[0], 2: minutes(320)[0], 3: minutes(320)[0]}
+    assert watermarks_from_maxima(BATCHES, DELAY_MS) == {
+        0: None,
+        1: minutes(290)[0],
+        2: minutes(320)[0],
+        3: minutes(320)[0],
+    }
 
 
 def test_kept_rows_per_partition_and_the_cross_check():
@@ -158,8 +192,13 @@ def test_latency_of_every_record_from_its_log_time_to_when_it_was_seen():
     seen = {(0, i): (1_000, 1_000 + i * 1_000) for i in range(1, 101)}
 
     assert latency_figures(seen, produced=100) == {
-        "produced": 100, "visible": 100, "not_visible": 0, "p50_seconds": 50.0, "p99_seconds": 99.0, "max_seconds": 100.0,
-    }  # fmt: skip
+        "produced": 100,
+        "visible": 100,
+        "not_visible": 0,
+        "p50_seconds": 50.0,
+        "p99_seconds": 99.0,
+        "max_seconds": 100.0,
+    }
 
 
 def test_records_never_seen_count_as_infinitely_late():
@@ -181,11 +220,17 @@ def test_visibility_is_the_first_poll_that_saw_a_record(tmp_path):
     visibility = EventsVisibility(path, clock=lambda: now["ms"])
 
     def append(partition: int, offsets: list[int], logged_ms: int) -> None:
-        write_deltalake(path, pa.table({
-            "source_partition": pa.array([partition] * len(offsets), pa.int32()),
-            "source_offset": pa.array(offsets, pa.int64()),
-            "log_timestamp": pa.array([logged_ms * 1000] * len(offsets), pa.timestamp("us", tz="UTC")),
-        }), mode="append")  # fmt: skip
+        write_deltalake(
+            path,
+            pa.table(
+                {
+                    "source_partition": pa.array([partition] * len(offsets), pa.int32()),
+                    "source_offset": pa.array(offsets, pa.int64()),
+                    "log_timestamp": pa.array([logged_ms * 1000] * len(offsets), pa.timestamp("us", tz="UTC")),
+                }
+            ),
+            mode="append",
+        )
 
     assert visibility.poll() == 0  # no table yet
     append(0, [0, 1], logged_ms=400)
@@ -215,7 +260,13 @@ def _report(scenarios: dict) -> dict:
 
 
 def test_a_failed_peer_is_listed_and_its_ratio_is_not_written():
-    a = {"records": 144_000, "batches": 4, "wall_seconds": 50.4, "records_per_second": 2_857, "peak_rss_megabytes": 4_004}
+    a = {
+        "records": 144_000,
+        "batches": 4,
+        "wall_seconds": 50.4,
+        "records_per_second": 2_857,
+        "peak_rss_megabytes": 4_004,
+    }
     runs = {"a": a, "b": {"failed": "spark_kafka_delta.py exited 1; log /tmp/b/job.log:\nNoClassDefFoundError"}}
     scenarios = {
         "uniform": {
@@ -229,7 +280,9 @@ def test_a_failed_peer_is_listed_and_its_ratio_is_not_written():
     report = _report(scenarios)
     markdown = render_markdown(report)
 
-    assert report["failed"] == ["uniform run b: spark_kafka_delta.py exited 1; log /tmp/b/job.log: … NoClassDefFoundError"]
+    assert report["failed"] == [
+        "uniform run b: spark_kafka_delta.py exited 1; log /tmp/b/job.log: … NoClassDefFoundError"
+    ]
     assert "| records_per_second a/b | no ratio: b failed | – | – |" in markdown
     assert "FAILED: spark_kafka_delta.py exited 1" in markdown
     assert "| (a) tidemark, aligned | 144,000 | 4 | 50.4 | 2,857 | 4,004 |" in markdown

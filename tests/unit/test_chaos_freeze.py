@@ -22,17 +22,19 @@ PREVIOUS = _state(4, G0, {0: _partition(100, 150), 1: _partition(40, 60)})
 
 def test_a_frozen_partition_keeps_its_position_and_reads_in_no_step_while_the_rest_is_planned():
     planned = _state(
-        6, G1,
+        6,
+        G1,
         {0: _partition(150, 180, watermark_ms=G1, cut=G1 + 900_000), 1: _partition(60, 70, watermark_ms=G1 - 5)},
         steps=(PlannedStep(G0 + 1, G0 + 900_001, {0: 120, 1: 50}), PlannedStep(G1, G1 + 900_000, {0: 150, 1: 60})),
-    )  # fmt: skip
+    )
     frozen = freeze_partitions(PREVIOUS, planned, [1])
     assert frozen == _state(
-        6, G1,
+        6,
+        G1,
         # Its log end, W_p and status as planned; its position as before; no "next record >= T".
         {0: _partition(150, 180, watermark_ms=G1, cut=G1 + 900_000), 1: _partition(40, 70, watermark_ms=G1 - 5)},
         steps=(PlannedStep(G0 + 1, G0 + 900_001, {0: 120}), PlannedStep(G1, G1 + 900_000, {0: 150})),
-    )  # fmt: skip
+    )
 
 
 def test_nothing_to_do_once_frozen_is_no_batch():

@@ -30,7 +30,10 @@ def test_the_state_is_written_atomically_next_to_the_hour_reports_and_read_back(
 @pytest.mark.parametrize(
     "text, says",
     [
-        ('{"stream": "telemetry", "versions": {"events": "41"}, "run_name": "r", "checked_at_ms": 1}', "Expected `int`"),
+        (
+            '{"stream": "telemetry", "versions": {"events": "41"}, "run_name": "r", "checked_at_ms": 1}',
+            "Expected `int`",
+        ),
         ('{"stream": "telemetry", "versions": {}, "run_name": "r", "checked_at_ms": 1, "extra": 1}', "unknown field"),
         ('{"stream": "telem', "truncated"),
         ('{"stream": "billing", "versions": {}, "run_name": "r", "checked_at_ms": 1}', "written for stream 'billing'"),

@@ -19,7 +19,17 @@ DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
 
 def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
     assert COMMANDS == [
-        "backfill", "create-topic", "demo", "down", "env", "jars", "recover", "report", "services", "status", "up"
+        "backfill",
+        "create-topic",
+        "demo",
+        "down",
+        "env",
+        "jars",
+        "recover",
+        "report",
+        "services",
+        "status",
+        "up",
     ]
 
 
@@ -55,7 +65,10 @@ def test_no_stream_named_while_several_are_configured_lists_them(cli_home, capsy
 def test_the_only_configured_stream_is_the_default(cli_home, capsys):
     # Past the stream argument, report looks for the stream's summary and names where.
     assert main(["report"]) == 1
-    assert f"no quality summary of stream 'telemetry' in {cli_home / 'reports' / 'telemetry' / 'runs'}" in capsys.readouterr().err
+    assert (
+        f"no quality summary of stream 'telemetry' in {cli_home / 'reports' / 'telemetry' / 'runs'}"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_configuration_that_does_not_validate_fails_naming_the_key(cli_home, capsys, tmp_path):
@@ -82,7 +95,16 @@ def _tomorrow() -> str:
         ([*DAY, "--shadow-name", "Bad Name"], "--shadow-name", "is not a table set name"),
         ([*DAY, "--target", "ledger"], "--target", "'ledger' is not one of 'shadow', 'events'"),
     ],
-    ids=["no-end", "no-offset", "end-before-start", "future", "partition-range", "partition-text", "shadow-name", "target"],
+    ids=[
+        "no-end",
+        "no-offset",
+        "end-before-start",
+        "future",
+        "partition-range",
+        "partition-text",
+        "shadow-name",
+        "target",
+    ],
 )
 def test_a_bad_backfill_param_is_refused_before_anything_starts(cli_home, capsys, arguments, option, reason):
     arguments = [_tomorrow() if value is None else value for value in arguments]
@@ -98,7 +120,11 @@ def test_a_bad_backfill_param_is_refused_before_anything_starts(cli_home, capsys
     "arguments, option, reason",
     [
         (["--ranges", "100-200", "--reason", "gap"], "--partition", "required"),
-        (["--partition", "7", "--ranges", "100-200", "--reason", "gap"], "--partition", "partition 7 is outside [0, 4)"),
+        (
+            ["--partition", "7", "--ranges", "100-200", "--reason", "gap"],
+            "--partition",
+            "partition 7 is outside [0, 4)",
+        ),
         (["--partition", "1", "--reason", "gap"], "--ranges", "no ranges given"),
         (["--partition", "1", "--ranges", "200-100", "--reason", "gap"], "--ranges", "start after end"),
         (["--partition", "1", "--ranges", "100-200,150-250", "--reason", "gap"], "--ranges", "overlap"),
@@ -137,7 +163,11 @@ def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command
 
 def test_down_stops_airflow_then_the_loopback_s3_then_kafka_through_the_stacks_own_services(cli_home, capsys):
     assert main(["down"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["Airflow is not running.", "Loopback S3 is not running.", "Kafka is not running."]
+    assert capsys.readouterr().out.splitlines() == [
+        "Airflow is not running.",
+        "Loopback S3 is not running.",
+        "Kafka is not running.",
+    ]
 
 
 def test_an_unknown_service_is_a_usage_error(cli_home, capsys):

@@ -27,10 +27,23 @@ STOPPED = "read position 1200 has not moved for 45m while the log end moved to 1
 
 def _partition(partition: int, status: QualityStatus, reason: str, holes=(), lag=0) -> PartitionQuality:
     return PartitionQuality(
-        partition=partition, status=status, records=1000 + partition, late=partition, quarantined=2 * partition,
-        position=5000, log_earliest=0, log_end=5000 + lag, lag=lag, partition_watermark_ms=HOUR_MS + 59 * 60_000,
-        holes=tuple(holes), hole_ranges=(), lost=(), failed_checks=(), reason=reason, reasons=(reason,),
-    )  # fmt: skip
+        partition=partition,
+        status=status,
+        records=1000 + partition,
+        late=partition,
+        quarantined=2 * partition,
+        position=5000,
+        log_earliest=0,
+        log_end=5000 + lag,
+        lag=lag,
+        partition_watermark_ms=HOUR_MS + 59 * 60_000,
+        holes=tuple(holes),
+        hole_ranges=(),
+        lost=(),
+        failed_checks=(),
+        reason=reason,
+        reasons=(reason,),
+    )
 
 
 def _write_run(reports: Path, run_name: str, partitions, checks, requests=()) -> Path:
@@ -38,11 +51,21 @@ def _write_run(reports: Path, run_name: str, partitions, checks, requests=()) ->
     docs = reports / "telemetry" / "gx" / "index.html"
     write_summary(
         QualityRunResult(
-            stream="telemetry", run_name=run_name, now_ms=HOUR_MS + 3_600_000, hours_ms=(HOUR_MS,),
-            partitions=tuple(partitions), hours=(), checks=tuple(checks), recovery_requests=tuple(requests),
-            summary_json=str(folder / "summary.json"), summary_html=str(folder / "summary.html"),
-            data_docs_index=str(docs), hour_reports=(), seconds=1.0, stage_seconds=(),
-        )  # fmt: skip
+            stream="telemetry",
+            run_name=run_name,
+            now_ms=HOUR_MS + 3_600_000,
+            hours_ms=(HOUR_MS,),
+            partitions=tuple(partitions),
+            hours=(),
+            checks=tuple(checks),
+            recovery_requests=tuple(requests),
+            summary_json=str(folder / "summary.json"),
+            summary_html=str(folder / "summary.html"),
+            data_docs_index=str(docs),
+            hour_reports=(),
+            seconds=1.0,
+            stage_seconds=(),
+        )
     )
     return folder / "summary.json"
 
@@ -58,11 +81,13 @@ def two_runs(tmp_path):
     newer = _write_run(
         reports,
         "scheduled__newer",
-        [_partition(0, QualityStatus.OK, "read up to offset 5000 with a lag of 0 offsets"),
-         _partition(1, QualityStatus.STOP, STOPPED, holes=[OffsetRange(1200, 1800)], lag=600)],
+        [
+            _partition(0, QualityStatus.OK, "read up to offset 5000 with a lag of 0 offsets"),
+            _partition(1, QualityStatus.STOP, STOPPED, holes=[OffsetRange(1200, 1800)], lag=600),
+        ],
         [_check("completeness", False, ["ledger_ranges_contiguous"]), _check("stall", False, ["stall_status"])],
         [RecoveryRequest("telemetry", 1, (OffsetRange(1200, 1800),), STOPPED)],
-    )  # fmt: skip
+    )
     os.utime(older, (1_000, 1_000))
     os.utime(newer, (2_000, 2_000))
     return reports, newer
@@ -100,7 +125,9 @@ def test_a_run_asked_for_by_name_and_a_run_that_is_not_there(two_runs):
     reports, _ = two_runs
 
     assert read_summary(latest_summary(reports, "telemetry", "scheduled__older")).run_name == "scheduled__older"
-    with pytest.raises(CommandFailed, match=r"no quality run 'nope' .*the runs there: scheduled__newer, scheduled__older"):
+    with pytest.raises(
+        CommandFailed, match=r"no quality run 'nope' .*the runs there: scheduled__newer, scheduled__older"
+    ):
         latest_summary(reports, "telemetry", "nope")
 
 
@@ -125,7 +152,12 @@ def test_a_file_that_is_not_a_summary_is_named(tmp_path):
 
 
 def test_the_report_command_reads_the_summary_under_tidemark_home(cli_home, capsys):
-    _write_run(cli_home / "reports", "manual__1", [_partition(0, QualityStatus.LAGGING, "W_p 2h behind G")], [_check("stall", True)])
+    _write_run(
+        cli_home / "reports",
+        "manual__1",
+        [_partition(0, QualityStatus.LAGGING, "W_p 2h behind G")],
+        [_check("stall", True)],
+    )
 
     assert main(["report", "telemetry"]) == 0
     assert "partition 0 LAGGING: W_p 2h behind G" in capsys.readouterr().out

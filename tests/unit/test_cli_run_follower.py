@@ -27,10 +27,22 @@ RUN = "tidemark_cli__2026-11-23T10:00:00+00:00"
 
 def _progress_line(done: int, total: int, records: int, partitions: str, left) -> str:
     # What the job writes (spark_jobs/json_log.py) and Airflow's Spark hook logs as one record's text.
-    return json.dumps({"level": "INFO", "logger": "tidemark.backfill", "event": "backfill_progress", "stream": "telemetry",
-                       "target": "shadow:x", "percent": round(100 * done / total, 1), "offsets_done": done,
-                       "offsets_total": total, "records": records, "partitions_done": partitions,
-                       "records_per_second": 500, "estimated_seconds_left": left})  # fmt: skip
+    return json.dumps(
+        {
+            "level": "INFO",
+            "logger": "tidemark.backfill",
+            "event": "backfill_progress",
+            "stream": "telemetry",
+            "target": "shadow:x",
+            "percent": round(100 * done / total, 1),
+            "offsets_done": done,
+            "offsets_total": total,
+            "records": records,
+            "partitions_done": partitions,
+            "records_per_second": 500,
+            "estimated_seconds_left": left,
+        }
+    )
 
 
 def _task(task_id: str, state: str | None, try_number: int = 1, map_index: int = -1) -> dict:
@@ -139,13 +151,23 @@ def test_follow_run_shows_the_tasks_and_the_offsets_read_until_the_run_ends(airf
 
 def test_a_failed_run_names_the_task_its_exception_and_where_its_log_is(airflow, capsys):
     message = "Backfill refused before any work: param 'end': the range is past retention"
-    PlayedAirflow.polls = [("failed", [_task("validate", "success"), _task("backfill", "failed"), _task("verdict", "upstream_failed")])]
+    PlayedAirflow.polls = [
+        ("failed", [_task("validate", "success"), _task("backfill", "failed"), _task("verdict", "upstream_failed")])
+    ]
     PlayedAirflow.log_pages = {
-        None: ([{"event": "spark-submit exited with 1", "level": "error"},
-                {"event": "Task failed with exception", "level": "error",
-                 "error_detail": [{"exc_type": "AirflowFailException", "exc_value": message, "frames": []}]},
-                {"event": "Marking task as FAILED", "level": "info"}], None),
-    }  # fmt: skip
+        None: (
+            [
+                {"event": "spark-submit exited with 1", "level": "error"},
+                {
+                    "event": "Task failed with exception",
+                    "level": "error",
+                    "error_detail": [{"exc_type": "AirflowFailException", "exc_value": message, "frames": []}],
+                },
+                {"event": "Marking task as FAILED", "level": "info"},
+            ],
+            None,
+        ),
+    }
     log_file = airflow.airflow_home / "logs" / f"dag_id={DAG}" / f"run_id={RUN}" / "task_id=backfill" / "attempt=1.log"
     log_file.parent.mkdir(parents=True)
     log_file.write_text("{}\n")
@@ -173,7 +195,9 @@ def test_losing_airflow_while_following_says_the_run_may_go_on_and_where_to_see_
 
     follower = RunFollower(Unreachable(), DAG, RUN)
 
-    with pytest.raises(CommandFailed, match=r"The run may go on; see http://127\.0\.0\.1:\d+/dags/tidemark_backfill__telemetry/runs/"):
+    with pytest.raises(
+        CommandFailed, match=r"The run may go on; see http://127\.0\.0\.1:\d+/dags/tidemark_backfill__telemetry/runs/"
+    ):
         follow_run(Console(record=True), follower, airflow, sleep=lambda s: None)
 
 
@@ -194,8 +218,11 @@ def test_a_progress_report_survives_the_log_line_it_travels_in():
 def test_a_failed_spark_submit_is_shown_by_its_command_and_its_last_lines():
     command = "Cannot execute: spark-submit " + "--conf x=y " * 40
     output = [f"line {n}" for n in range(1, 21)]
-    record = {"event": "Task failed with exception", "level": "error", "error_detail": [
-        {"exc_type": "AirflowException", "exc_value": command + "\n" + "\n".join(output)}]}  # fmt: skip
+    record = {
+        "event": "Task failed with exception",
+        "level": "error",
+        "error_detail": [{"exc_type": "AirflowException", "exc_value": command + "\n" + "\n".join(output)}],
+    }
 
     message = failure_message([{"event": "starting"}, record], head_chars=60, tail_lines=3).splitlines()
 

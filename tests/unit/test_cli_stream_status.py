@@ -29,22 +29,41 @@ BATCHES, BATCHES_BEFORE_STALL = 6 * 12, 4 * 12  # 5-minute batches over 6 hours,
 
 def _history(start_ms: int) -> LedgerHistory:
     return LedgerHistory(
-        "telemetry", partitions=4, start_ms=start_ms, end_ms=start_ms + 6 * HOUR, stalled_partition=2,
-        stalled_since_ms=start_ms + 4 * HOUR, idle_partition=3,
-    )  # fmt: skip
+        "telemetry",
+        partitions=4,
+        start_ms=start_ms,
+        end_ms=start_ms + 6 * HOUR,
+        stalled_partition=2,
+        stalled_since_ms=start_ms + 4 * HOUR,
+        idle_partition=3,
+    )
 
 
 def _overview():
     points = [
-        LedgerPoint(r[2], int(r[17].timestamp() * 1000), r[5], r[6], int(r[13].timestamp() * 1000), int(r[14].timestamp() * 1000), r[15])
+        LedgerPoint(
+            r[2],
+            int(r[17].timestamp() * 1000),
+            r[5],
+            r[6],
+            int(r[13].timestamp() * 1000),
+            int(r[14].timestamp() * 1000),
+            r[15],
+        )
         for r in _history(START).rows()
     ]
     return build_stream_overview(
-        "telemetry", points, {2: PartitionTotals(late=7, quarantined=3)}, range(4),
-        StallRules(window=6, stall_timeout_ms=30 * MINUTE, max_partition_lag_ms=HOUR), RETENTION, START + 6 * HOUR,
-        last_sealed_hour_ms=START + 2 * HOUR, log_ends={0: 21_600, 1: 21_600, 2: 21_600, 3: 300},
+        "telemetry",
+        points,
+        {2: PartitionTotals(late=7, quarantined=3)},
+        range(4),
+        StallRules(window=6, stall_timeout_ms=30 * MINUTE, max_partition_lag_ms=HOUR),
+        RETENTION,
+        START + 6 * HOUR,
+        last_sealed_hour_ms=START + 2 * HOUR,
+        log_ends={0: 21_600, 1: 21_600, 2: 21_600, 3: 300},
         oldest_unread_ms={2: START + 4 * HOUR - 6 * MINUTE},
-    )  # fmt: skip
+    )
 
 
 def _rows(text: str) -> dict[str, list[str]]:
@@ -67,7 +86,17 @@ def test_one_row_per_partition_with_position_lag_watermark_and_retention_deadlin
     )
     rows = _rows(text)
     watermark = format_event_time(stalled_watermark).replace("T", " ")[:19].split()
-    assert rows["2"] == ["2", "STOP", f"{stalled_at:,}", "21,600", f"{21_600 - stalled_at:,}", *watermark, *deadline.split(), "7", "3"]
+    assert rows["2"] == [
+        "2",
+        "STOP",
+        f"{stalled_at:,}",
+        "21,600",
+        f"{21_600 - stalled_at:,}",
+        *watermark,
+        *deadline.split(),
+        "7",
+        "3",
+    ]
     assert rows["3"][:5] == ["3", "IDLE", "300", "300", "0"] and rows["3"][7:] == ["nothing", "unread", "0", "0"]
     assert [rows[p][1] for p in "01"] == ["ACTIVE", "ACTIVE"]
     attention = [line for line in text.splitlines() if line.startswith("partition ")]
@@ -79,8 +108,11 @@ def test_each_status_cell_carries_its_colour():
     statuses = list(table.columns[1].cells)
 
     assert [(cell.plain, cell.style) for cell in statuses] == [
-        ("ACTIVE", STATUS_STYLES["ACTIVE"]), ("ACTIVE", STATUS_STYLES["ACTIVE"]), ("STOP", "bold white on red"), ("IDLE", STATUS_STYLES["IDLE"]),
-    ]  # fmt: skip
+        ("ACTIVE", STATUS_STYLES["ACTIVE"]),
+        ("ACTIVE", STATUS_STYLES["ACTIVE"]),
+        ("STOP", "bold white on red"),
+        ("IDLE", STATUS_STYLES["IDLE"]),
+    ]
 
 
 def test_an_80_column_terminal_gets_every_column():
@@ -96,7 +128,13 @@ def test_an_80_column_terminal_gets_every_column():
 def _write_ledger(path, rows) -> None:
     from deltalake import write_deltalake
 
-    types = {"STRING": pa.string(), "BIGINT": pa.int64(), "INT": pa.int32(), "TIMESTAMP": pa.timestamp("us", tz="UTC"), "BOOLEAN": pa.bool_()}
+    types = {
+        "STRING": pa.string(),
+        "BIGINT": pa.int64(),
+        "INT": pa.int32(),
+        "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+        "BOOLEAN": pa.bool_(),
+    }
     schema = pa.schema([(name, types[sql_type]) for name, sql_type in LEDGER_COLUMNS])
     write_deltalake(str(path), pa.Table.from_pylist([dict(zip(schema.names, row)) for row in rows], schema=schema))
 

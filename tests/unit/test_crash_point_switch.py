@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from spark_jobs.crash_switch import CrashSwitch
-from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint, CrashPointError, CrashPointReached, crash_point_from_environment
+from tidemark.crash_points import (
+    CRASH_AT,
+    TEST_FAULTS,
+    CrashPoint,
+    CrashPointError,
+    CrashPointReached,
+    crash_point_from_environment,
+)
 
 
 def _environment(value: str, gate: bool = True) -> dict[str, str]:
@@ -73,4 +80,3 @@ def test_without_a_point_the_switch_never_fires():
         for commit in ("events", "late", "quarantine", "seals", "ledger"):
             switch.committed(commit)
     assert switch.armed_for_this_batch is None
-

@@ -28,21 +28,36 @@ def _raw(rows):
 
 
 def _record(offset, value):
-    return {"row_kind": RECORD_ROW, "source_partition": 1, "source_offset": offset, "value": value, "read_time_ms": NOW,
-            "step_id": 7, "global_watermark_ms": STEP_G}  # fmt: skip
+    return {
+        "row_kind": RECORD_ROW,
+        "source_partition": 1,
+        "source_offset": offset,
+        "value": value,
+        "read_time_ms": NOW,
+        "step_id": 7,
+        "global_watermark_ms": STEP_G,
+    }
 
 
 def test_records_are_decoded_routed_under_their_step_or_live_and_only_rejects_keep_their_bytes():
     spec = DecodeSpec(PAYLOAD, 300_000, 600_000, (RoutedRange(1, 10, 11, LIVE_G),))
     spec = DecodeSpec.from_json(spec.to_json())  # as the tasks receive it
     good = json.dumps({"event_time": "2025-11-22T08:00:00Z", "device_id": "d1"}).encode()
-    batch = _raw([{"row_kind": RANGE_ROW, "source_partition": 1, "planned_range": "{}"},
-                  _record(10, good), _record(11, good), _record(12, b"{not json")])  # fmt: skip
+    batch = _raw(
+        [
+            {"row_kind": RANGE_ROW, "source_partition": 1, "planned_range": "{}"},
+            _record(10, good),
+            _record(11, good),
+            _record(12, b"{not json"),
+        ]
+    )
 
     decoded = spec.decoder().decode(batch).to_pylist()
 
     range_row, live_covered, own_step, rejected = decoded
-    assert range_row["planned_range"] == "{}" and range_row["event_time_ms"] is None and range_row["reject_reason"] is None
+    assert (
+        range_row["planned_range"] == "{}" and range_row["event_time_ms"] is None and range_row["reject_reason"] is None
+    )
     assert live_covered["routed_under_ms"] == LIVE_G, "an offset live covered keeps live's G"
     assert own_step["routed_under_ms"] == STEP_G, "else the G of the step it was planned in"
     assert own_step["device_id"] == "d1" and own_step["event_time_ms"] == 1_763_798_400_000

@@ -78,9 +78,7 @@ TIDEMARK_ENV = {
 TIDEMARK_ENV_PRESENT = ("PYSPARK_PYTHON", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 
 # ${NAME}, ${NAME:-default}, ${NAME:?message}...; `$${NAME}` is compose's escape for a literal.
-VARIABLE_REFERENCE = re.compile(
-    r"(?<!\$)\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?+])?(?P<arg>[^}]*)\}"
-)
+VARIABLE_REFERENCE = re.compile(r"(?<!\$)\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?+])?(?P<arg>[^}]*)\}")
 
 
 # --- running compose ---------------------------------------------------------------------------
@@ -94,9 +92,7 @@ def _find_compose() -> list[str]:
             return [str(binary)]
     docker = shutil.which("docker")
     if docker:
-        probe = subprocess.run(
-            [docker, "compose", "version", "--short"], capture_output=True, text=True
-        )
+        probe = subprocess.run([docker, "compose", "version", "--short"], capture_output=True, text=True)
         if probe.returncode == 0:
             return [docker, "compose"]
     pytest.fail(
@@ -131,10 +127,14 @@ def _run_config(
     return subprocess.run(
         [
             *compose_cmd,
-            "--file", str(compose_file),
-            "--project-directory", str(REPO),
-            "--env-file", str(env_file),
-            "config", *extra,
+            "--file",
+            str(compose_file),
+            "--project-directory",
+            str(REPO),
+            "--env-file",
+            str(env_file),
+            "config",
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -160,10 +160,7 @@ def _write_env(path: Path, values: dict[str, str]) -> Path:
 
 def _filled_values() -> dict[str, str]:
     """The example with every empty secret filled in (URL-safe, 8+ characters)."""
-    return {
-        name: value or f"test{name.lower().replace('_', '')}1"
-        for name, value in _example_values().items()
-    }
+    return {name: value or f"test{name.lower().replace('_', '')}1" for name, value in _example_values().items()}
 
 
 @pytest.fixture(scope="session")
@@ -186,9 +183,7 @@ def services(resolved: dict) -> dict[str, dict]:
 
 def _raw_text() -> str:
     # Comment lines are dropped so prose about `${VAR:?...}` is not taken for a reference.
-    return "\n".join(
-        line for line in COMPOSE_FILE.read_text().splitlines() if not line.lstrip().startswith("#")
-    )
+    return "\n".join(line for line in COMPOSE_FILE.read_text().splitlines() if not line.lstrip().startswith("#"))
 
 
 def _references() -> list[re.Match[str]]:
@@ -240,9 +235,7 @@ BROKEN_COPIES = {
 
 
 @pytest.mark.parametrize("mutation", sorted(BROKEN_COPIES))
-def test_compose_refuses_a_broken_copy(
-    compose_cmd: list[str], filled_env: Path, tmp_path: Path, mutation: str
-) -> None:
+def test_compose_refuses_a_broken_copy(compose_cmd: list[str], filled_env: Path, tmp_path: Path, mutation: str) -> None:
     old, new, expected_error = BROKEN_COPIES[mutation]
     text = COMPOSE_FILE.read_text()
     assert old in text, f"the mutation {mutation!r} no longer applies to docker-compose.yml"
@@ -289,9 +282,7 @@ def test_compose_refuses_the_example_until_secrets_are_filled_in(
 
 
 @pytest.mark.parametrize("secret", sorted(REQUIRED_SECRETS))
-def test_compose_refuses_to_start_without_each_secret(
-    compose_cmd: list[str], tmp_path: Path, secret: str
-) -> None:
+def test_compose_refuses_to_start_without_each_secret(compose_cmd: list[str], tmp_path: Path, secret: str) -> None:
     values = _filled_values()
     values[secret] = ""
     result = _run_config(compose_cmd, _write_env(tmp_path / "partial.env", values), "--quiet")
@@ -375,9 +366,7 @@ def test_airflow_components_wait_for_a_migrated_database(services: dict[str, dic
         assert services[name].get("healthcheck"), f"{name} needs a healthcheck"
 
 
-def test_spark_connection_resolves_to_the_spark_master(
-    services: dict[str, dict], tmp_path: Path
-) -> None:
+def test_spark_connection_resolves_to_the_spark_master(services: dict[str, dict], tmp_path: Path) -> None:
     conn = services["airflow-scheduler"]["environment"]["AIRFLOW_CONN_SPARK_DEFAULT"]
     assert json.loads(conn)["conn_type"] == "spark"
     master = services["spark-master"]["command"]
@@ -398,9 +387,7 @@ def test_spark_connection_resolves_to_the_spark_master(
         "AIRFLOW_HOME": str(tmp_path / "airflow"),
         "AIRFLOW_CONN_SPARK_DEFAULT": conn,
     }
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
-    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     master, deploy_mode = result.stdout.strip().splitlines()[-1].split()
     assert (master, deploy_mode) == ("spark://spark-master:7077", "client")
@@ -414,9 +401,7 @@ def test_kafka_is_a_single_kraft_node_advertising_kafka_9092(services: dict[str,
     env = services["kafka"]["environment"]
     assert services["kafka"]["image"] == "apache/kafka:4.2.0"
     assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
-    advertised = dict(
-        listener.split("://", 1) for listener in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
-    )
+    advertised = dict(listener.split("://", 1) for listener in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
     internal = env["KAFKA_INTER_BROKER_LISTENER_NAME"]
     assert advertised[internal] == "kafka:9092"
     assert services["airflow-scheduler"]["environment"]["TIDEMARK_KAFKA_BOOTSTRAP"] == "kafka:9092"

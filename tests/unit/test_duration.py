@@ -3,7 +3,9 @@ import pytest
 from tidemark.duration import format_duration_ms, parse_duration_ms
 
 
-@pytest.mark.parametrize("text, ms", [("500ms", 500), ("30s", 30_000), ("10m", 600_000), ("2h", 7_200_000), ("7d", 604_800_000), ("0s", 0)])
+@pytest.mark.parametrize(
+    "text, ms", [("500ms", 500), ("30s", 30_000), ("10m", 600_000), ("2h", 7_200_000), ("7d", 604_800_000), ("0s", 0)]
+)
 def test_parse(text, ms):
     assert parse_duration_ms(text) == ms
 

@@ -25,7 +25,10 @@ def run_expecting_usage_error(capsys, argv):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["backlog", "--hours", "2", "--profiles", "steady,fast"], "unknown profile 'fast'; choose from steady, slow, heavy, bursty"),
+        (
+            ["backlog", "--hours", "2", "--profiles", "steady,fast"],
+            "unknown profile 'fast'; choose from steady, slow, heavy, bursty",
+        ),
         (["backlog", "--hours", "2", "--profiles", "steady,,heavy"], "expected comma-separated profile names"),
         (["backlog", "--hours", "0"], "argument --hours: hours must be a number greater than 0"),
         (["backlog", "--hours", "-3"], "hours must be a number greater than 0"),
@@ -34,7 +37,10 @@ def run_expecting_usage_error(capsys, argv):
         (["backlog"], "the following arguments are required: --hours"),
         (["backlog", "--hours", "1", "--end", "yesterday"], "'yesterday' is not an ISO-8601 time"),
         (["backlog", "--hours", "1", "--end", "2026-11-22T09:00:00"], "has no UTC offset"),
-        (["backlog", "--hours", "1", "--end", "2999-01-01T00:00:00Z"], "is in the future; a backlog ends at or before now"),
+        (
+            ["backlog", "--hours", "1", "--end", "2999-01-01T00:00:00Z"],
+            "is in the future; a backlog ends at or before now",
+        ),
         (["backlog", "--hours", "1", "--rate-scale", "0"], "the rate scale must be a number greater than 0"),
         (["backlog", "--hours", "1", "--max-disorder", "30"], "a bare number is ambiguous"),
         (["backlog", "--hours", "1", "--max-disorder=-5s"], "expected a non-negative duration"),

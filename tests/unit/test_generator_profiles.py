@@ -13,10 +13,10 @@ from generator.bad_records import (
     bad_records_per_partition,
     partition_bad_records,
 )
-from tidemark.event_time_text import format_event_time, parse_event_time
 from generator.production_plan import ProductionPlan
 from generator.profiles import HOUR_MS, PROFILES, partition_events, profile_named
-from tidemark.record_decoder import Rejection, RecordDecoder
+from tidemark.event_time_text import format_event_time, parse_event_time
+from tidemark.record_decoder import RecordDecoder, Rejection
 from tidemark.stream_config import load_stream
 
 # 2026-11-22T00:00:00Z, and a window start that is deliberately not on an hour boundary.
@@ -33,9 +33,7 @@ def events(name, start_ms=DAY_START_MS, hours=2, seed=7, partition=0, rate_scale
     )
 
 
-@pytest.mark.parametrize(
-    "name, per_hour", [("steady", 720), ("slow", 1), ("heavy", 18_000), ("bursty", 1_800)]
-)
+@pytest.mark.parametrize("name, per_hour", [("steady", 720), ("slow", 1), ("heavy", 18_000), ("bursty", 1_800)])
 def test_each_profile_produces_its_rate_per_hour(name, per_hour):
     assert len(events(name, hours=3)) == 3 * per_hour
     assert PROFILES[name].records_per_hour() == per_hour
@@ -231,5 +229,8 @@ def test_a_plan_merges_partitions_by_due_time_and_keeps_each_partition_in_order(
     assert due == sorted(due)
     assert Counter(record.partition for record in records) == {0: 720 + 3, 1: 1 + 2, 2: 18_000 + 2, 3: 1_800 + 2}
     for partition in range(4):
-        own = [r.event_time_ms for r in events(("steady", "slow", "heavy", "bursty")[partition], partition=partition, hours=1)]
+        own = [
+            r.event_time_ms
+            for r in events(("steady", "slow", "heavy", "bursty")[partition], partition=partition, hours=1)
+        ]
         assert [r.event_time_ms for r in records if r.partition == partition and hasattr(r, "event_time_ms")] == own

@@ -32,7 +32,9 @@ def test_jars_root_honours_tidemark_jars_over_the_home():
 def test_a_current_stamp_skips_maven(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(jars, "_require_tools", lambda tools=(): None)
-    monkeypatch.setattr(jars, "_run_maven", lambda group, root, excluded: (calls.append(group), (root / group / "a-1.jar").touch()))
+    monkeypatch.setattr(
+        jars, "_run_maven", lambda group, root, excluded: (calls.append(group), (root / group / "a-1.jar").touch())
+    )
 
     assert jars.ensure_jars(tmp_path, ["kafka"]) == ["kafka"]
     assert jars.ensure_jars(tmp_path, ["kafka"]) == []

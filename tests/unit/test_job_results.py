@@ -20,10 +20,16 @@ from tidemark.recovery_request import RecoveryRequest
 from tidemark.recovery_result import RecoveredRange, RecoveryResult
 
 RECOVERED = RecoveryResult(
-    stream="telemetry", partition=2, reason="STOP", inserted=150, commit_conflicts_retried=1,
-    recovered=(RecoveredRange(20, 170, 150, 1, "2026-11-22T01:00:00.000Z"),), lost=((0, 20),),
-    event_hours=("2026-11-22T01:00:00.000Z",), finished_at="2026-11-22T02:00:00.000Z",
-)  # fmt: skip
+    stream="telemetry",
+    partition=2,
+    reason="STOP",
+    inserted=150,
+    commit_conflicts_retried=1,
+    recovered=(RecoveredRange(20, 170, 150, 1, "2026-11-22T01:00:00.000Z"),),
+    lost=((0, 20),),
+    event_hours=("2026-11-22T01:00:00.000Z",),
+    finished_at="2026-11-22T02:00:00.000Z",
+)
 
 
 def test_a_recovery_result_round_trips_through_its_file_and_reads_as_plain_json():
@@ -31,7 +37,13 @@ def test_a_recovery_result_round_trips_through_its_file_and_reads_as_plain_json(
     document = RECOVERED.to_json()
     assert document["lost"] == [[0, 20]], "lost offsets as [start, end] pairs, as the summary and the alarms show spans"
     assert document["recovered"] == [
-        {"start": 20, "end": 170, "inserted": 150, "commit_conflicts_retried": 1, "global_watermark": "2026-11-22T01:00:00.000Z"}
+        {
+            "start": 20,
+            "end": 170,
+            "inserted": 150,
+            "commit_conflicts_retried": 1,
+            "global_watermark": "2026-11-22T01:00:00.000Z",
+        }
     ]
 
 
@@ -43,27 +55,52 @@ def test_a_recovery_result_missing_a_field_fails_naming_it():
 
 def _backfill(**changes) -> BackfillResult:
     fields = dict(
-        stream="telemetry", start="2026-11-21T00:00:00.000Z", end="2026-11-22T00:00:00.000Z", partitions=(0, 1),
-        shadow="nov21", target="shadow:nov21", ranges={"0": (30, 60), "1": (0, 60)}, batches=3, records=90, late=0,
-        quarantined=0, seconds=1.5, records_per_second=60, event_hours=("2026-11-21T10:00:00.000Z",), inserted=None,
-        commit_conflicts_retried=None, lost=(LostSpan(0, (None, 30), ("2026-11-21T00:00:00.000Z", "2026-11-21T01:00:00.000Z")),),
+        stream="telemetry",
+        start="2026-11-21T00:00:00.000Z",
+        end="2026-11-22T00:00:00.000Z",
+        partitions=(0, 1),
+        shadow="nov21",
+        target="shadow:nov21",
+        ranges={"0": (30, 60), "1": (0, 60)},
+        batches=3,
+        records=90,
+        late=0,
+        quarantined=0,
+        seconds=1.5,
+        records_per_second=60,
+        event_hours=("2026-11-21T10:00:00.000Z",),
+        inserted=None,
+        commit_conflicts_retried=None,
+        lost=(LostSpan(0, (None, 30), ("2026-11-21T00:00:00.000Z", "2026-11-21T01:00:00.000Z")),),
         comparison=None,
-    )  # fmt: skip
+    )
     return BackfillResult(**{**fields, **changes})
 
 
 def test_a_backfill_outcome_is_a_result_or_a_refusal_told_apart_by_its_outcome_field():
     comparison = ComparisonWithLive(
-        compared_hours=2, records_live=53, records_shadow=60,
+        compared_hours=2,
+        records_live=53,
+        records_shadow=60,
         differing=(HourDifference(1, "2026-11-21T10:00:00.000Z", 53, 60, 7, 0, 0),),
         recovery_requests=(RecoveryRequest("telemetry", 1, (OffsetRange(70, 77),), "RECONCILE: 7 records"),),
-    )  # fmt: skip
+    )
     result = _backfill(comparison=comparison)
     assert decode_backfill_outcome(encode_backfill_outcome(result)) == result
     document = result.to_json()
-    assert (document["outcome"], document["ranges"], document["lost"][0]["offsets"]) == ("done", {"0": [30, 60], "1": [0, 60]}, [None, 30])
+    assert (document["outcome"], document["ranges"], document["lost"][0]["offsets"]) == (
+        "done",
+        {"0": [30, 60], "1": [0, 60]},
+        [None, 30],
+    )
     assert document["comparison"]["recovery_requests"] == [
-        {"stream": "telemetry", "partition": 1, "ranges": [{"start": 70, "end": 77}], "reason": "RECONCILE: 7 records", "restart_live": False}
+        {
+            "stream": "telemetry",
+            "partition": 1,
+            "ranges": [{"start": 70, "end": 77}],
+            "reason": "RECONCILE: 7 records",
+            "restart_live": False,
+        }
     ]
     refusal = BackfillRefusal("param 'partitions': topic 'telemetry' has no partition 7")
     assert msgspec.json.decode(encode_backfill_outcome(refusal)) == {"outcome": "refused", "error": refusal.error}

@@ -13,7 +13,10 @@ def _line(message, *args) -> dict:
 
 def test_a_dict_message_is_merged_into_the_line():
     assert _line({"event": "batch_persisted", "records": 3}) == {
-        "level": "INFO", "logger": "tidemark.persist", "event": "batch_persisted", "records": 3,
+        "level": "INFO",
+        "logger": "tidemark.persist",
+        "event": "batch_persisted",
+        "records": 3,
     }
 
 

@@ -45,7 +45,7 @@ class Answer:
 class ScriptedConsumer:
     """Delivers ``script`` one message per consume() call, skipping unassigned partitions."""
 
-    created: list["ScriptedConsumer"] = []
+    created: list[ScriptedConsumer] = []
     script: list[Message] = []
     offsets_answer = None
 
@@ -98,7 +98,9 @@ def test_one_reader_answers_every_partition_with_its_first_data_record_or_none_a
     assert reader.closed
     assert reader.unassigned == [1, 0, 2], "each partition stops being fetched once answered"
     assert reader.settings["isolation.level"] == "read_committed"
-    assert reader.settings["max.partition.fetch.bytes"] < kafka_log._reader_settings("b:1").get("max.partition.fetch.bytes", 1_048_576)
+    assert reader.settings["max.partition.fetch.bytes"] < kafka_log._reader_settings("b:1").get(
+        "max.partition.fetch.bytes", 1_048_576
+    )
 
 
 def test_a_message_of_an_answered_partition_still_queued_is_ignored(consumer, monkeypatch):
@@ -155,7 +157,8 @@ def test_offsets_for_time_asks_once_for_all_partitions_and_none_means_no_such_re
 
 def test_offsets_for_time_raises_on_a_partition_error_rather_than_answering_none(consumer):
     consumer.offsets_answer = lambda asked: [
-        Answer(tp.partition, -1, KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION) if tp.partition == 1 else None) for tp in asked
+        Answer(tp.partition, -1, KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION) if tp.partition == 1 else None)
+        for tp in asked
     ]
     with pytest.raises(KafkaUnavailableError, match="partition 1"):
         KafkaLog("b:1", TOPIC).offsets_for_time([0, 1], 5_000)

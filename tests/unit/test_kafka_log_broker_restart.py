@@ -73,6 +73,9 @@ def test_a_broker_that_stays_away_past_the_timeout_fails_naming_it(log, monkeypa
     RestartingAdmin.failures = 10**6
     clock = iter(range(0, 10**6, 10))  # 10 s per look at the clock
     monkeypatch.setattr("connectors.kafka_log.time.monotonic", lambda: next(clock))
-    with pytest.raises(KafkaUnavailableError, match=r"Kafka at 127\.0\.0\.1:19092 did not answer ListOffsets for topic 'telemetry' \(asked for 30 s\)"):
+    with pytest.raises(
+        KafkaUnavailableError,
+        match=r"Kafka at 127\.0\.0\.1:19092 did not answer ListOffsets for topic 'telemetry' \(asked for 30 s\)",
+    ):
         log.partition_bounds([0])
     assert 1 < RestartingAdmin.asked < 10

@@ -8,9 +8,9 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from test_kafka_log_batched import Message, ScriptedConsumer, consumer, eof  # noqa: F401 (the fixture)
 
 from connectors.kafka_log import RawRecord, read_ranges
-from test_kafka_log_batched import Message, ScriptedConsumer, consumer, eof  # noqa: F401 (the fixture)
 
 TOPIC = "t"
 
@@ -47,7 +47,9 @@ def _record(partition, offset):
     return RawRecord(offset, 1_000 + offset, f"k{partition}".encode(), f"v{offset}".encode())
 
 
-def test_each_fetch_yields_its_records_per_partition_and_ranges_end_at_their_end_or_the_readable_end(consumer, monkeypatch):
+def test_each_fetch_yields_its_records_per_partition_and_ranges_end_at_their_end_or_the_readable_end(
+    consumer, monkeypatch
+):
     monkeypatch.setattr(confluent_kafka, "Consumer", FetchesInBatches)
     # Partition 0: offsets [10, 13); offset 11 holds no data record (a marker). Partition 1:
     # [5, 9), of which only 5 holds data before the readable end (an end-of-partition event).

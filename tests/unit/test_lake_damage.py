@@ -31,8 +31,14 @@ COMMITTED = parse_event_time("2026-11-25T23:10:01Z")
 
 
 def _info(operation: str, **metrics) -> dict:
-    return {"commitInfo": {"timestamp": COMMITTED, "operation": operation, "operationParameters": {},
-                           "operationMetrics": {k: str(v) for k, v in metrics.items()}}}  # fmt: skip
+    return {
+        "commitInfo": {
+            "timestamp": COMMITTED,
+            "operation": operation,
+            "operationParameters": {},
+            "operationMetrics": {k: str(v) for k, v in metrics.items()},
+        }
+    }
 
 
 def _hour_values(hour_ms: int) -> dict:
@@ -44,9 +50,20 @@ def _add(path: str, records: int | None, data_change: bool = True, values: dict 
     if records is not None:
         stats = {"numRecords": records}
         if minmax:
-            stats |= {"minValues": {k: v[0] for k, v in minmax.items()}, "maxValues": {k: v[1] for k, v in minmax.items()}}
-    return {"add": {"path": path, "partitionValues": values or {}, "size": 1, "modificationTime": 0,
-                    "dataChange": data_change, "stats": json.dumps(stats) if stats else None}}  # fmt: skip
+            stats |= {
+                "minValues": {k: v[0] for k, v in minmax.items()},
+                "maxValues": {k: v[1] for k, v in minmax.items()},
+            }
+    return {
+        "add": {
+            "path": path,
+            "partitionValues": values or {},
+            "size": 1,
+            "modificationTime": 0,
+            "dataChange": data_change,
+            "stats": json.dumps(stats) if stats else None,
+        }
+    }
 
 
 def _remove(path: str, data_change: bool = True, records: int | None = None, values: dict | None = None) -> dict:
@@ -65,23 +82,37 @@ def _entry(partition: int, start: int, end: int, first_ms: int, last_ms: int) ->
 
 
 def test_appends_and_insert_only_merges_are_no_damage():
-    append = _commit("events", 3, _info("WRITE", numOutputRows=50), _add("event_date=2026-11-22/event_hour=1/a.parquet", 50,
-                                                                       values=_hour_values(H)))  # fmt: skip
-    merge = _commit("events", 4, _info("MERGE", numTargetRowsInserted=3, numTargetRowsDeleted=0),
-                    _add("event_date=2026-11-22/event_hour=1/b.parquet", 3, values=_hour_values(H)))  # fmt: skip
+    append = _commit(
+        "events",
+        3,
+        _info("WRITE", numOutputRows=50),
+        _add("event_date=2026-11-22/event_hour=1/a.parquet", 50, values=_hour_values(H)),
+    )
+    merge = _commit(
+        "events",
+        4,
+        _info("MERGE", numTargetRowsInserted=3, numTargetRowsDeleted=0),
+        _add("event_date=2026-11-22/event_hour=1/b.parquet", 3, values=_hour_values(H)),
+    )
     assert commit_damage(append) == [] and commit_damage(merge) == []
 
 
 def test_a_delete_names_its_operation_its_rows_and_the_hours_of_the_partitions_it_touched():
     commit = _commit(
-        "events", 7, _info("DELETE", numDeletedRows=3, numCopiedRows=47),
+        "events",
+        7,
+        _info("DELETE", numDeletedRows=3, numCopiedRows=47),
         _remove("event_date=2026-11-22/event_hour=1/part-1.parquet", values=_hour_values(H)),
         _add("event_date=2026-11-22/event_hour=1/part-2.parquet", 47, values=_hour_values(H)),
-    )  # fmt: skip
+    )
     (damage,) = commit_damage(commit)
     assert (damage.table, damage.version, damage.operation, damage.kind, damage.rows) == (
-        "events", 7, "DELETE", DamageKind.ROWS_REMOVED, 3,
-    )  # fmt: skip
+        "events",
+        7,
+        "DELETE",
+        DamageKind.ROWS_REMOVED,
+        3,
+    )
     lake = touched_hours(damage, SEALED, [])
     assert lake.hours_ms == (H,)
     assert lake.sentence() == "DELETE (events version 7, 2026-11-25T23:10:01.000Z) removed or rewrote 3 rows"
@@ -99,8 +130,12 @@ def test_a_delete_names_its_operation_its_rows_and_the_hours_of_the_partitions_i
     ],
 )
 def test_every_operation_that_removes_files_with_a_data_change_is_damage(operation, metrics, rows):
-    commit = _commit("events", 9, _info(operation, **metrics),
-                     _remove("event_date=2026-11-22/event_hour=0/x.parquet", values=_hour_values(H - HOUR)))  # fmt: skip
+    commit = _commit(
+        "events",
+        9,
+        _info(operation, **metrics),
+        _remove("event_date=2026-11-22/event_hour=0/x.parquet", values=_hour_values(H - HOUR)),
+    )
     (damage,) = commit_damage(commit)
     assert (damage.operation, damage.kind, damage.rows) == (operation, DamageKind.ROWS_REMOVED, rows)
     assert touched_hours(damage, SEALED, []).hours_ms == (H - HOUR,)
@@ -108,13 +143,26 @@ def test_every_operation_that_removes_files_with_a_data_change_is_damage(operati
 
 def test_a_compaction_that_keeps_every_row_is_no_damage_and_one_that_drops_rows_is():
     values = _hour_values(H)
-    keeps = _commit("events", 5, _info("OPTIMIZE"), _remove("p/a", False, 4, values), _remove("p/b", False, 5, values),
-                    _add("p/c", 9, data_change=False, values=values))  # fmt: skip
+    keeps = _commit(
+        "events",
+        5,
+        _info("OPTIMIZE"),
+        _remove("p/a", False, 4, values),
+        _remove("p/b", False, 5, values),
+        _add("p/c", 9, data_change=False, values=values),
+    )
     assert commit_damage(keeps) == [], "a compaction that only rewrites raises nothing"
 
-    drops = _commit("events", 6, _info("OPTIMIZE"), _remove("p/a", False, 4, values), _remove("p/b", False, 5, values),
-                    _add("p/c", 7, data_change=False, values=values),
-                    _remove("q/a", False, 5, _hour_values(H + HOUR)), _add("q/b", 5, False, _hour_values(H + HOUR)))  # fmt: skip
+    drops = _commit(
+        "events",
+        6,
+        _info("OPTIMIZE"),
+        _remove("p/a", False, 4, values),
+        _remove("p/b", False, 5, values),
+        _add("p/c", 7, data_change=False, values=values),
+        _remove("q/a", False, 5, _hour_values(H + HOUR)),
+        _add("q/b", 5, False, _hour_values(H + HOUR)),
+    )
     (damage,) = commit_damage(drops)
     assert (damage.operation, damage.kind, damage.rows) == ("OPTIMIZE", DamageKind.ROWS_DROPPED, 2)
     assert touched_hours(damage, SEALED, []).hours_ms == (H,), "only the partition that lost rows"
@@ -129,15 +177,21 @@ def test_a_rewrite_whose_removes_carry_no_stats_is_counted_from_earlier_adds_or_
 
     first = _commit("events", 7, _info("WRITE"), _add("p/a", 12, values=values))
     (dropped,) = log_damage([rewrite, first])
-    assert (dropped.version, dropped.kind, dropped.rows) == (8, DamageKind.ROWS_DROPPED, 2), "counted from version 7's add"
+    assert (dropped.version, dropped.kind, dropped.rows) == (8, DamageKind.ROWS_DROPPED, 2), (
+        "counted from version 7's add"
+    )
     assert uncounted_removes([rewrite]) == ["p/a"], "the adapter counts this file's rows"
     assert uncounted_removes([first, rewrite]) == [], "version 7's add counts them"
 
 
 def test_a_delete_in_the_late_table_touches_the_hours_of_the_removed_files_event_times():
     within = ("2026-11-22T01:10:00.000Z", "2026-11-22T02:00:00.000Z")  # the last row at 02:00:00.000 exactly
-    add = _commit("late", 2, _info("WRITE"), _add("late-a.parquet", 5, event_time=within, source_partition=(0, 1),
-                                                  source_offset=(3, 8)))  # fmt: skip
+    add = _commit(
+        "late",
+        2,
+        _info("WRITE"),
+        _add("late-a.parquet", 5, event_time=within, source_partition=(0, 1), source_offset=(3, 8)),
+    )
     delete = _commit("late", 3, _info("DELETE", numDeletedRows=1), _remove("late-a.parquet"))
     (damage,) = log_damage([add, delete])
     assert touched_hours(damage, SEALED, []).hours_ms == (H, H + HOUR), "from the add's stats within the versions read"
@@ -148,7 +202,11 @@ def test_a_delete_in_the_late_table_touches_the_hours_of_the_removed_files_event
 
 
 def test_a_delete_in_the_quarantine_table_touches_the_hours_of_the_ledger_ranges_that_held_its_offsets():
-    entries = [_entry(0, 0, 50, H - HOUR + 1, H - 1), _entry(0, 50, 100, H, H + HOUR - 1), _entry(1, 0, 40, H, H + 2 * HOUR - 1)]
+    entries = [
+        _entry(0, 0, 50, H - HOUR + 1, H - 1),
+        _entry(0, 50, 100, H, H + HOUR - 1),
+        _entry(1, 0, 40, H, H + 2 * HOUR - 1),
+    ]
     delete = _commit("quarantine", 4, _info("DELETE", numDeletedRows=1), _remove("q.parquet"))
     (damage,) = commit_damage(delete)
     read = {"q.parquet": FileFootprint(offsets=((0, 60, 61),))}
@@ -192,6 +250,7 @@ def test_a_missing_files_partition_values_come_from_its_path():
     from expectations.delta_log import partition_values_of
 
     assert partition_values_of("event_date=2026-11-22/event_hour=1/part-0.parquet") == (
-        ("event_date", "2026-11-22"), ("event_hour", "1"),
-    )  # fmt: skip
+        ("event_date", "2026-11-22"),
+        ("event_hour", "1"),
+    )
     assert partition_values_of("part-0.parquet") == ()

@@ -43,7 +43,9 @@ def test_duplicates_and_order_within_a_call_do_not_matter():
     assert rule.advance(DeviceTimeline(), records, T0 + 50 * MINUTE) == rule.advance(
         DeviceTimeline(), sorted(set(records)), T0 + 50 * MINUTE
     )
-    assert rule.advance(DeviceTimeline(), records, T0 + 50 * MINUTE)[1] == [OfflinePeriod(T0 + 40 * MINUTE, T0 + 50 * MINUTE)]
+    assert rule.advance(DeviceTimeline(), records, T0 + 50 * MINUTE)[1] == [
+        OfflinePeriod(T0 + 40 * MINUTE, T0 + 50 * MINUTE)
+    ]
 
 
 def test_any_cut_into_watermark_steps_gives_the_periods_of_one_step():
@@ -59,7 +61,9 @@ def test_any_cut_into_watermark_steps_gives_the_periods_of_one_step():
             due = [r for r in records if (timeline.last_record_ms or 0) < r <= watermark]
             timeline, periods = rule.advance(timeline, due, watermark)
             for period in periods:
-                table[period.offline_at_ms] = period.online_at_ms if period.online_at_ms is not None else table.get(period.offline_at_ms)
+                table[period.offline_at_ms] = (
+                    period.online_at_ms if period.online_at_ms is not None else table.get(period.offline_at_ms)
+                )
         assert sorted(table.items()) == [(p.offline_at_ms, p.online_at_ms) for p in at_once]
 
 

@@ -9,7 +9,7 @@ first written) gives that only when a watermark past 18:00:25 happens to fire th
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
@@ -26,7 +26,7 @@ OFFLINE_AFTER = 30 * MINUTE
 
 def at(hh_mm_ss: str) -> int:
     """A time of 2026-11-21 (UTC) as ms since the epoch."""
-    moment = datetime.strptime(f"2026-11-21 {hh_mm_ss}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    moment = datetime.strptime(f"2026-11-21 {hh_mm_ss}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 
 
@@ -120,7 +120,9 @@ class NaiveOfflineProcessor(StatefulProcessor):
         deadline = expiredTimerInfo.getExpiryTimeInMs()
         if deadline == last + OFFLINE_AFTER:
             self._state.update((last, deadline))
-            yield pd.DataFrame({"device_id": [key[0]], "offline_at_ms": [deadline], "online_at_ms": pd.array([None], dtype="Int64")})
+            yield pd.DataFrame(
+                {"device_id": [key[0]], "offline_at_ms": [deadline], "online_at_ms": pd.array([None], dtype="Int64")}
+            )
 
 
 LIVE = slices_of(SEED, at("17:30:00"), at("18:15:00"), 5 * SECOND)  # fine slices, sealed one by one
@@ -205,7 +207,9 @@ def test_input_rows_are_only_buffered_and_handled_once_the_watermark_passes_them
     assert tester.testInPandas(None, pd.DataFrame({"event_time_ms": [at("10:14:59")]})).empty
     assert tester.peekListState("pending", None) == []
     # Records at the same instant are one observation.
-    assert tester.testInPandas("d", pd.DataFrame({"event_time_ms": [at("10:00:00"), at("10:00:00"), at("10:05:00")]})).empty
+    assert tester.testInPandas(
+        "d", pd.DataFrame({"event_time_ms": [at("10:00:00"), at("10:00:00"), at("10:05:00")]})
+    ).empty
     assert tester.peekListState("pending", "d") == [(at("10:00:00"),), (at("10:00:00"),), (at("10:05:00"),)]
     assert tester.peekValueState("timeline", "d") is None
     assert tester.setWatermark(at("10:14:59")).empty
@@ -225,6 +229,8 @@ def test_a_timer_is_never_registered_at_or_before_the_watermark():
     tester.setWatermark(at("10:29:59"))
     tester.testInPandas("d", pd.DataFrame({"event_time_ms": [at("10:30:00")]}))
     rows = tester.setWatermark(at("11:00:00"))
-    assert [(int(r.offline_at_ms), None if pd.isna(r.online_at_ms) else int(r.online_at_ms)) for r in rows.itertuples()] == [(at("11:00:00"), None)]
+    assert [
+        (int(r.offline_at_ms), None if pd.isna(r.online_at_ms) else int(r.online_at_ms)) for r in rows.itertuples()
+    ] == [(at("11:00:00"), None)]
     with pytest.raises(IllegalArgumentException):
         tester.handle.registerTimer(at("11:00:00"))

@@ -19,7 +19,9 @@ def test_no_range_is_a_live_run(params):
 
 
 def test_a_range_is_a_backfill():
-    request = parse_offline_devices_request({"start": "2026-11-21T14:00:00Z", "end": "2026-11-21T21:00:00+01:00", "output": " /lake/x "})
+    request = parse_offline_devices_request(
+        {"start": "2026-11-21T14:00:00Z", "end": "2026-11-21T21:00:00+01:00", "output": " /lake/x "}
+    )
     assert request == OfflineDevicesRequest("backfill", START, END, "/lake/x")
     assert request.to_json() == {"mode": "backfill", "start_ms": START, "end_ms": END, "output": "/lake/x"}
 

@@ -61,7 +61,11 @@ def test_every_key_is_read(tmp_path):
     "section, key, reason",
     [
         # (safe_dump sorts the keys: the fields are declared in this order here)
-        ({"device_field": "scooter"}, "device_field", "'scooter' is not a payload field; declared: battery, device_id, lat, lon"),
+        (
+            {"device_field": "scooter"},
+            "device_field",
+            "'scooter' is not a payload field; declared: battery, device_id, lat, lon",
+        ),
         ({"device_field": "lat"}, "device_field", "'lat' is a double; a device id is a string, long or int"),
         ({"device_field": "event_time"}, "device_field", "'event_time' is not a payload field"),
         ({"offline_after": "0s"}, "offline_after", "must be greater than zero"),

@@ -25,7 +25,9 @@ def test_offset_range_is_start_inclusive_end_exclusive_and_never_empty():
     assert str(OffsetRange(3, 7)) == "[3, 7)"
     assert OffsetRange.from_json(OffsetRange(3, 7).to_json()) == OffsetRange(3, 7)
     assert sorted([OffsetRange(5, 6), OffsetRange(1, 9), OffsetRange(1, 2)]) == [
-        OffsetRange(1, 2), OffsetRange(1, 9), OffsetRange(5, 6)
+        OffsetRange(1, 2),
+        OffsetRange(1, 9),
+        OffsetRange(5, 6),
     ]
     with pytest.raises(ValueError, match="start must be before end"):
         OffsetRange(7, 7)
@@ -121,6 +123,8 @@ def test_uncovered_parts_of_a_span_with_unsorted_overlapping_cover():
 def test_uncovered_agrees_with_holes_offset_by_offset():
     covered = [OffsetRange(3, 5), OffsetRange(8, 12), OffsetRange(4, 9), OffsetRange(20, 21)]
     present = sorted({offset for r in covered for offset in range(r.start, r.end)})
-    assert uncovered_ranges(covered, 0, 25) == merge_offsets_into_holes(present, 0, 25) == [
-        OffsetRange(0, 3), OffsetRange(12, 20), OffsetRange(21, 25)
-    ]
+    assert (
+        uncovered_ranges(covered, 0, 25)
+        == merge_offsets_into_holes(present, 0, 25)
+        == [OffsetRange(0, 3), OffsetRange(12, 20), OffsetRange(21, 25)]
+    )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from harness.fake_log import FakeLog, ManualClock
 from test_batch_planner import BOUND, DRIFT, IDLE, SKEW, START
+
+from harness.fake_log import FakeLog, ManualClock
 from tidemark.batch_planner import BatchPlanner
 from tidemark.open_transaction import OpenTransaction, track_open_transaction
 
@@ -20,7 +21,9 @@ def test_the_clock_runs_while_the_stable_offset_stands_still_and_restarts_when_i
     first = track_open_transaction(None, 30, 40, START, TIMEOUT)
     assert first == OpenTransaction(30, 40, START, False)
     later = track_open_transaction(first, 30, 55, START + TIMEOUT - 1, TIMEOUT)
-    assert later == OpenTransaction(30, 55, START, False) and later.written_end == 55, "more written behind it: the same hold"
+    assert later == OpenTransaction(30, 55, START, False) and later.written_end == 55, (
+        "more written behind it: the same hold"
+    )
     assert track_open_transaction(later, 30, 55, START + TIMEOUT, TIMEOUT).held
     moved = track_open_transaction(later, 35, 55, START + TIMEOUT, TIMEOUT)
     assert moved == OpenTransaction(35, 55, START + TIMEOUT, False), "a busy producer is not a dead one"

@@ -118,4 +118,6 @@ def test_only_the_unclaimed_part_of_a_batch_can_make_it_insert_only():
     assert not guard.overlaps({0: (120, 180)}), "all of it claimed: left out, nothing to write insert-only"
     assert not guard.overlaps({0: (150, 260), 1: (0, 50)})
     ledger.other_ranges.append((0, 250, 300))  # (read once: a new guard sees it)
-    assert OverlapGuard(ledger, claims).overlaps({0: (150, 260)}), "the unclaimed [200, 260) meets another writer's range"
+    assert OverlapGuard(ledger, claims).overlaps({0: (150, 260)}), (
+        "the unclaimed [200, 260) meets another writer's range"
+    )

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 
-from harness.fake_log import FakeLog, ManualClock
 from test_batch_planner import BOUND, DRIFT, HOUR, LATENESS, SKEW, START, _initial, catch_up, planner, skewed_backlog
+
+from harness.fake_log import FakeLog, ManualClock
 from tidemark.batch_planner import watermark_after
 from tidemark.planned_range import PlannedRange
 from tidemark.source_state import SourceState
-
 
 # skewed_backlog(hours=2) planned at START + 3 h with a budget of 3,000 rows: the first step
 # reads the heavy partitions below T = G + DRIFT, about 3 x 870 records; the second step's T is
@@ -40,13 +40,19 @@ def catch_up_packed(plan, log, state, clock, max_records, max_batches=5_000):
         for planned_range in ranges:
             watermark = None
             for step in planned_range.steps:
-                admitted = [t for t in log.data(planned_range.partition, step.start, step.end) if t - planned.read_time_ms <= SKEW]
+                admitted = [
+                    t
+                    for t in log.data(planned_range.partition, step.start, step.end)
+                    if t - planned.read_time_ms <= SKEW
+                ]
                 entry = by_seq.setdefault(step.seq, {"g": step.global_watermark_ms, "admitted": {}})
                 assert entry["g"] == step.global_watermark_ms, "one G per step"
                 entry["admitted"][planned_range.partition] = admitted
                 g = step.global_watermark_ms
                 late += sum(1 for t in admitted if g is not None and t < g - LATENESS)
-                after = watermark_after(step.watermark_ms, step.next_record_at_least_ms, max(admitted, default=None), BOUND)
+                after = watermark_after(
+                    step.watermark_ms, step.next_record_at_least_ms, max(admitted, default=None), BOUND
+                )
                 watermark = after if watermark is None or (after is not None and after > watermark) else watermark
             feedback[planned_range.partition] = watermark
         steps.extend(by_seq[seq] for seq in sorted(by_seq))

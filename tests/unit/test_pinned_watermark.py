@@ -17,12 +17,19 @@ def _state(plan_seq, g, positions: dict[int, int], steps=()) -> SourceState:
 
 def test_the_batch_and_each_of_its_steps_are_routed_under_the_pinned_g():
     previous = _state(2, LIVE_G, {0: 10, 1: 20})
-    planned = _state(4, G1, {0: 30, 1: 25}, (PlannedStep(G0, G0 + 900_000, {0: 20}), PlannedStep(G1, G1 + 900_000, {0: 30, 1: 25})))
+    planned = _state(
+        4, G1, {0: 30, 1: 25}, (PlannedStep(G0, G0 + 900_000, {0: 20}), PlannedStep(G1, G1 + 900_000, {0: 30, 1: 25}))
+    )
     pinned = pin_global_watermark(previous, planned, {0: 40, 1: 25}, LIVE_G)
     assert pinned == SourceState(
-        4, G1, "event_time", LIVE_G, G1 + 900_000, planned.partitions,
+        4,
+        G1,
+        "event_time",
+        LIVE_G,
+        G1 + 900_000,
+        planned.partitions,
         (PlannedStep(LIVE_G, G0 + 900_000, {0: 20}), PlannedStep(LIVE_G, G1 + 900_000, {0: 30, 1: 25})),
-    )  # fmt: skip
+    )
 
 
 def test_a_run_read_to_its_ends_plans_no_more_batches():

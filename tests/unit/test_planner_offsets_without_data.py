@@ -7,13 +7,16 @@ transaction, because the planner took "no data record at this offset" for "end o
 
 from __future__ import annotations
 
-from harness.fake_log import FakeLog, ManualClock
 from test_batch_planner import BOUND, DRIFT, HOUR, IDLE, START, _initial, catch_up, planner
+
+from harness.fake_log import FakeLog, ManualClock
 
 MINUTE = 60_000
 
 
-def transactional_backlog(partitions=2, transactions=20, records=25, abort_every=5, commit_time=START + 10 * HOUR) -> FakeLog:
+def transactional_backlog(
+    partitions=2, transactions=20, records=25, abort_every=5, commit_time=START + 10 * HOUR
+) -> FakeLog:
     """Per partition: transactions of ``records`` records one minute of event time apart, each
     closed by a marker stamped with the wall clock of the commit (later than every event time);
     every ``abort_every``-th transaction is aborted (its records and marker hold no data)."""
@@ -64,7 +67,9 @@ def test_a_cut_at_a_marker_is_not_taken_as_proof_that_the_next_record_is_past_th
     clock = ManualClock(START + 11 * HOUR)
     plan = planner(clock)
     first = plan.plan(_initial(plan, log), log.log_ends(), {}, log, 10)  # record-count batch: G unknown yet
-    second = plan.plan(first, log.log_ends(), {0: START + 9 * MINUTE - BOUND - 1, 1: START + 9 * MINUTE - BOUND - 1}, log, None)
+    second = plan.plan(
+        first, log.log_ends(), {0: START + 9 * MINUTE - BOUND - 1, 1: START + 9 * MINUTE - BOUND - 1}, log, None
+    )
 
     assert second.target_ms < START + 10 * HOUR
     assert second.partitions[0].position == 10, "the index answers with the marker: the slice stops there"

@@ -10,10 +10,23 @@ from tidemark.offset_coverage import OffsetRange
 
 def _stopped(position: int, log_end: int) -> PartitionQuality:
     return PartitionQuality(
-        partition=2, status=QualityStatus.STOP, records=0, late=0, quarantined=0, position=position,
-        log_earliest=0, log_end=log_end, lag=log_end - position, partition_watermark_ms=None, holes=(),
-        hole_ranges=(), lost=(), failed_checks=("stall",), reason="STOP", reasons=("STOP",),
-    )  # fmt: skip
+        partition=2,
+        status=QualityStatus.STOP,
+        records=0,
+        late=0,
+        quarantined=0,
+        position=position,
+        log_earliest=0,
+        log_end=log_end,
+        lag=log_end - position,
+        partition_watermark_ms=None,
+        holes=(),
+        hole_ranges=(),
+        lost=(),
+        failed_checks=("stall",),
+        reason="STOP",
+        reasons=("STOP",),
+    )
 
 
 def test_a_partition_stuck_while_the_job_runs_is_replayed_from_its_position_to_the_log_end():
@@ -51,7 +64,9 @@ def test_a_partition_with_a_hole_and_a_stop_asks_to_restart_the_live_job():
 
 def test_a_hole_alone_does_not_restart_the_live_job():
     found = [Finding(2, "completeness", QualityStatus.HOLE, "HOLE: 10 offsets missing", holes=(OffsetRange(10, 20),))]
-    quality = PartitionQuality(**{**_stopped(100, 100).__dict__, "status": QualityStatus.HOLE, "holes": (OffsetRange(10, 20),)})
+    quality = PartitionQuality(
+        **{**_stopped(100, 100).__dict__, "status": QualityStatus.HOLE, "holes": (OffsetRange(10, 20),)}
+    )
     request = recovery_request("telemetry", quality, found)
     assert (request.ranges, request.restart_live) == ((OffsetRange(10, 20),), False)
 

@@ -17,7 +17,12 @@ def _write(reports, run_name: str, now_ms: int, now: str, success: bool):
     write_quality_summary(
         folder / "summary.json",
         QualitySummary(
-            stream="telemetry", run_name=run_name, now_ms=now_ms, now=now, hours=(), success=success,
+            stream="telemetry",
+            run_name=run_name,
+            now_ms=now_ms,
+            now=now,
+            hours=(),
+            success=success,
             paths=SummaryPaths(summary_json=str(folder / "summary.json"), summary_html=str(folder / "summary.html")),
         ),
     )
@@ -42,9 +47,19 @@ def test_runs_are_listed_newest_check_first_and_an_unreadable_summary_says_why(t
         "open the summary.html beside it, or run the quality DAG again to write a new one"
     )
     assert runs == (
-        QualityRunReport("manual__b.check", "manual__b", "2026-11-22T10:00:00.000Z", False, "runs/manual__b.check/summary.html"),
-        QualityRunReport("manual__c.check", "manual__c", "", False, "runs/manual__c.check/summary.html", problem=problem),
-        QualityRunReport("scheduled__a.check", "scheduled__a", "2026-11-22T09:00:00.000Z", True, "runs/scheduled__a.check/summary.html"),
+        QualityRunReport(
+            "manual__b.check", "manual__b", "2026-11-22T10:00:00.000Z", False, "runs/manual__b.check/summary.html"
+        ),
+        QualityRunReport(
+            "manual__c.check", "manual__c", "", False, "runs/manual__c.check/summary.html", problem=problem
+        ),
+        QualityRunReport(
+            "scheduled__a.check",
+            "scheduled__a",
+            "2026-11-22T09:00:00.000Z",
+            True,
+            "runs/scheduled__a.check/summary.html",
+        ),
     )
     html = _reports("telemetry", stream_reports(reports, "telemetry"), "/tidemark", "/")
     assert "<b>summary unreadable</b>" in html and "Object missing required field `run_name`" in html

@@ -26,16 +26,38 @@ STOPPED = "read position 1200 has not moved for 45m while the log end moved to 1
 
 def _result(folder) -> QualityRunResult:
     stopped = PartitionQuality(
-        partition=1, status=QualityStatus.STOP, records=1001, late=1, quarantined=2, position=1200, log_earliest=0,
-        log_end=1800, lag=600, partition_watermark_ms=HOUR_MS + 59 * 60_000, holes=(OffsetRange(1200, 1300),),
-        hole_ranges=(), lost=(OffsetRange(0, 5),), failed_checks=("stall",), reason=STOPPED, reasons=(STOPPED,),
+        partition=1,
+        status=QualityStatus.STOP,
+        records=1001,
+        late=1,
+        quarantined=2,
+        position=1200,
+        log_earliest=0,
+        log_end=1800,
+        lag=600,
+        partition_watermark_ms=HOUR_MS + 59 * 60_000,
+        holes=(OffsetRange(1200, 1300),),
+        hole_ranges=(),
+        lost=(OffsetRange(0, 5),),
+        failed_checks=("stall",),
+        reason=STOPPED,
+        reasons=(STOPPED,),
     )
     return QualityRunResult(
-        stream="telemetry", run_name="scheduled__1.check", now_ms=HOUR_MS + 3_600_000, hours_ms=(HOUR_MS,),
-        partitions=(stopped,), hours=(), checks=(CheckSummary("stall", True, False, 4, ("stall_status",), (), 0.1234, 0.2),),
+        stream="telemetry",
+        run_name="scheduled__1.check",
+        now_ms=HOUR_MS + 3_600_000,
+        hours_ms=(HOUR_MS,),
+        partitions=(stopped,),
+        hours=(),
+        checks=(CheckSummary("stall", True, False, 4, ("stall_status",), (), 0.1234, 0.2),),
         recovery_requests=(RecoveryRequest("telemetry", 1, (OffsetRange(1200, 1800),), STOPPED),),
-        summary_json=str(folder / "summary.json"), summary_html=str(folder / "summary.html"),
-        data_docs_index=None, hour_reports=(), seconds=1.23456, stage_seconds=(("ledger", 0.5),),
+        summary_json=str(folder / "summary.json"),
+        summary_html=str(folder / "summary.html"),
+        data_docs_index=None,
+        hour_reports=(),
+        seconds=1.23456,
+        stage_seconds=(("ledger", 0.5),),
     )
 
 
@@ -48,7 +70,12 @@ def test_the_summary_the_quality_run_writes_reads_back_as_the_value_it_wrote(tmp
 
     assert summary == result.summary()
     (partition,) = summary.partitions
-    assert (partition.status, partition.holes, partition.lost, partition.lag) == (QualityStatus.STOP, ((1200, 1300),), ((0, 5),), 600)
+    assert (partition.status, partition.holes, partition.lost, partition.lag) == (
+        QualityStatus.STOP,
+        ((1200, 1300),),
+        ((0, 5),),
+        600,
+    )
     assert partition.partition_watermark == "2026-11-22T09:59:00.000Z"
     assert summary.now == "2026-11-22T10:00:00.000Z" and summary.hours == ("2026-11-22T09:00:00Z",)
     assert summary.verdict == "checks failed: stall"
@@ -96,8 +123,18 @@ def test_a_summary_written_before_the_typed_value_still_reads(tmp_path):
     summary = read_quality_summary(path)
 
     (partition,) = summary.partitions
-    assert (partition.partition, partition.status, partition.lost, partition.failed_checks) == (1, QualityStatus.LOST, ((40, 70),), ("retention",))
-    assert (summary.sweep, summary.damage, summary.success, summary.verdict) == (False, (), False, "checks failed: retention")
+    assert (partition.partition, partition.status, partition.lost, partition.failed_checks) == (
+        1,
+        QualityStatus.LOST,
+        ((40, 70),),
+        ("retention",),
+    )
+    assert (summary.sweep, summary.damage, summary.success, summary.verdict) == (
+        False,
+        (),
+        False,
+        "checks failed: retention",
+    )
 
 
 def test_an_older_recovery_request_with_pairs_for_ranges_fails_naming_the_file_and_the_field(tmp_path):
@@ -119,7 +156,13 @@ def test_a_file_that_is_not_json_or_is_missing_is_named(tmp_path):
     half_written = tmp_path / "summary.json"
     half_written.write_text('{"stream": "telem')
 
-    with pytest.raises(QualitySummaryError, match=rf"^{half_written} is not a quality summary tidemark can read \(Input data was truncated\)"):
+    with pytest.raises(
+        QualitySummaryError,
+        match=rf"^{half_written} is not a quality summary tidemark can read \(Input data was truncated\)",
+    ):
         read_quality_summary(half_written)
-    with pytest.raises(QualitySummaryError, match=rf"^{tmp_path / 'gone.json'}: cannot read the quality summary \(No such file or directory\)$"):
+    with pytest.raises(
+        QualitySummaryError,
+        match=rf"^{tmp_path / 'gone.json'}: cannot read the quality summary \(No such file or directory\)$",
+    ):
         read_quality_summary(tmp_path / "gone.json")

@@ -11,7 +11,13 @@ def test_equal_hours_do_not_differ_and_need_no_recovery():
     same = Reconciliation("telemetry", (HourComparison(0, 0, 10, 10), HourComparison(1, H, 4, 4)), {})
     assert same.differing == []
     assert same.recovery_requests() == []
-    assert same.to_json() == {"compared_hours": 2, "records_live": 14, "records_shadow": 14, "differing": [], "recovery_requests": []}
+    assert same.to_json() == {
+        "compared_hours": 2,
+        "records_live": 14,
+        "records_shadow": 14,
+        "differing": [],
+        "recovery_requests": [],
+    }
 
 
 def test_records_missing_in_live_become_one_recovery_request_per_partition_naming_the_hours():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tidemark.record_decoder import DecodedEvent, RecordDecoder, RejectReason, Rejection
+from tidemark.record_decoder import DecodedEvent, RecordDecoder, Rejection, RejectReason
 from tidemark.stream_config import PayloadField, PayloadSchema
 
 SCHEMA = PayloadSchema(
@@ -28,7 +28,13 @@ def _decode(value, read_time_ms=READ_TIME_MS, schema=SCHEMA):
 
 
 def _record(**overrides) -> bytes:
-    document = {"device_id": "scooter-1", "event_time": "2025-11-22T08:59:59.999Z", "lat": 52.37, "lon": 4.89, "battery": 87}
+    document = {
+        "device_id": "scooter-1",
+        "event_time": "2025-11-22T08:59:59.999Z",
+        "lat": 52.37,
+        "lon": 4.89,
+        "battery": 87,
+    }
     document.update(overrides)
     return json.dumps({k: v for k, v in document.items() if v is not ...}).encode()
 
@@ -80,11 +86,16 @@ def test_future_guard_rejects_only_beyond_max_future_skew():
     assert isinstance(at_limit, DecodedEvent)
     beyond = _decode(_record(event_time="2025-11-22T09:05:00.001Z"))
     assert beyond.reason == RejectReason.FUTURE_EVENT_TIME
-    assert "5m ahead" not in beyond.detail and "ahead of the time it was read (2025-11-22T09:00:00.000Z)" in beyond.detail
+    assert (
+        "5m ahead" not in beyond.detail and "ahead of the time it was read (2025-11-22T09:00:00.000Z)" in beyond.detail
+    )
 
 
 def test_epoch_millis_format():
     schema = PayloadSchema("ts", "epoch_millis", (PayloadField("device_id", "string", True),), 512)
     assert _decode(b'{"ts": 1763801999999, "device_id": "a"}', schema=schema).event_time_ms == READ_TIME_MS - 1
-    assert _decode(b'{"ts": "1763801999999", "device_id": "a"}', schema=schema).reason == RejectReason.UNPARSABLE_EVENT_TIME
+    assert (
+        _decode(b'{"ts": "1763801999999", "device_id": "a"}', schema=schema).reason
+        == RejectReason.UNPARSABLE_EVENT_TIME
+    )
     assert _decode(b'{"ts": -5, "device_id": "a"}', schema=schema).reason == RejectReason.UNPARSABLE_EVENT_TIME

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tidemark.record_decoder import DecodedEvent, RecordDecoder, RejectReason, Rejection, parse_json
+from tidemark.record_decoder import DecodedEvent, RecordDecoder, Rejection, RejectReason, parse_json
 from tidemark.stream_config import PayloadField, PayloadSchema
 
 READ_TIME_MS = 1_795_000_000_000
@@ -45,7 +45,8 @@ json_values = st.recursive(
 record_like = st.fixed_dictionaries(
     {},
     optional={
-        "event_time": json_values | st.sampled_from(["2026-11-22T08:59:59.999Z", "2026-11-22T09:00:00+01:00", "9999-12-31T23:59:59Z"]),
+        "event_time": json_values
+        | st.sampled_from(["2026-11-22T08:59:59.999Z", "2026-11-22T09:00:00+01:00", "9999-12-31T23:59:59Z"]),
         "device_id": json_values,
         "lat": json_values,
         "battery": json_values | st.integers(min_value=-(2**70), max_value=2**70),
@@ -137,7 +138,11 @@ def valid_records(draw):
 LOWEST_VALUES = {"device_id": "", "lat": -(2.0**53), "battery": -(2**31), "serial": -(2**63), "docked": False}
 HIGHEST_VALUES = {"device_id": "scooter-1", "lat": 2.0**53, "battery": 2**31 - 1, "serial": 2**63 - 1, "docked": True}
 LOWEST = ({"event_time": "1970-01-01T00:00:00.000Z", **LOWEST_VALUES}, 0, LOWEST_VALUES)
-HIGHEST = ({"event_time": iso8601(AT_THE_FUTURE_GUARD_MS, None), **HIGHEST_VALUES}, AT_THE_FUTURE_GUARD_MS, HIGHEST_VALUES)
+HIGHEST = (
+    {"event_time": iso8601(AT_THE_FUTURE_GUARD_MS, None), **HIGHEST_VALUES},
+    AT_THE_FUTURE_GUARD_MS,
+    HIGHEST_VALUES,
+)
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
@@ -171,27 +176,41 @@ def unparsable_event_time(values):
 
 
 numbers = st.integers() | st.floats()
-arrays_and_objects = st.lists(st.integers(), max_size=3) | st.dictionaries(st.text(max_size=4), st.integers(), max_size=2)
+arrays_and_objects = st.lists(st.integers(), max_size=3) | st.dictionaries(
+    st.text(max_size=4), st.integers(), max_size=2
+)
 not_whole = st.floats().filter(lambda x: not x.is_integer())  # also NaN and the infinities
 # One case per field and kind of damage, so that every case is tried on every run: (field,
 # value written, or ABSENT, reason, how the detail starts).
 ONE_FIELD_BROKEN = {
     "event_time missing": st.sampled_from([ABSENT, None]).map(
-        lambda raw: ("event_time", raw, RejectReason.MISSING_EVENT_TIME, "the event-time field 'event_time' is missing or null")
+        lambda raw: (
+            "event_time",
+            raw,
+            RejectReason.MISSING_EVENT_TIME,
+            "the event-time field 'event_time' is missing or null",
+        )
     ),
     "event_time a number": unparsable_event_time(numbers),  # epoch millis, say: not this stream's format
     "event_time not text": unparsable_event_time(st.booleans() | arrays_and_objects),
     # Without an offset it is somebody's local time, not an instant.
-    "event_time without offset": unparsable_event_time(st.integers(0, READ_TIME_MS).map(lambda ms: iso8601(ms, None)[:-1])),
+    "event_time without offset": unparsable_event_time(
+        st.integers(0, READ_TIME_MS).map(lambda ms: iso8601(ms, None)[:-1])
+    ),
     "event_time not a time": unparsable_event_time(
         st.sampled_from(["", "yesterday", "2026-11-22", "2026-02-30T00:00:00Z", "22/11/2026 09:00 UTC"])
     ),
     "event_time before 1970": st.tuples(st.integers(YEAR_1000_MS, -1), utc_offsets_min).map(
         lambda t: (
-            "event_time", iso8601(*t), RejectReason.UNPARSABLE_EVENT_TIME, f"'event_time' {t[0]} is outside years 1970..9999"
+            "event_time",
+            iso8601(*t),
+            RejectReason.UNPARSABLE_EVENT_TIME,
+            f"'event_time' {t[0]} is outside years 1970..9999",
         )
     ),
-    "event_time past the future guard": st.tuples(st.integers(AT_THE_FUTURE_GUARD_MS + 1, YEAR_9999_MS), utc_offsets_min).map(
+    "event_time past the future guard": st.tuples(
+        st.integers(AT_THE_FUTURE_GUARD_MS + 1, YEAR_9999_MS), utc_offsets_min
+    ).map(
         lambda t: ("event_time", iso8601(*t), RejectReason.FUTURE_EVENT_TIME, f"event time {iso8601(t[0], None)} is ")
     ),
     "device_id missing": missing("device_id"),
@@ -203,7 +222,9 @@ ONE_FIELD_BROKEN = {
     "lat a boolean": wrong_type("lat", "double", st.booleans()),
     "lat an array or object": wrong_type("lat", "double", arrays_and_objects),
     "lat not finite": wrong_type("lat", "double", st.sampled_from([math.nan, math.inf, -math.inf])),
-    "lat an integer past the double range": wrong_type("lat", "double", st.integers(10**309, 10**400) | st.integers(-(10**400), -(10**309))),
+    "lat an integer past the double range": wrong_type(
+        "lat", "double", st.integers(10**309, 10**400) | st.integers(-(10**400), -(10**309))
+    ),
     "battery text": wrong_type("battery", "int", st.text(max_size=12)),
     "battery a boolean": wrong_type("battery", "int", st.booleans()),
     "battery an array or object": wrong_type("battery", "int", arrays_and_objects),
@@ -212,7 +233,9 @@ ONE_FIELD_BROKEN = {
         f"battery {raw!r}, one past an int": wrong_type("battery", "int", st.just(raw))
         for raw in (2**31, -(2**31) - 1, 2.0**31, -(2.0**31) - 1)
     },
-    "battery far past an int": wrong_type("battery", "int", st.integers(2**31, 2**80) | st.integers(-(2**80), -(2**31) - 1)),
+    "battery far past an int": wrong_type(
+        "battery", "int", st.integers(2**31, 2**80) | st.integers(-(2**80), -(2**31) - 1)
+    ),
     "serial text": wrong_type("serial", "long", st.text(max_size=12)),
     "serial a boolean": wrong_type("serial", "long", st.booleans()),
     "serial not whole": wrong_type("serial", "long", not_whole),
@@ -220,7 +243,9 @@ ONE_FIELD_BROKEN = {
         f"serial {raw!r}, one past a long": wrong_type("serial", "long", st.just(raw))
         for raw in (2**63, -(2**63) - 1, 2.0**63)
     },
-    "serial far past a long": wrong_type("serial", "long", st.integers(2**63, 2**80) | st.integers(-(2**80), -(2**63) - 1)),
+    "serial far past a long": wrong_type(
+        "serial", "long", st.integers(2**63, 2**80) | st.integers(-(2**80), -(2**63) - 1)
+    ),
     "docked a number": wrong_type("docked", "boolean", numbers),
     "docked text": wrong_type("docked", "boolean", st.text(max_size=12)),
     "docked an array or object": wrong_type("docked", "boolean", arrays_and_objects),
@@ -275,6 +300,12 @@ def test_the_fast_json_parser_refuses_or_decodes_hostile_bytes_as_the_standard_l
 
 
 def test_what_only_the_standard_library_accepts_is_still_decoded_by_it():
-    for value in (b'{"a": NaN}', b'{"a": 1e400}', b'{"a": "\\ud800"}', b'\xef\xbb\xbf{"a": 1}', '{"a": 1}'.encode("utf-16")):
+    for value in (
+        b'{"a": NaN}',
+        b'{"a": 1e400}',
+        b'{"a": "\\ud800"}',
+        b'\xef\xbb\xbf{"a": 1}',
+        '{"a": 1}'.encode("utf-16"),
+    ):
         _same_as_the_standard_library(value)
     assert parse_json(b'{"a": 1e400}') == {"a": float("inf")}, "and the decoder then names the field's wrong type"

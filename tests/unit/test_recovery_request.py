@@ -22,7 +22,9 @@ ENV = {"TIDEMARK_LAKE_ROOT": "/lake", "TIDEMARK_CHECKPOINT_ROOT": "/checkpoints"
 TELEMETRY = load_stream(REPO / "conf" / "streams.yaml", "telemetry", ENV)  # 4 partitions
 # A second configured name is all these tests need of another stream.
 STREAMS = {"telemetry": TELEMETRY, "clicks": TELEMETRY}
-REQUEST = RecoveryRequest("telemetry", 2, (OffsetRange(100, 250), OffsetRange(300, 350)), "gap found by the quality run")
+REQUEST = RecoveryRequest(
+    "telemetry", 2, (OffsetRange(100, 250), OffsetRange(300, 350)), "gap found by the quality run"
+)
 DOCUMENT = {
     "stream": "telemetry",
     "partition": 2,
@@ -33,7 +35,13 @@ DOCUMENT = {
 
 
 def _form(**overrides):
-    return {"stream": "telemetry", "partition": 2, "ranges": "100-200", "reason": "gap found by the quality run", **overrides}
+    return {
+        "stream": "telemetry",
+        "partition": 2,
+        "ranges": "100-200",
+        "reason": "gap found by the quality run",
+        **overrides,
+    }
 
 
 def test_the_json_of_a_request_is_its_fields_and_round_trips_as_a_mapping_and_as_text():
@@ -78,9 +86,14 @@ def test_a_request_missing_a_field_or_not_json_fails_naming_it():
 
 def test_the_configuration_decides_which_streams_and_partitions_exist():
     assert check_recovery_request(REQUEST, STREAMS) is REQUEST
-    with pytest.raises(RecoveryRequestError, match=r"^param 'stream': unknown stream 'orders'; configured streams: clicks, telemetry$"):
+    with pytest.raises(
+        RecoveryRequestError, match=r"^param 'stream': unknown stream 'orders'; configured streams: clicks, telemetry$"
+    ):
         check_recovery_request(RecoveryRequest.from_json({**DOCUMENT, "stream": "orders"}), STREAMS)
-    with pytest.raises(RecoveryRequestError, match=r"^param 'partition': partition 4 is outside \[0, 4\): stream 'telemetry' has 4 partitions$"):
+    with pytest.raises(
+        RecoveryRequestError,
+        match=r"^param 'partition': partition 4 is outside \[0, 4\): stream 'telemetry' has 4 partitions$",
+    ):
         check_recovery_request(RecoveryRequest.from_json({**DOCUMENT, "partition": 4}), STREAMS)
 
 
@@ -92,13 +105,17 @@ def test_the_recover_dag_takes_a_request_from_the_quality_dag_or_a_person_the_sa
         recovery_request_from_params({**DOCUMENT, "partition": 9}, STREAMS)
 
 
-@pytest.mark.parametrize("ranges", ["300-350, 100-200,200-250", " 100 - 200 ,200-250,300-350,"], ids=["text", "text-with-spaces"])
+@pytest.mark.parametrize(
+    "ranges", ["300-350, 100-200,200-250", " 100 - 200 ,200-250,300-350,"], ids=["text", "text-with-spaces"]
+)
 def test_ranges_typed_by_a_person_come_out_sorted_and_merged(ranges):
     assert parse_recovery_form(_form(ranges=ranges), STREAMS) == REQUEST
 
 
 def test_partition_as_numeric_text_reason_trimmed_and_restart_live_chosen():
-    request = parse_recovery_form(_form(partition=" 3 ", reason="  replay after the broker outage \n", restart_live=True), STREAMS)
+    request = parse_recovery_form(
+        _form(partition=" 3 ", reason="  replay after the broker outage \n", restart_live=True), STREAMS
+    )
     assert (request.partition, request.reason, request.restart_live) == (3, "replay after the broker outage", True)
     assert parse_recovery_form(_form(), STREAMS).restart_live is False
 
@@ -112,7 +129,10 @@ def test_partition_as_numeric_text_reason_trimmed_and_restart_live_chosen():
         ({"partition": 1.0}, r"^param 'partition': expected a whole number, got 1\.0$"),
         ({"partition": True}, r"^param 'partition': expected a whole number, got True$"),
         ({"partition": None}, r"^param 'partition': required$"),
-        ({"partition": 4}, r"^param 'partition': partition 4 is outside \[0, 4\): stream 'telemetry' has 4 partitions$"),
+        (
+            {"partition": 4},
+            r"^param 'partition': partition 4 is outside \[0, 4\): stream 'telemetry' has 4 partitions$",
+        ),
         ({"partition": "-1"}, r"^param 'partition': partition -1 is outside \[0, 4\)"),
         ({"ranges": "100-2x0"}, r"^param 'ranges': '100-2x0' is not start-end with whole-number offsets"),
         ({"ranges": "-5-10"}, r"^param 'ranges': -5-10: offsets are never negative$"),
@@ -121,7 +141,10 @@ def test_partition_as_numeric_text_reason_trimmed_and_restart_live_chosen():
         ({"ranges": " , "}, r"^param 'ranges': no ranges given"),
         ({"ranges": None}, r"^param 'ranges': required"),
         ({"ranges": 100}, r"^param 'ranges': expected text like 100-200,300-350, got int$"),
-        ({"ranges": "100-200,150-160"}, r"^param 'ranges': \[100, 200\) and \[150, 160\) overlap; list each offset once$"),
+        (
+            {"ranges": "100-200,150-160"},
+            r"^param 'ranges': \[100, 200\) and \[150, 160\) overlap; list each offset once$",
+        ),
         ({"ranges": "0-10,10-20,15-30"}, r"^param 'ranges': \[10, 20\) and \[15, 30\) overlap"),
         ({"reason": "   "}, r"^param 'reason': say why this recovery runs"),
         ({"reason": None}, r"^param 'reason': say why this recovery runs"),

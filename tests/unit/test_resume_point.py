@@ -7,7 +7,9 @@ HOUR = 3_600_000
 
 
 def _position(partition, end, watermark, g, status="ACTIVE", log_end=None):
-    return LedgerPosition(partition, end, end if log_end is None else log_end, watermark, g, status, "event_time", 5 * HOUR)
+    return LedgerPosition(
+        partition, end, end if log_end is None else log_end, watermark, g, status, "event_time", 5 * HOUR
+    )
 
 
 def test_no_live_row_means_no_resume():

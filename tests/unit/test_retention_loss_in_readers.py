@@ -8,11 +8,11 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError
+from test_kafka_log_batched import Message, ScriptedConsumer, consumer  # noqa: F401 (the fixture)
 
 from connectors.kafka_log import LogBounds, RetentionLossError, read_ranges
 from spark_jobs.kafka_source.options import KafkaSourceOptions
 from spark_jobs.kafka_source.reader import KafkaLogReader
-from test_kafka_log_batched import Message, ScriptedConsumer, consumer  # noqa: F401 (the fixture)
 from tidemark.partition_status import PartitionStatus
 from tidemark.retention_loss import LostOffsets
 from tidemark.source_state import PartitionState, SourceState
@@ -43,7 +43,9 @@ def _reader(bounds, **options) -> KafkaLogReader:
 
 
 def _state(positions: dict[int, int]) -> dict:
-    partitions = {p: PartitionState(position, position, 1_000, PartitionStatus.ACTIVE, 1_000) for p, position in positions.items()}
+    partitions = {
+        p: PartitionState(position, position, 1_000, PartitionStatus.ACTIVE, 1_000) for p, position in positions.items()
+    }
     return SourceState(7, 1_763_800_000_000, "event_time", 1_000, 2_000, partitions).to_offset(TOPIC)
 
 
@@ -52,7 +54,9 @@ def test_planning_stops_before_a_batch_naming_the_offsets_that_left_the_log():
     with pytest.raises(RetentionLossError) as raised:
         reader.latestOffset(_state({0: 100, 1: 40}), None)
     assert raised.value.lost == (LostOffsets(1, 40, 70),)
-    assert "partition 1: offsets [40, 70) (30 offsets) were deleted from the log before they were read" in str(raised.value)
+    assert "partition 1: offsets [40, 70) (30 offsets) were deleted from the log before they were read" in str(
+        raised.value
+    )
 
 
 def test_a_run_resumed_from_the_ledger_stops_the_same_way():

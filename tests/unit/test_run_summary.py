@@ -6,7 +6,7 @@ No Airflow here: only the pure halves of tidemark_airflow.run_summary and .seale
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -40,10 +40,10 @@ def test_a_summary_with_two_sealed_hours_gives_one_event_extra_per_hour(tmp_path
 
     assert summary == RunSummary(
         stream="telemetry",
-        global_watermark=datetime(2026, 11, 22, 3, 59, 29, 999000, tzinfo=timezone.utc),
+        global_watermark=datetime(2026, 11, 22, 3, 59, 29, 999000, tzinfo=UTC),
         sealed_hours=(
-            datetime(2026, 11, 22, 1, tzinfo=timezone.utc),
-            datetime(2026, 11, 22, 2, tzinfo=timezone.utc),
+            datetime(2026, 11, 22, 1, tzinfo=UTC),
+            datetime(2026, 11, 22, 2, tzinfo=UTC),
         ),
     )
     assert sealed_hour_event_extras(summary) == [
@@ -53,7 +53,9 @@ def test_a_summary_with_two_sealed_hours_gives_one_event_extra_per_hour(tmp_path
 
 
 def test_times_are_written_back_in_one_canonical_utc_form():
-    summary = parse(summary_text(global_watermark="2026-11-22T03:59:29.999+00:00", sealed_hours=["2026-11-22T01:00:00.000Z"]))
+    summary = parse(
+        summary_text(global_watermark="2026-11-22T03:59:29.999+00:00", sealed_hours=["2026-11-22T01:00:00.000Z"])
+    )
 
     assert sealed_hour_event_extras(summary) == [
         {"stream": "telemetry", "hour": "2026-11-22T01:00:00Z", "global_watermark": "2026-11-22T03:59:29.999Z"},

@@ -9,7 +9,12 @@ import pickle
 
 import pytest
 
-from spark_jobs.offline_devices.sealed_events_source import HourRead, SealedEventsOptions, SealedEventsReader, SliceOffset
+from spark_jobs.offline_devices.sealed_events_source import (
+    HourRead,
+    SealedEventsOptions,
+    SealedEventsReader,
+    SliceOffset,
+)
 
 HOUR = 3_600_000
 MINUTE = 60_000
@@ -34,7 +39,12 @@ class FakeLake:
 
 def _reader(lake, **options) -> SealedEventsReader:
     """A reader of the options as Spark hands them over: the ``spec`` option's JSON."""
-    base = {"events_path": "/lake/t/events", "seals_path": "/lake/t/seals", "device_field": "device_id", "slice_ms": 15 * MINUTE}
+    base = {
+        "events_path": "/lake/t/events",
+        "seals_path": "/lake/t/seals",
+        "device_field": "device_id",
+        "slice_ms": 15 * MINUTE,
+    }
     return SealedEventsReader(SealedEventsOptions.from_options({"spec": json.dumps({**base, **options})}), lake)
 
 
@@ -66,8 +76,12 @@ def test_live_starts_at_the_first_event_hour_and_reads_slices_up_to_the_sealed_h
         (minute + 115 * MINUTE, minute + 120 * MINUTE),
     ]
     end = reader.latestOffset(reader.latestOffset(start, None), None)
-    assert end == {"from_ms": minute + 15 * MINUTE, "until_ms": minute + 40 * MINUTE, "horizon_ms": DAY0 + 16 * HOUR,
-                   "events_version": 7}  # fmt: skip
+    assert end == {
+        "from_ms": minute + 15 * MINUTE,
+        "until_ms": minute + 40 * MINUTE,
+        "horizon_ms": DAY0 + 16 * HOUR,
+        "events_version": 7,
+    }
 
 
 def test_nothing_is_read_past_the_horizon_and_a_new_seal_moves_it():
@@ -88,8 +102,16 @@ def test_available_now_keeps_the_horizon_it_started_with():
 
 
 def test_the_start_is_the_horizon_when_the_sealed_hours_hold_no_events_and_unknown_before_any_seal():
-    assert _reader(FakeLake(last_sealed_hour=DAY0 + 3 * HOUR, first_event_hour=DAY0 + 9 * HOUR)).initialOffset()["until_ms"] == DAY0 + 4 * HOUR
-    assert _reader(FakeLake(last_sealed_hour=DAY0 + 3 * HOUR, first_event_hour=None)).initialOffset()["until_ms"] == DAY0 + 4 * HOUR
+    assert (
+        _reader(FakeLake(last_sealed_hour=DAY0 + 3 * HOUR, first_event_hour=DAY0 + 9 * HOUR)).initialOffset()[
+            "until_ms"
+        ]
+        == DAY0 + 4 * HOUR
+    )
+    assert (
+        _reader(FakeLake(last_sealed_hour=DAY0 + 3 * HOUR, first_event_hour=None)).initialOffset()["until_ms"]
+        == DAY0 + 4 * HOUR
+    )
     lake = FakeLake(last_sealed_hour=None, first_event_hour=DAY0)
     reader = _reader(lake)
     unknown = reader.initialOffset()
@@ -106,20 +128,40 @@ def test_the_start_is_the_horizon_when_the_sealed_hours_hold_no_events_and_unkno
 def test_a_backfill_reads_from_its_start_to_its_end_within_the_horizon():
     lake = FakeLake(last_sealed_hour=DAY0 + 20 * HOUR, first_event_hour=DAY0)
     reader = _reader(lake, start_ms=DAY0 + 13 * HOUR + 30 * MINUTE, end_ms=DAY0 + 20 * HOUR, slice_ms=6 * HOUR)
-    assert _slices(reader, reader.initialOffset()) == [(DAY0 + 13 * HOUR + 30 * MINUTE, DAY0 + 18 * HOUR), (DAY0 + 18 * HOUR, DAY0 + 20 * HOUR)]
-    cut = _reader(FakeLake(last_sealed_hour=DAY0 + 15 * HOUR), start_ms=DAY0, end_ms=DAY0 + 20 * HOUR, slice_ms=6 * HOUR)
-    assert _slices(cut, cut.initialOffset()) == [(DAY0, DAY0 + 6 * HOUR), (DAY0 + 6 * HOUR, DAY0 + 12 * HOUR), (DAY0 + 12 * HOUR, DAY0 + 16 * HOUR)]
+    assert _slices(reader, reader.initialOffset()) == [
+        (DAY0 + 13 * HOUR + 30 * MINUTE, DAY0 + 18 * HOUR),
+        (DAY0 + 18 * HOUR, DAY0 + 20 * HOUR),
+    ]
+    cut = _reader(
+        FakeLake(last_sealed_hour=DAY0 + 15 * HOUR), start_ms=DAY0, end_ms=DAY0 + 20 * HOUR, slice_ms=6 * HOUR
+    )
+    assert _slices(cut, cut.initialOffset()) == [
+        (DAY0, DAY0 + 6 * HOUR),
+        (DAY0 + 6 * HOUR, DAY0 + 12 * HOUR),
+        (DAY0 + 12 * HOUR, DAY0 + 16 * HOUR),
+    ]
 
 
 def test_a_slice_is_one_task_per_event_hour_and_the_last_one_carries_the_slice_end_marker():
     reader = _reader(FakeLake())
     start = {"until_ms": DAY0 + 13 * HOUR + 30 * MINUTE}
-    end = {"from_ms": DAY0 + 13 * HOUR + 30 * MINUTE, "until_ms": DAY0 + 15 * HOUR + 10 * MINUTE, "horizon_ms": DAY0 + 16 * HOUR, "events_version": 3}
+    end = {
+        "from_ms": DAY0 + 13 * HOUR + 30 * MINUTE,
+        "until_ms": DAY0 + 15 * HOUR + 10 * MINUTE,
+        "horizon_ms": DAY0 + 16 * HOUR,
+        "events_version": 3,
+    }
     common = ("/lake/t/events", 3, "device_id")
     assert reader.partitions(start, end) == [
         HourRead(*common, DAY0 + 13 * HOUR, DAY0 + 13 * HOUR + 30 * MINUTE, DAY0 + 14 * HOUR, None),
         HourRead(*common, DAY0 + 14 * HOUR, DAY0 + 14 * HOUR, DAY0 + 15 * HOUR, None),
-        HourRead(*common, DAY0 + 15 * HOUR, DAY0 + 15 * HOUR, DAY0 + 15 * HOUR + 10 * MINUTE, DAY0 + 15 * HOUR + 10 * MINUTE - 1),
+        HourRead(
+            *common,
+            DAY0 + 15 * HOUR,
+            DAY0 + 15 * HOUR,
+            DAY0 + 15 * HOUR + 10 * MINUTE,
+            DAY0 + 15 * HOUR + 10 * MINUTE - 1,
+        ),
     ]
     # Partitions and the reader travel to the tasks; the lake double (planning only) does not.
     assert pickle.loads(pickle.dumps(reader.partitions(start, end)[0])).hour_ms == DAY0 + 13 * HOUR
@@ -184,8 +226,17 @@ def test_reading_an_hour_returns_its_records_in_the_slice_sorted_at_the_planned_
 
     events = tmp_path / "events"
     h14 = DAY0 + 14 * HOUR
-    _write_events(events, [("b", h14 + 5 * MINUTE), ("a", h14 + 50 * MINUTE), ("a", h14 + 5 * MINUTE), (None, h14 + 6 * MINUTE),
-                           ("a", h14 - 1), ("c", h14 + HOUR)])  # fmt: skip
+    _write_events(
+        events,
+        [
+            ("b", h14 + 5 * MINUTE),
+            ("a", h14 + 50 * MINUTE),
+            ("a", h14 + 5 * MINUTE),
+            (None, h14 + 6 * MINUTE),
+            ("a", h14 - 1),
+            ("c", h14 + HOUR),
+        ],
+    )
     lake = DeltaLakeState(str(events), str(tmp_path / "no-seals"))
     version = lake.events_version()
     assert (lake.first_event_hour_ms(), lake.last_sealed_hour_ms()) == (DAY0 + 13 * HOUR, None)
@@ -195,11 +246,17 @@ def test_reading_an_hour_returns_its_records_in_the_slice_sorted_at_the_planned_
     reader = _reader(FakeLake())
     part = HourRead(str(events), version, "device_id", h14, h14, h14 + 45 * MINUTE, h14 + 45 * MINUTE - 1)
     rows = [row for batch in reader.read(part) for row in batch.to_pylist()]
-    assert [(r["device_id"], r["event_time_ms"]) for r in rows] == [("a", h14 + 5 * MINUTE), ("b", h14 + 5 * MINUTE), (None, h14 + 45 * MINUTE - 1)]
+    assert [(r["device_id"], r["event_time_ms"]) for r in rows] == [
+        ("a", h14 + 5 * MINUTE),
+        ("b", h14 + 5 * MINUTE),
+        (None, h14 + 45 * MINUTE - 1),
+    ]
     assert rows[0]["event_time"].timestamp() * 1000 == h14 + 5 * MINUTE
     latest = HourRead(str(events), lake.events_version(), "device_id", h14, h14, h14 + 45 * MINUTE, None)
     assert [(r["device_id"], r["event_time_ms"]) for b in reader.read(latest) for r in b.to_pylist()] == [
-        ("a", h14 + 5 * MINUTE), ("b", h14 + 5 * MINUTE), ("d", h14 + 10 * MINUTE)
+        ("a", h14 + 5 * MINUTE),
+        ("b", h14 + 5 * MINUTE),
+        ("d", h14 + 10 * MINUTE),
     ]
 
 
@@ -211,7 +268,11 @@ def test_the_last_sealed_hour_is_the_latest_in_the_seals_table(tmp_path):
 
     hours = [DAY0 + 16 * HOUR, DAY0 + 14 * HOUR, DAY0 + 15 * HOUR]  # one commit per persist batch, any order
     for hour in hours:
-        write_deltalake(str(tmp_path / "seals"), pa.table({"stream": ["telemetry"], "hour": pa.array([hour * 1000], pa.timestamp("us", tz="UTC"))}), mode="append")
+        write_deltalake(
+            str(tmp_path / "seals"),
+            pa.table({"stream": ["telemetry"], "hour": pa.array([hour * 1000], pa.timestamp("us", tz="UTC"))}),
+            mode="append",
+        )
     lake = DeltaLakeState(str(tmp_path / "events"), str(tmp_path / "seals"))
     assert lake.last_sealed_hour_ms() == DAY0 + 16 * HOUR
     assert (lake.first_event_hour_ms(), lake.events_version()) == (None, None)  # no events table yet

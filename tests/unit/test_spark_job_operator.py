@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_stream_config import ENV, _load, _shipped
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +70,12 @@ def _operator(stream_conf: Path, conn_id: str = CONN_ID, **kwargs):
     from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
     return TidemarkSparkJobOperator(
-        task_id="persist", stream="telemetry", conf_path=str(stream_conf), job="spark_jobs/persist/job.py", conn_id=conn_id, **kwargs
+        task_id="persist",
+        stream="telemetry",
+        conf_path=str(stream_conf),
+        job="spark_jobs/persist/job.py",
+        conn_id=conn_id,
+        **kwargs,
     )
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tidemark_airflow.spark_master import (
+    SHIPPED_PACKAGES,
     ClusterMaster,
     LocalMaster,
     SparkConnectionError,
-    SHIPPED_PACKAGES,
     SparkMasterUnreachable,
     StandaloneMaster,
     package_code,
@@ -67,7 +67,9 @@ def test_other_cluster_managers_get_the_code_and_the_jars_shipped(master, tmp_pa
     assert settings.py_files == (str(tmp_path / "tidemark-code.zip"),)
 
 
-def test_a_standalone_master_ships_code_and_jars_and_names_the_driver_address_it_was_reached_from(listening_port, tmp_path):
+def test_a_standalone_master_ships_code_and_jars_and_names_the_driver_address_it_was_reached_from(
+    listening_port, tmp_path
+):
     master = f"spark://127.0.0.1:{listening_port}"
     strategy = spark_master(master, "client", "spark_default")
     assert strategy == StandaloneMaster(master, conn_id="spark_default")
@@ -82,7 +84,12 @@ def test_a_standalone_master_ships_code_and_jars_and_names_the_driver_address_it
     assert settings.jars == tuple(str(jar) for jar in JARS)
     (zip_path,) = settings.py_files
     names = zipfile.ZipFile(zip_path).namelist()
-    for module in ("tidemark/partition_watermark.py", "spark_jobs/kafka_source/reader.py", "connectors/kafka_log.py", "connectors/jars.py"):
+    for module in (
+        "tidemark/partition_watermark.py",
+        "spark_jobs/kafka_source/reader.py",
+        "connectors/kafka_log.py",
+        "connectors/jars.py",
+    ):
         assert module in names
     assert not [name for name in names if name.startswith("stack/")]  # production jobs never need the dev stack
     assert not [name for name in names if "__pycache__" in name or not name.endswith(".py")]
@@ -131,7 +138,9 @@ def test_with_standby_masters_the_first_that_answers_is_enough(listening_port):
 
 
 def test_a_master_without_a_port_is_a_connection_error_that_says_what_to_set():
-    with pytest.raises(SparkConnectionError, match=r"is not spark://HOST:PORT: set the connection's host to spark://HOST"):
+    with pytest.raises(
+        SparkConnectionError, match=r"is not spark://HOST:PORT: set the connection's host to spark://HOST"
+    ):
         StandaloneMaster("spark://spark-master").reach()
 
 

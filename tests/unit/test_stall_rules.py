@@ -118,10 +118,15 @@ def test_a_partition_that_reads_but_falls_behind_is_warn():
     )
     verdict = partition_stall_status(slow, RULES, _at(16))
     assert verdict == StallVerdict(
-        StallStatus.WARN, "lag grew in each of 4 rows, from 50 to 120 offsets, while the position moved from 100 to 280", 4
+        StallStatus.WARN,
+        "lag grew in each of 4 rows, from 50 to 120 offsets, while the position moved from 100 to 280",
+        4,
     )
     # One pair where the lag held (90 -> 90) is no longer "lag increasing" (strictly, as asked).
-    held = slow[:2] + [LedgerObservation(_at(10), 220, 310, None, None), LedgerObservation(_at(15), 300, 390, None, None)]
+    held = slow[:2] + [
+        LedgerObservation(_at(10), 220, 310, None, None),
+        LedgerObservation(_at(15), 300, 390, None, None),
+    ]
     assert partition_stall_status(held, RULES, _at(16)).status == StallStatus.OK
     # Two rows are not enough to call a trend.
     assert partition_stall_status(slow[:2], RULES, _at(6)).status == StallStatus.OK

@@ -41,16 +41,28 @@ def test_environment_overrides_the_default(tmp_path):
 
 
 def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
-    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.lake\.root: environment variable TIDEMARK_LAKE_ROOT"):
+    with pytest.raises(
+        StreamConfigError, match=r"streams\.telemetry\.lake\.root: environment variable TIDEMARK_LAKE_ROOT"
+    ):
         _load(tmp_path, _shipped(), {"TIDEMARK_CHECKPOINT_ROOT": "/c"})
 
 
 @pytest.mark.parametrize(
     "section, key, value, message",
     [
-        ("event_time", "max_out_of_orderness", "-5s", r"event_time\.max_out_of_orderness: expected a non-negative duration"),
+        (
+            "event_time",
+            "max_out_of_orderness",
+            "-5s",
+            r"event_time\.max_out_of_orderness: expected a non-negative duration",
+        ),
         ("event_time", "allowed_lateness", "10", r"event_time\.allowed_lateness: a bare number is ambiguous"),
-        ("event_time", "allowed_lateness", "8d", r"event_time\.allowed_lateness: 8d is not shorter than the log retention 7d"),
+        (
+            "event_time",
+            "allowed_lateness",
+            "8d",
+            r"event_time\.allowed_lateness: 8d is not shorter than the log retention 7d",
+        ),
         ("event_time", "idle_timeout", "0s", r"event_time\.idle_timeout: must be greater than zero"),
         ("event_time", "max_drfit", "5m", r"event_time\.max_drfit: unknown key"),
         ("event_time", "max_drift", "30s", r"event_time\.max_drift: 30s must be larger than max_out_of_orderness 30s"),
@@ -60,8 +72,18 @@ def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
         ("source", "open_transaction_timeout", "soon", r"source\.open_transaction_timeout: "),
         ("persist", "mode", "streaming", r"persist\.mode: expected one of available_now, continuous"),
         ("source", "max_partitions", 0, r"source\.max_partitions: expected a whole number >= 1"),
-        ("source", "max_partitions", 2, r"source\.max_partitions: 2 is below the topic's 4 partitions .*suggested: 1024"),
-        ("source", "read_tasks", 0, r"source\.read_tasks: 0 read tasks cannot read anything; suggested: leave it unset"),
+        (
+            "source",
+            "max_partitions",
+            2,
+            r"source\.max_partitions: 2 is below the topic's 4 partitions .*suggested: 1024",
+        ),
+        (
+            "source",
+            "read_tasks",
+            0,
+            r"source\.read_tasks: 0 read tasks cannot read anything; suggested: leave it unset",
+        ),
         ("source", "read_tasks", -3, r"source\.read_tasks: expected a whole number >= 0"),
         ("source", "read_tasks", 5000, r"source\.read_tasks: 5000 read tasks cannot all be used .*at most 2048"),
     ],
@@ -80,7 +102,10 @@ def test_missing_section_and_bad_field_type(tmp_path):
         _load(tmp_path, document)
     document = _shipped()
     document["streams"]["telemetry"]["payload"]["fields"]["battery"]["type"] = "float"
-    with pytest.raises(StreamConfigError, match=r"payload\.fields\.battery\.type: expected one of boolean, double, int, long, string, got 'float'"):
+    with pytest.raises(
+        StreamConfigError,
+        match=r"payload\.fields\.battery\.type: expected one of boolean, double, int, long, string, got 'float'",
+    ):
         _load(tmp_path, document)
 
 
@@ -129,10 +154,14 @@ def test_the_contract_crosses_a_process_boundary_as_one_json_value():
 def test_the_source_says_its_kind(tmp_path):
     document = _shipped()
     del document["streams"]["telemetry"]["source"]["kind"]
-    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.source\.kind: missing required key; expected 'kafka'"):
+    with pytest.raises(
+        StreamConfigError, match=r"streams\.telemetry\.source\.kind: missing required key; expected 'kafka'"
+    ):
         _load(tmp_path, document)
     document["streams"]["telemetry"]["source"]["kind"] = "kinesis"
-    with pytest.raises(StreamConfigError, match=r"streams\.telemetry\.source\.kind: expected one of kafka, got 'kinesis'"):
+    with pytest.raises(
+        StreamConfigError, match=r"streams\.telemetry\.source\.kind: expected one of kafka, got 'kinesis'"
+    ):
         _load(tmp_path, document)
 
 

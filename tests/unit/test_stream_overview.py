@@ -13,17 +13,19 @@ START = 1_795_000_000_000 - (1_795_000_000_000 % HOUR)
 RULES = StallRules(window=6, stall_timeout_ms=30 * MINUTE, max_partition_lag_ms=HOUR)
 RETENTION = 7 * 24 * HOUR
 HISTORY = LedgerHistory(
-    "recorded", partitions=4, start_ms=START, end_ms=START + 6 * HOUR, stalled_partition=2,
-    stalled_since_ms=START + 4 * HOUR, idle_partition=3,
-)  # fmt: skip
+    "recorded",
+    partitions=4,
+    start_ms=START,
+    end_ms=START + 6 * HOUR,
+    stalled_partition=2,
+    stalled_since_ms=START + 4 * HOUR,
+    idle_partition=3,
+)
 NOW = START + 6 * HOUR  # the last batch read at NOW - 5 min
 
 
 def _points(rows) -> list[LedgerPoint]:
-    return [
-        LedgerPoint(r[2], int(r[17].timestamp() * 1000), r[5], r[6], _ms(r[13]), _ms(r[14]), r[15])
-        for r in rows
-    ]
+    return [LedgerPoint(r[2], int(r[17].timestamp() * 1000), r[5], r[6], _ms(r[13]), _ms(r[14]), r[15]) for r in rows]
 
 
 def _ms(value) -> int | None:
@@ -31,16 +33,29 @@ def _ms(value) -> int | None:
 
 
 def _overview(**kwargs):
-    settings = dict(
-        stream="recorded", points=_points(HISTORY.rows()), totals={0: PartitionTotals(late=5, quarantined=2)},
-        partitions=range(4), rules=RULES, retention_ms=RETENTION, now_ms=NOW,
-    ) | kwargs  # fmt: skip
+    settings = (
+        dict(
+            stream="recorded",
+            points=_points(HISTORY.rows()),
+            totals={0: PartitionTotals(late=5, quarantined=2)},
+            partitions=range(4),
+            rules=RULES,
+            retention_ms=RETENTION,
+            now_ms=NOW,
+        )
+        | kwargs
+    )
     return build_stream_overview(**settings)
 
 
 def test_the_stalled_partition_is_stop_the_ones_held_by_alignment_active_the_idle_one_idle():
     overview = _overview()
-    assert [(p.partition, p.status) for p in overview.partitions] == [(0, "ACTIVE"), (1, "ACTIVE"), (2, "STOP"), (3, "IDLE")]
+    assert [(p.partition, p.status) for p in overview.partitions] == [
+        (0, "ACTIVE"),
+        (1, "ACTIVE"),
+        (2, "STOP"),
+        (3, "IDLE"),
+    ]
     assert [p.partition for p in overview.partitions if p.needs_attention] == [2]
 
 
@@ -88,7 +103,9 @@ def test_long_lines_are_thinned_to_the_most_points_keeping_the_newest():
 
 
 def test_a_partition_without_ledger_rows_is_shown_as_such():
-    overview = _overview(points=[p for p in _points(HISTORY.rows()) if p.partition != 1], log_ends={0: 1, 1: 40, 2: 1, 3: 1})
+    overview = _overview(
+        points=[p for p in _points(HISTORY.rows()) if p.partition != 1], log_ends={0: 1, 1: 40, 2: 1, 3: 1}
+    )
     unread = overview.partitions[1]
     assert (unread.status, unread.position, unread.log_end, unread.lag) == (NO_LEDGER, None, 40, None)
 

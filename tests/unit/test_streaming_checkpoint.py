@@ -5,7 +5,12 @@ import json
 from spark_jobs.streaming_checkpoint import source_offset
 
 METADATA = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 1795410129011, "conf": {}})
-OFFSET = {"topic": "telemetry", "plan_seq": 106, "read_time_ms": 1795410129010, "partitions": {"0": {"position": 24565}}}
+OFFSET = {
+    "topic": "telemetry",
+    "plan_seq": 106,
+    "read_time_ms": 1795410129010,
+    "partitions": {"0": {"position": 24565}},
+}
 
 
 def test_the_one_source_line_of_an_offset_log_file_is_its_offset():

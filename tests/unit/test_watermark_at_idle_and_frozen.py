@@ -18,9 +18,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from test_batch_planner import BOUND, DRIFT, HOUR, IDLE, LATENESS, START, _initial, catch_up, planner
 
 from harness.fake_log import FakeLog, ManualClock
-from test_batch_planner import BOUND, DRIFT, HOUR, IDLE, LATENESS, START, _initial, catch_up, planner
 from tidemark.batch_planner import partition_watermark_after, watermark_after
 from tidemark.hour_sealer import HourSealer
 from tidemark.partition_status import PartitionStatus
@@ -97,7 +97,9 @@ def _catch_up_in_packed_batches(plan, log, clock, max_records) -> tuple[SourceSt
             after = None
             for step in planned_range.steps:
                 admitted = log.data(planned_range.partition, step.start, step.end)
-                candidate = watermark_after(step.watermark_ms, step.next_record_at_least_ms, max(admitted, default=None), BOUND)
+                candidate = watermark_after(
+                    step.watermark_ms, step.next_record_at_least_ms, max(admitted, default=None), BOUND
+                )
                 after = candidate if after is None or (candidate is not None and candidate > after) else after
             feedback[planned_range.partition] = after
         state = planned
@@ -133,7 +135,11 @@ def test_a_partition_frozen_before_its_first_record_holds_g_and_none_of_its_reco
         # The time index gives it W_p from its first record (START + 2 s): G waits there, and
         # the others read no further than T = G + max_drift.
         assert frozen.state.global_watermark_ms == START + 2_000 - BOUND - 1
-        assert all(ts < START + 2_000 - BOUND - 1 + DRIFT for p in (0, 1) for ts in log.data(p, 0, frozen.state.partitions[p].position))
+        assert all(
+            ts < START + 2_000 - BOUND - 1 + DRIFT
+            for p in (0, 1)
+            for ts in log.data(p, 0, frozen.state.partitions[p].position)
+        )
     else:
         # Nothing is known of its records' event times until they are read: G does not start.
         assert frozen.state.global_watermark_ms is None
@@ -171,7 +177,9 @@ def _catch_up_with_frozen(plan, log, state, clock, frozen: int) -> _Frozen:
         if planned.positions() == state.positions() and planned.global_watermark_ms == state.global_watermark_ms:
             return _Frozen(state, feedback)
         feedback = {
-            p: partition_watermark_after(after, max(ts) if (ts := log.data(p, state.partitions[p].position, after.position)) else None, BOUND)
+            p: partition_watermark_after(
+                after, max(ts) if (ts := log.data(p, state.partitions[p].position, after.position)) else None, BOUND
+            )
             for p, after in planned.partitions.items()
         }
         state = planned
