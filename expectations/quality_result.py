@@ -102,46 +102,6 @@ class PartitionQuality:
 
 
 @dataclass(frozen=True)
-class HourPartitionFigures:
-    hour_ms: int
-    partition: int
-    status: QualityStatus
-    records: int
-    late: int
-    quarantined: int
-    ranges: int  # ledger ranges that carried records of the hour
-    data_records: int  # their data records, summed
-    persisted: int  # their persisted distinct offsets, summed
-    duplicated_offsets: int
-    active_history_hours: int
-    longest_event_time_gap_ms: int | None
-    failed_checks: tuple[str, ...]
-    reasons: tuple[str, ...]
-
-    def summary(self) -> HourSummary:
-        return HourSummary(
-            hour=hour_text(self.hour_ms),
-            hour_ms=self.hour_ms,
-            partition=self.partition,
-            status=self.status,
-            records=self.records,
-            late=self.late,
-            quarantined=self.quarantined,
-            ranges=self.ranges,
-            data_records=self.data_records,
-            persisted=self.persisted,
-            duplicated_offsets=self.duplicated_offsets,
-            active_history_hours=self.active_history_hours,
-            longest_event_time_gap_ms=self.longest_event_time_gap_ms,
-            failed_checks=tuple(self.failed_checks),
-            reasons=tuple(self.reasons),
-        )
-
-    def to_json(self) -> dict:
-        return json_values(self.summary())
-
-
-@dataclass(frozen=True)
 class CheckSummary:
     """One check family in this run. ``ran`` is False when it had nothing to check (the hour
     families when no hour was asked); ``success`` is False when a critical rule failed."""
@@ -183,7 +143,7 @@ class QualityRunResult:
     now_ms: int
     hours_ms: tuple[int, ...]
     partitions: tuple[PartitionQuality, ...]
-    hours: tuple[HourPartitionFigures, ...]
+    hours: tuple[HourSummary, ...]
     checks: tuple[CheckSummary, ...]
     recovery_requests: tuple[RecoveryRequest, ...]
     summary_json: str
@@ -214,7 +174,7 @@ class QualityRunResult:
                 return quality
         raise KeyError(f"stream {self.stream!r}: partition {partition} was not checked")
 
-    def hour(self, hour_ms: int, partition: int) -> HourPartitionFigures:
+    def hour(self, hour_ms: int, partition: int) -> HourSummary:
         for figures in self.hours:
             if figures.hour_ms == hour_ms and figures.partition == partition:
                 return figures
@@ -237,7 +197,7 @@ class QualityRunResult:
             success=self.success,
             status_order=STATUS_ORDER,
             partitions=tuple(p.summary() for p in self.partitions),
-            hours_checked=tuple(h.summary() for h in self.hours),
+            hours_checked=tuple(self.hours),
             checks=tuple(c.summary() for c in self.checks),
             recovery_requests=tuple(self.recovery_requests),
             paths=SummaryPaths(

@@ -60,7 +60,7 @@ from expectations.quality_tables import QualityTables, QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
 from tidemark.offset_coverage import OffsetRange, merge_ranges
-from tidemark.quality_summary import write_quality_summary
+from tidemark.quality_summary import json_values, write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 from tidemark.structured_log import configure_json_logging
 
@@ -263,7 +263,7 @@ def run_quality(
                     "checked_at_ms": now_ms,
                     "sealed_at_ms": seals.get(hour_ms),
                     "success": all(not f.failed_checks for f in figures),
-                    "partitions": [f.to_json() for f in figures],
+                    "partitions": [json_values(f) for f in figures],
                     # Why the hour was checked again: the commits that removed or rewrote its rows.
                     "damage": [d.to_json() for d in result.damage_in(hour_ms)],
                     "summary_html": result.summary_html,

@@ -18,12 +18,14 @@ from expectations import stall
 from expectations.check_family import Finding
 from expectations.gaps import GapFacts
 from expectations.hour_records import HourCounts
+from expectations.hour_scope import hour_text
 from expectations.ledger_entries import LedgerEntry, newest_live_entry
 from expectations.offset_spans import offsets_in, spans_text
 from expectations.persisted_offsets import ScopeCount
-from expectations.quality_result import HourPartitionFigures, PartitionQuality
+from expectations.quality_result import PartitionQuality
 from expectations.quality_status import QualityStatus, worst
 from tidemark.offset_coverage import OffsetRange, merge_ranges
+from tidemark.quality_summary import HourSummary
 from tidemark.recovery_request import MAX_REASON_CHARS, RecoveryRequest, split_by_retention
 
 NO_COUNT = ScopeCount(0, 0, 0, (), 0)
@@ -123,7 +125,7 @@ def hour_figures(
     span_counts: dict,
     gap_facts: list[GapFacts],
     earliest: dict[int, int],
-) -> list[HourPartitionFigures]:
+) -> list[HourSummary]:
     ranges_of: dict[tuple[int, int], list] = {}
     for fact in range_facts:
         ranges_of.setdefault((fact.hour_ms, fact.entry.partition), []).append(fact)
@@ -143,7 +145,8 @@ def hour_figures(
             counts = hour_counts.get((partition, hour_ms), HourCounts(0, 0))
             gap = gap_of.get((hour_ms, partition))  # none in a sweep (completeness only)
             figures.append(
-                HourPartitionFigures(
+                HourSummary(
+                    hour=hour_text(hour_ms),
                     hour_ms=hour_ms,
                     partition=partition,
                     status=worst(statuses),

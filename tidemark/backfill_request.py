@@ -22,29 +22,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
 from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.param_error import ParamError
+from tidemark.request_value import RequestValue
 from tidemark.stream_config import StreamConfig
 
 TARGETS = ("events", "shadow")
 _SHADOW_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,79}$")
 # msgspec names the offending field as "... - at `$.partitions`" or "... field `shadow`".
-_FIELD_IN_ERROR = re.compile(r"`\$\.(\w+)|field `(\w+)`")
 
 
 class BackfillRequestError(ParamError):
     """A backfill param is missing or wrong; the message starts with "param '<name>': "."""
 
 
-class BackfillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class BackfillRequest(RequestValue, frozen=True, forbid_unknown_fields=True):
     """Backfill event time [start_ms, end_ms) (ms since the epoch, UTC) of ``partitions`` of
     ``stream`` into its tables (``shadow`` None) or into the shadow table set ``shadow``;
     ``compare`` (shadow only): compare the shadow set with live afterwards. ``partitions`` are
     sorted and distinct (at least one); a list given for them is kept as a tuple."""
+
+    error_type: ClassVar[type[ParamError]] = BackfillRequestError
+    kind: ClassVar[str] = "backfill request"
 
     stream: str
     start_ms: int
@@ -72,33 +75,6 @@ class BackfillRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def target(self) -> str:
         """'events', or 'shadow:<name>'."""
         return "events" if self.shadow is None else f"shadow:{self.shadow}"
-
-    def to_json(self) -> dict:
-        """The JSON-able mapping: the validate task's XCom, BackfillOperator's ``request``."""
-        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
-        return msgspec.json.decode(msgspec.json.encode(self))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BackfillRequest:
-        """The request from its mapping; BackfillRequestError naming the field that is wrong."""
-        try:
-            return msgspec.convert(dict(data), cls)
-        except msgspec.ValidationError as error:
-            raise _field_error(error) from None
-
-    def encode(self) -> str:
-        """The request as JSON text: the backfill job's ``--request`` argument."""
-        return msgspec.json.encode(self).decode()
-
-    @classmethod
-    def decode(cls, text: str | bytes) -> BackfillRequest:
-        """The request from ``encode``'s text; BackfillRequestError naming the field that is wrong."""
-        try:
-            return msgspec.json.decode(text, type=cls)
-        except msgspec.ValidationError as error:
-            raise _field_error(error) from None
-        except msgspec.DecodeError as error:
-            raise BackfillRequestError("request", f"not a backfill request's JSON: {error}") from None
 
 
 def check_backfill_request(request: BackfillRequest, streams: Mapping[str, StreamConfig]) -> BackfillRequest:
@@ -165,11 +141,6 @@ def shadow_name_for_run(run_name: str) -> str:
     """A shadow table set's name made from an Airflow run id: 'manual__2026-11-22T10:00:00+00:00'
     → 'manual_2026_11_22t10_00_00_00_00'."""
     return re.sub(r"_+", "_", re.sub(r"[^a-z0-9]", "_", run_name.lower())).strip("_")[:80]
-
-
-def _field_error(error: msgspec.ValidationError) -> BackfillRequestError:
-    named = _FIELD_IN_ERROR.search(str(error))
-    return BackfillRequestError(next((g for g in named.groups() if g), "request") if named else "request", str(error))
 
 
 def _time(param: str, value: Any) -> int:

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.param_error import ParamError
+from tidemark.request_value import RequestValue
 from tidemark.stream_config import StreamConfig
 
 __all__ = [
@@ -51,18 +52,20 @@ MAX_REASON_CHARS = 500
 
 _RANGE_TEXT = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 # msgspec names the offending field as "... - at `$.partition`" or "... field `ranges`".
-_FIELD_IN_ERROR = re.compile(r"`\$\.(\w+)|field `(\w+)`")
 
 
 class RecoveryRequestError(ParamError):
     """A recovery param is missing or wrong; the message starts with "param '<name>': "."""
 
 
-class RecoveryRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class RecoveryRequest(RequestValue, frozen=True, forbid_unknown_fields=True):
     """Replay ``ranges`` of ``partition`` of ``stream``; ``reason`` says why, for the ledger and
     the report (1 to 500 characters); ``restart_live``: start the live job again afterwards,
     because it was the cause. ``ranges`` are sorted, disjoint and not adjacent (at least one);
     a list given for them is kept as a tuple."""
+
+    error_type: ClassVar[type[ParamError]] = RecoveryRequestError
+    kind: ClassVar[str] = "recovery request"
 
     stream: str
     partition: int
@@ -81,33 +84,6 @@ class RecoveryRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise ValueError(f"ranges must be sorted, disjoint and merged; {current} follows {previous}")
         if not self.reason.strip() or len(self.reason) > MAX_REASON_CHARS:
             raise ValueError(f"reason: 1 to {MAX_REASON_CHARS} characters, got {len(self.reason.strip())}")
-
-    def to_json(self) -> dict:
-        """The JSON-able mapping: XCom, the TriggerDagRun conf, the quality result."""
-        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
-        return msgspec.json.decode(msgspec.json.encode(self))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RecoveryRequest:
-        """The request from its mapping; RecoveryRequestError naming the field that is wrong."""
-        try:
-            return msgspec.convert(dict(data), cls)
-        except msgspec.ValidationError as error:
-            raise _field_error(error) from None
-
-    def encode(self) -> str:
-        """The request as JSON text: the recovery job's ``--request`` argument."""
-        return msgspec.json.encode(self).decode()
-
-    @classmethod
-    def decode(cls, text: str | bytes) -> RecoveryRequest:
-        """The request from ``encode``'s text; RecoveryRequestError naming the field that is wrong."""
-        try:
-            return msgspec.json.decode(text, type=cls)
-        except msgspec.ValidationError as error:
-            raise _field_error(error) from None
-        except msgspec.DecodeError as error:
-            raise RecoveryRequestError("request", f"not a recovery request's JSON: {error}") from None
 
 
 def check_recovery_request(request: RecoveryRequest, streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
@@ -200,11 +176,6 @@ def order_by_retention_deadline(
     whose record time is unknown go last; ties go by partition, then by range start.
     """
     return sorted(items, key=lambda item: (item[2] is None, item[2] or 0, item[0], item[1].start))
-
-
-def _field_error(error: msgspec.ValidationError) -> RecoveryRequestError:
-    named = _FIELD_IN_ERROR.search(str(error))
-    return RecoveryRequestError(next((g for g in named.groups() if g), "request") if named else "request", str(error))
 
 
 def _parse_ranges(value: Any) -> list[OffsetRange]:
