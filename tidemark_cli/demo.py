@@ -19,12 +19,15 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from connectors.jars import GROUPS, ensure_jars, jars_root
 from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
 from stack.kafka_broker import KafkaBroker, create_topic
+from tidemark.backfill_result import BackfillResult
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.demo_backlog import demo_backlog
@@ -168,24 +171,32 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     return 0
 
 
-def _print_backfill(result: dict | None) -> None:
-    """Print what the backfill read and how it compares with live, per partition-hour."""
-    if not result:
+def _print_backfill(xcom: dict | None) -> None:
+    """Print what the backfill read and how it compares with live, per partition-hour (the
+    backfill task's XCom, read as the job's typed result)."""
+    if not xcom:
         print("(the backfill task returned nothing; see its log in the UI)")
         return
+    try:
+        result = msgspec.convert(xcom, BackfillResult)
+    except msgspec.ValidationError as error:
+        print(f"(the backfill task's result is not one tidemark can read: {error}; see its log in the UI)")
+        return
     print(
-        f"Backfilled [{result['start']}, {result['end']}) into {result['target']}: {result['records']} records, "
-        f"{result['late']} late, {result['quarantined']} quarantined, {result['batches']} batches, "
-        f"{result['records_per_second']} records/s"
+        f"Backfilled [{result.start}, {result.end}) into {result.target}: {result.records} records, "
+        f"{result.late} late, {result.quarantined} quarantined, {result.batches} batches, "
+        f"{result.records_per_second} records/s"
     )
-    comparison = result.get("comparison") or {}
-    differing = comparison.get("differing", [])
+    comparison = result.comparison
+    if comparison is None:
+        print("Not compared with live (the request did not ask for it)")
+        return
     print(
-        f"Compared with live: {comparison.get('compared_hours', 0)} partition-hours, {comparison.get('records_live', 0)} records "
-        f"in live, {comparison.get('records_shadow', 0)} in the backfill, {len(differing)} partition-hours differ"
+        f"Compared with live: {comparison.compared_hours} partition-hours, {comparison.records_live} records "
+        f"in live, {comparison.records_shadow} in the backfill, {len(comparison.differing)} partition-hours differ"
     )
-    for hour in differing:
-        print(f"  partition {hour['partition']}, hour {hour['hour']}: live {hour['live']}, backfill {hour['shadow']}")
+    for hour in comparison.differing:
+        print(f"  partition {hour.partition}, hour {hour.hour}: live {hour.live}, backfill {hour.shadow}")
 
 
 def _print_quality_summary(runs: Path) -> Path | None:
