@@ -55,8 +55,13 @@ def test_an_endpoint_that_does_not_answer_fails_within_seconds(loopback_s3):
     assert time.monotonic() - started < 10
 
 
-# Each job's own arguments for the test's stream: the persist job names it, recovery and backfill
-# take one --request, made as their DAGs make it.
+# Each job's entry module and its own arguments for the test's stream: the persist job names it,
+# recovery and backfill take one --request, made as their DAGs make it.
+JOB_MODULES = {
+    "persist": "spark_jobs.persist.job",
+    "recover": "spark_jobs.replay.recover",
+    "backfill": "spark_jobs.replay.backfill",
+}
 JOB_ARGUMENTS = {
     "persist": lambda conf: ["--stream", "telemetry"],
     "recover": lambda conf: recovery_request_args(conf, 0, "0-10"),
@@ -68,7 +73,7 @@ JOB_ARGUMENTS = {
 def test_each_job_stops_before_spark_on_a_missing_bucket(job, loopback_s3, kafka_broker, tmp_path):
     import importlib
 
-    main = importlib.import_module(f"spark_jobs.{job}").main
+    main = importlib.import_module(JOB_MODULES[job]).main
     topic = f"lake-storage-check-{job}"
     kafka_broker.create_topic(topic, 1)
     conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 1)
