@@ -65,7 +65,6 @@ COMPARED = {
     "late": [*KEY, "event_time", "device_id", "global_watermark"],
     "quarantine": [*KEY, "reason", "detail", "raw_value"],
 }
-LIVE_POINTS = ("before_first", "events", "late", "quarantine", "seals", "ledger")
 
 
 @dataclass(frozen=True)
@@ -236,6 +235,15 @@ def _batches(log: Path) -> list[dict]:
     return [json.loads(line[line.index("{") :]) for line in log.read_text().splitlines() if '"batch_persisted"' in line]
 
 
+# The whole crash matrix takes about six minutes: TIDEMARK_CRASH_MATRIX=full runs it (README,
+# "Crash points"). The suite runs the live job's first and last commits and the commits around the
+# seals: nothing committed yet, one table committed, the seals, the ledger. Late and quarantine
+# commit as events does, between it and the seals (issue 26 took them out of the suite for time).
+FULL_MATRIX = os.environ.get("TIDEMARK_CRASH_MATRIX") == "full"
+ALL_LIVE_POINTS = ("before_first", "events", "late", "quarantine", "seals", "ledger")
+LIVE_POINTS = ALL_LIVE_POINTS if FULL_MATRIX else ("before_first", "events", "seals", "ledger")
+
+
 @pytest.mark.parametrize("point", LIVE_POINTS)
 def test_live_dies_after_a_commit_and_the_next_run_leaves_the_lake_as_one_clean_run(backlog, spark, tmp_path, point):
     """Each point, once with the checkpoint kept and once with it deleted: the two cases start
@@ -291,8 +299,7 @@ def test_a_crash_point_outside_tests_is_refused_at_start_up(backlog, tmp_path):
 # own tables and claims nothing.
 # The suite runs one point of a recovery and one of a shadow backfill (a backfill into events
 # dying mid-run, after a ledger commit, is tests/integration/test_backfill.py's); the whole matrix
-# takes about six minutes: TIDEMARK_CRASH_MATRIX=full runs it (README, "Crash points").
-FULL_MATRIX = os.environ.get("TIDEMARK_CRASH_MATRIX") == "full"
+# runs under TIDEMARK_CRASH_MATRIX=full.
 BOUNDED_POINTS = ("claims", "events", "late", "quarantine", "ledger")
 SHADOW_POINTS = ("events", "late", "quarantine", "ledger")
 RECOVERY_POINTS = BOUNDED_POINTS if FULL_MATRIX else ("events",)
