@@ -10,8 +10,13 @@ This module adds only what a YAML file written by people needs on top:
   empty key is an unset one.
 - A mapping of named entries (``streams:``, ``payload.fields:``) becomes a tuple of Structs whose
   ``name`` field is the entry's key.
+- A section that may be one of several kinds (``source:``: ``kind: kafka`` or ``kind: kinesis``,
+  msgspec's tagged Structs) is read as the kind its tag names; a missing or unknown tag names the
+  kinds there are.
+- A Struct may refuse a key it does not declare with its own reason, through a classmethod
+  ``refused_key(key) -> str | None`` (credentials in a source: say where they come from instead).
 - An error names the file and the key path (``streams.telemetry.persist.max_records_per_batch``),
-  says what the key may hold and shows what it holds.
+  says what the key may hold and shows what it holds (never the value of a refused key).
 """
 
 from __future__ import annotations
@@ -77,10 +82,10 @@ class _Preparation:
                 return from_config(written)
             except ValueError as error:
                 self._fail(where, str(error))
-        struct = _struct(info)
+        struct = _struct(info) or _tagged_kind(info, value, self._fail, where)
         if isinstance(value, str):
             return self._text(value, where)
-        if struct is not None and value is None:
+        if (struct is not None or _kinds(info)) and value is None:
             return {}
         if struct is not None and isinstance(value, dict):
             if struct.tag_field and struct.tag_field not in value:
@@ -88,6 +93,10 @@ class _Preparation:
                 # which kind it means, so that a second kind can be added beside it.
                 self._fail([*where, struct.tag_field], f"missing required key; expected {struct.tag!r}")
             fields = {f.encode_name: f for f in struct.fields}
+            refused_key = getattr(struct.cls, "refused_key", None)
+            for key in value:
+                if key not in fields and key != struct.tag_field and refused_key and (reason := refused_key(key)):
+                    self._fail([*where, str(key)], reason)
             return {
                 key: self.value(item, fields[key].type, [*where, key]) if key in fields else item
                 for key, item in value.items()
@@ -136,7 +145,7 @@ def _message(file: str, error: msgspec.ValidationError, prepared: Any, root: mi.
     match = _AT.fullmatch(str(error))
     segments = [int(index) if index else key for key, index in _SEGMENT.findall(match.group("path") or "")]
     where, value = _walk(prepared, segments)
-    info = _info_at(root, segments)
+    info = _info_at(root, segments, prepared)
     cause = error.__cause__
     if isinstance(cause, ConfigRuleError):
         where += [cause.key] if cause.key else []
@@ -148,8 +157,10 @@ def _message(file: str, error: msgspec.ValidationError, prepared: Any, root: mi.
         reason = f"unknown key; expected one of {', '.join(_keys(_struct(info)))}"
     elif missing := _MISSING.fullmatch(match.group("reason")):
         where.append(missing.group("key"))
-        expected = _info_at(root, [*segments, missing.group("key")])
-        reason = f"missing required {'section' if _struct(expected) or _named_item(expected) else 'key'}"
+        expected = _info_at(root, [*segments, missing.group("key")], prepared)
+        reason = (
+            f"missing required {'section' if _struct(expected) or _kinds(expected) or _named_item(expected) else 'key'}"
+        )
     else:
         shown = type(value).__name__ if _struct(info) is not None else repr(value)
         reason = f"expected {_describe(info)}, got {shown}"
@@ -168,19 +179,49 @@ def _walk(prepared: Any, segments: list) -> tuple[list[str], Any]:
     return path, value
 
 
-def _info_at(info: mi.Type, segments: list) -> mi.Type | None:
-    """The contract's type at a path of msgspec's error."""
+def _info_at(info: mi.Type, segments: list, prepared: Any) -> mi.Type | None:
+    """The contract's type at a path of msgspec's error; a section of several kinds is the kind
+    the prepared document's tag names there."""
+    value = prepared
     for segment in segments:
-        struct = _struct(info)
+        struct = _struct(info) or _tagged_kind(info, value)
         if isinstance(segment, int):
             info = getattr(_unwrap(info), "item_type", None)
         elif struct is not None and segment == struct.tag_field:
-            info = mi.LiteralType((struct.tag,))
+            info = mi.LiteralType(tuple(kind.tag for kind in _kinds(info)) or (struct.tag,))
         elif struct is not None:
             info = next((f.type for f in struct.fields if f.encode_name == segment), None)
         else:
             return None
-    return info
+        found = isinstance(value, dict) and segment in value or isinstance(value, list) and isinstance(segment, int)
+        value = value[segment] if found and (isinstance(value, dict) or segment < len(value)) else None
+    return _struct(info) or _tagged_kind(info, value) or info
+
+
+def _kinds(info: mi.Type | None) -> tuple[mi.StructType, ...]:
+    """The Structs of a section that may be one of several kinds (a union of tagged Structs)."""
+    info = _unwrap(info)
+    if not isinstance(info, mi.UnionType):
+        return ()
+    kinds = tuple(t for t in info.types if isinstance(t, mi.StructType) and t.tag_field)
+    return kinds if len(kinds) == len([t for t in info.types if not isinstance(t, mi.NoneType)]) else ()
+
+
+def _tagged_kind(info: mi.Type | None, value: Any, fail=None, where: list[str] = ()) -> mi.StructType | None:
+    """The kind a mapping's tag names, of a section that may be one of several kinds; None when
+    ``info`` is not such a section or ``value`` not a mapping. With ``fail``, a missing or unknown
+    tag fails naming the kinds there are; without, it gives None."""
+    kinds = _kinds(info)
+    if not kinds or not isinstance(value, dict):
+        return None
+    tag_field = kinds[0].tag_field
+    chosen = next((kind for kind in kinds if kind.tag == value.get(tag_field)), None)
+    if chosen is None and fail is not None:
+        expected = ", ".join(str(kind.tag) for kind in kinds)
+        if tag_field not in value:
+            fail([*where, tag_field], f"missing required key; expected one of {expected}")
+        fail([*where, tag_field], f"expected one of {expected}, got {value[tag_field]!r}")
+    return chosen
 
 
 def _from_config(info: mi.Type | None):
@@ -231,7 +272,7 @@ def _describe(info: mi.Type | None) -> str:
         return "true or false"
     if isinstance(info, mi.LiteralType):
         return f"one of {', '.join(map(str, info.values))}"
-    if _struct(info) is not None:
+    if _struct(info) is not None or _kinds(info):
         return "a mapping of keys"
     if _named_item(info) is not None:
         return "a mapping of named entries"

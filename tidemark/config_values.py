@@ -80,6 +80,47 @@ def cron_expression(raw: object) -> str:
     return raw
 
 
+_AWS_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
+_KINESIS_STREAM_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_ENDPOINT = re.compile(r"(?P<scheme>https?)://(?P<authority>[^/?#\s]+)(?P<path>/[^?#\s]*)?")
+_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(?P<port>\d{1,5}))?")
+
+
+def aws_region(raw: object) -> str:
+    """An AWS region's code ('us-east-1', 'eu-west-2', 'us-gov-west-1'), held as written."""
+    if not isinstance(raw, str) or not _AWS_REGION.fullmatch(raw):
+        raise ValueError(f"expected an AWS region code like us-east-1 or eu-west-2, got {raw!r}")
+    return raw
+
+
+def kinesis_stream_name(raw: object) -> str:
+    """A Kinesis stream's name as AWS allows it: 1 to 128 of letters, digits, '_', '.', '-'."""
+    text = str(raw)
+    if not _KINESIS_STREAM_NAME.fullmatch(text):
+        raise ValueError(
+            f"a Kinesis stream name is 1 to 128 letters, digits, '_', '.' or '-', got {raw!r}; e.g. telemetry-events"
+        )
+    return text
+
+
+def endpoint_url(raw: object) -> str:
+    """An http(s) URL of a service (``http://127.0.0.1:19450``), held without a trailing '/'.
+
+    A URL with a user or password in it is refused without being shown: credentials never sit in
+    the configuration, and a message that repeated it would put them in a log."""
+    text = str(raw)
+    match = _ENDPOINT.fullmatch(text)
+    if match and "@" in match.group("authority"):
+        raise ValueError(
+            "the URL holds a user name or password ('user:secret@host'); write only scheme, host and port: "
+            "credentials come from the AWS connection (aws_conn_id) or the environment, never from this file"
+        )
+    host = _HOST_PORT.fullmatch(match.group("authority")) if match else None
+    if host is None or (host.group("port") and not 1 <= int(host.group("port")) <= 65535):
+        raise ValueError(f"expected an http(s) URL like http://127.0.0.1:19450, got {raw!r}")
+    return text.rstrip("/")
+
+
 # A duration of zero or more, written with a unit ('500ms', '30s', '10m', '2h', '7d'); held in ms.
 Milliseconds = Annotated[int, msgspec.Meta(ge=0, extra=written_as(parse_duration_ms))]
 # A duration longer than zero, written like Milliseconds; held in ms.
@@ -88,3 +129,9 @@ PositiveMilliseconds = Annotated[int, msgspec.Meta(ge=1, extra=written_as(positi
 MemoryMiB = Annotated[int, msgspec.Meta(ge=1, extra=written_as(memory_mib))]
 # A cron expression or Airflow preset, checked by croniter; held as written.
 CronExpression = Annotated[str, msgspec.Meta(min_length=1, extra=written_as(cron_expression))]
+# An AWS region code ('us-east-1'); held as written.
+AwsRegion = Annotated[str, msgspec.Meta(min_length=1, extra=written_as(aws_region))]
+# A Kinesis stream name (AWS's rules); held as written.
+KinesisStreamName = Annotated[str, msgspec.Meta(min_length=1, extra=written_as(kinesis_stream_name))]
+# An http(s) URL without credentials in it; held without a trailing '/'.
+EndpointUrl = Annotated[str, msgspec.Meta(min_length=1, extra=written_as(endpoint_url))]

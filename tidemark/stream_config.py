@@ -17,14 +17,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
 import msgspec
 
 from tidemark.alert_settings import AlertSettings
 from tidemark.batch_memory import BatchMemoryError, check_batch_fits
 from tidemark.config_document import StreamConfigError, read_config
-from tidemark.config_values import ConfigRuleError, CronExpression, MemoryMiB, Milliseconds, PositiveMilliseconds
+from tidemark.config_values import (
+    AwsRegion,
+    ConfigRuleError,
+    CronExpression,
+    EndpointUrl,
+    KinesisStreamName,
+    MemoryMiB,
+    Milliseconds,
+    PositiveMilliseconds,
+)
 from tidemark.duration import format_duration_ms
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, suggested_partition_limit
 from tidemark.stall_rules import StallRules
@@ -32,10 +41,12 @@ from tidemark.stall_rules import StallRules
 FieldType = Literal["string", "double", "long", "int", "boolean"]
 EventTimeFormat = Literal["iso8601", "epoch_millis"]
 StartingOffsets = Literal["earliest", "latest"]
+StartingPosition = Literal["trim_horizon", "latest"]
 PersistMode = Literal["available_now", "continuous"]
 FIELD_TYPES: tuple[str, ...] = get_args(FieldType)
 EVENT_TIME_FORMATS: tuple[str, ...] = get_args(EventTimeFormat)
 STARTING_OFFSETS: tuple[str, ...] = get_args(StartingOffsets)
+STARTING_POSITIONS: tuple[str, ...] = get_args(StartingPosition)
 PERSIST_MODES: tuple[str, ...] = get_args(PersistMode)
 
 # Columns tidemark adds to every events row; a payload field may not reuse these names.
@@ -58,6 +69,8 @@ _STREAM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A slice shorter than this makes a micro-batch per few records: a typo, not a choice.
 _MIN_SLICE_MS = 60_000
+# Keys that would hold AWS credentials: refused in a source, saying where credentials come from.
+_CREDENTIAL_KEY = re.compile(r"access_key|secret|session_token|password|credential", re.IGNORECASE)
 
 Text = Annotated[str, msgspec.Meta(min_length=1)]
 WholeNumber = Annotated[int, msgspec.Meta(ge=0)]
@@ -121,7 +134,9 @@ class EventTimeTolerances(_Section):
 
 
 class KafkaSource(_Section, tag_field="kind", tag="kafka"):
-    """A Kafka topic (``kind: kafka``); a Kinesis stream will be a second tagged type beside it."""
+    """A Kafka topic (``kind: kafka``); KinesisSource is the other kind of source."""
+
+    kind: ClassVar[str] = "kafka"
 
     bootstrap_servers: Text
     topic: Text
@@ -162,6 +177,76 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
                 f"(a task reads one partition at least); suggested: leave it unset (the cluster's parallelism) "
                 f"or at most {self.max_partitions}",
             )
+
+
+class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
+    """A Kinesis data stream (``kind: kinesis``): its shards are the stream's partitions.
+
+    Credentials are never part of it: they come from the Airflow AWS connection ``aws_conn_id``
+    names (tidemark_airflow.aws_connection), or without one from boto3's default chain (the
+    environment's AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, ~/.aws, an
+    instance or task role). A key that would hold one fails loading, saying so.
+    """
+
+    kind: ClassVar[str] = "kinesis"
+
+    stream: KinesisStreamName
+    region: AwsRegion
+    # How many shards the stream is created with (`tidemark create-kinesis-stream`, the demo) and
+    # the generator writes to. The job reads the shards the stream has (ListShards), so a split or
+    # a merge needs no change here.
+    shards: PositiveNumber
+    # None: the region's AWS endpoint; else e.g. the loopback Kinesis, http://127.0.0.1:19450.
+    endpoint: EndpointUrl | None = None
+    # The Airflow AWS connection the credentials come from; None: boto3's default chain.
+    aws_conn_id: Text | None = None
+    # Where a shard with no checkpoint starts: its oldest retained record, or what arrives next.
+    starting_position: StartingPosition = "trim_horizon"
+    # Kinesis stamps each record with its arrival (ApproximateArrivalTimestamp), not with its event
+    # time: only producers that write within moments of the event time make AT_TIMESTAMP an
+    # event-time index the job can plan slices from. A backlog written later is not one.
+    log_timestamp_is_event_time: bool = False
+    # The most shards the stream may have, open and closed ones the job still tracks
+    # (tidemark.partition_limit): the seeds' largest stream had 1,800.
+    max_partitions: PositiveNumber = msgspec.field(default=DEFAULT_MAX_PARTITIONS, name="max_shards")
+    # The most Spark tasks a batch reads the shards with (tidemark.read_tasks); None: the cluster's
+    # parallelism.
+    read_tasks: WholeNumber | None = None
+
+    @classmethod
+    def refused_key(cls, key: str) -> str | None:
+        """Why ``key`` may not be written here, for a key that would hold a credential; else None."""
+        if not _CREDENTIAL_KEY.search(str(key)):
+            return None
+        return (
+            "credentials never go in the stream configuration (every process reads it and it is copied around); "
+            "name an Airflow AWS connection with aws_conn_id, or leave it unset to use boto3's default chain "
+            "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, ~/.aws, an instance role); remove this key"
+        )
+
+    def __post_init__(self):
+        if self.shards > self.max_partitions:
+            raise ConfigRuleError(
+                "max_shards",
+                f"{self.max_partitions} is below the stream's {self.shards} shards (source.shards); "
+                f"suggested: {suggested_partition_limit(self.shards)}",
+            )
+        if self.read_tasks == 0:
+            raise ConfigRuleError(
+                "read_tasks",
+                "0 read tasks cannot read anything; suggested: leave it unset (the cluster's parallelism) or 1 and up",
+            )
+        if self.read_tasks is not None and self.read_tasks > self.max_partitions:
+            raise ConfigRuleError(
+                "read_tasks",
+                f"{self.read_tasks} read tasks cannot all be used with at most {self.max_partitions} shards "
+                f"(a task reads one shard at least); suggested: leave it unset (the cluster's parallelism) "
+                f"or at most {self.max_partitions}",
+            )
+
+
+# The kinds of log a stream may be read from; ``source.kind`` in the file says which.
+Source = KafkaSource | KinesisSource
 
 
 class LakeLocation(_Section):
@@ -240,7 +325,7 @@ class StreamConfig(_Section):
     """One stream; in the file, the key under ``streams:`` names it."""
 
     name: str
-    source: KafkaSource
+    source: Source
     payload: PayloadSchema
     event_time: EventTimeTolerances
     lake: LakeLocation

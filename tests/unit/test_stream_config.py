@@ -155,12 +155,13 @@ def test_the_source_says_its_kind(tmp_path):
     document = _shipped()
     del document["streams"]["telemetry"]["source"]["kind"]
     with pytest.raises(
-        StreamConfigError, match=r"streams\.telemetry\.source\.kind: missing required key; expected 'kafka'"
+        StreamConfigError,
+        match=r"streams\.telemetry\.source\.kind: missing required key; expected one of kafka, kinesis$",
     ):
         _load(tmp_path, document)
-    document["streams"]["telemetry"]["source"]["kind"] = "kinesis"
+    document["streams"]["telemetry"]["source"]["kind"] = "kafak"
     with pytest.raises(
-        StreamConfigError, match=r"streams\.telemetry\.source\.kind: expected one of kafka, got 'kinesis'"
+        StreamConfigError, match=r"streams\.telemetry\.source\.kind: expected one of kafka, kinesis, got 'kafak'$"
     ):
         _load(tmp_path, document)
 
