@@ -160,7 +160,7 @@ def plan_aligned_slices(
                 target_ends[partition] = log_end
                 continue
         target_ends[partition] = log_end if offset is None else min(max(offset, position), log_end)
-    ends = plan_record_count_slices(positions, target_ends, max_records)
+    ends = plan_record_count_slices(positions, target_ends, max_records, index)
     return {
         partition: Slice(
             ends[partition],

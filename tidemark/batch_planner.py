@@ -22,13 +22,22 @@ event times to let G pass holds it, until the next batch brings the feedback).
 Offsets without data records (transaction markers, aborted transactions, compacted offsets) are
 stepped over (see tidemark.aligned_slices), and a partition whose readable end stands still
 below its written end is tracked as held by an open transaction (tidemark.open_transaction).
+
+Two kinds of partition come from logs that change shape (Kinesis resharding), given per plan by
+the source: ``held`` partitions have unread records that cannot be read yet (a child shard
+waiting for its parents to be read to their end, a shard whose reader is behind but has no
+record in hand): they are ACTIVE, hold G as unread records do, and with alignment their W_p
+starts from their next record, so G never passes a record only because it had to wait.
+``finished`` partitions are read to an end they can never pass (a closed shard): FINISHED, out
+of G's minimum at once. Positions are counted by the log (tidemark.log_position), never by
+arithmetic: Kinesis sequence numbers are sparse.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from tidemark.aligned_slices import (
     LoggedRecord,
@@ -38,6 +47,7 @@ from tidemark.aligned_slices import (
     plan_aligned_slices,
 )
 from tidemark.global_watermark import GlobalWatermark
+from tidemark.log_position import records_read
 from tidemark.open_transaction import track_open_transaction
 from tidemark.partition_status import PartitionStatus, partition_status
 from tidemark.partition_watermark import PartitionWatermark
@@ -103,6 +113,8 @@ class BatchPlanner:
         index: LogTimeIndex,
         max_records: int | None,
         unstable_ends: Mapping[int, tuple[int, int]] | None = None,
+        held: Collection[int] = (),
+        finished: Collection[int] = (),
     ) -> SourceState:
         """The next batch: one step (``plan``), or with alignment and a row budget as many
         consecutive aligned steps as the budget holds; ``previous`` when there is nothing to do.
@@ -112,14 +124,14 @@ class BatchPlanner:
         several; the steps share the batch's read time and are numbered plan_seq - n + 1 ..
         plan_seq (the batch ids of the ledger).
         """
-        first = self.plan(previous, log_ends, feedback, index, max_records, unstable_ends)
+        first = self.plan(previous, log_ends, feedback, index, max_records, unstable_ends, held, finished)
         if first is previous or first.target_ms is None or max_records is None:
             return first
         steps = [first]
-        budget = max_records - _offsets_read(previous, first)
+        budget = max_records - _records_read(index, previous, first)
         while budget > 0:
-            following = self.plan(steps[-1], log_ends, {}, index, budget, unstable_ends)
-            read = _offsets_read(steps[-1], following)
+            following = self.plan(steps[-1], log_ends, {}, index, budget, unstable_ends, held, finished)
+            read = _records_read(index, steps[-1], following)
             if following is steps[-1] or read == 0 or following.target_ms is None:
                 break
             steps.append(following)
@@ -150,15 +162,21 @@ class BatchPlanner:
         index: LogTimeIndex,
         max_records: int | None,
         unstable_ends: Mapping[int, tuple[int, int]] | None = None,
+        held: Collection[int] = (),
+        finished: Collection[int] = (),
     ) -> SourceState:
         """The next batch's state; ``previous`` itself when there is nothing new to do.
 
         ``log_ends`` are the readable ends to plan up to. ``unstable_ends`` names the partitions
         whose last stable offset stands below the written end right now, as
         {partition: (last stable offset, written end)}; the others have no open transaction.
+        ``held``: partitions with unread records that cannot be read now; ``finished``:
+        partitions read to an end they can never pass (see the module docstring).
         """
         now = self._now_ms()
         unstable_ends = unstable_ends or {}
+        finished = frozenset(finished)
+        held = frozenset(held) - finished
         positions = previous.positions()
         watermarks: dict[int, PartitionWatermark] = {}
         statuses: dict[int, PartitionStatus] = {}
@@ -171,26 +189,35 @@ class BatchPlanner:
             watermarks[p] = watermark
         if self._align:
             # A partition without W_p yet starts from its next record (asked for all at once).
+            # A held partition's next record is its next whatever it waits for: it may be asked
+            # beyond the readable end.
             unknown = {
                 p: state.position
                 for p, state in previous.partitions.items()
-                if watermarks[p].current_ms is None and state.position < ends_now[p]
+                if watermarks[p].current_ms is None and (state.position < ends_now[p] or p in held)
             }
             following = find_next_records(index, unknown)
             for p in unknown:
-                self._raise_to_record(watermarks[p], following[p], ends_now[p], now)
+                self._raise_to_record(watermarks[p], following[p], None if p in held else ends_now[p], now)
         # Only a partition whose log grew can have produced since (its last records, asked at once).
         grown = {p: ends_now[p] for p, state in previous.partitions.items() if ends_now[p] > state.log_end}
         last_produced = {
             p: state.last_produced_ms for p, state in previous.partitions.items() if p not in grown
         } | self._last_produced(index, grown, now)
         for p, state in previous.partitions.items():
-            statuses[p] = partition_status(state.position, ends_now[p], last_produced[p], now, self._idle_timeout_ms)
+            if p in finished:
+                statuses[p] = PartitionStatus.FINISHED
+            elif p in held:
+                statuses[p] = PartitionStatus.ACTIVE
+            else:
+                statuses[p] = partition_status(
+                    state.position, ends_now[p], last_produced[p], now, self._idle_timeout_ms
+                )
 
         # Who counts in G (tidemark.global_watermark): a partition with unread records and no W_p
         # holds it; when every partition is IDLE, those whose last batch's records are folded in
         # now give G their final W_p.
-        unread = {p for p, state in previous.partitions.items() if state.position < ends_now[p]}
+        unread = {p for p, state in previous.partitions.items() if state.position < ends_now[p]} | held
         just_read = {p for p, state in previous.partitions.items() if watermarks[p].current_ms != state.watermark_ms}
         global_watermark = GlobalWatermark(previous.global_watermark_ms)
 
@@ -260,7 +287,7 @@ class BatchPlanner:
         ``fold_global_watermark()`` folds the partitions' watermarks, as raised, into G."""
         if not self._align or global_watermark.current_ms is None:
             capped_ends = {p: max(log_ends.get(p, positions[p]), positions[p]) for p in positions}
-            return plan_record_count_slices(positions, capped_ends, max_records), {}, None
+            return plan_record_count_slices(positions, capped_ends, max_records, index), {}, None
         for _ in range(_MAX_ROUNDS):
             target = global_watermark.current_ms + self._max_drift_ms
             slices = plan_aligned_slices(positions, log_ends, target, index, max_records)
@@ -307,14 +334,15 @@ class BatchPlanner:
         return cuts
 
     def _raise_to_record(
-        self, watermark: PartitionWatermark, following: LoggedRecord | None, log_end: int, now: int
+        self, watermark: PartitionWatermark, following: LoggedRecord | None, log_end: int | None, now: int
     ) -> int | None:
         """Raise W_p by ``following``, the partition's next data record (from the index: None when
         there is none). A record at or past ``log_end`` is not readable in this plan and proves
-        nothing. When the record is beyond the future guard (it will be quarantined, so its
+        nothing (``log_end`` None: a held partition, whose next record is its next even though it
+        cannot be read yet). When the record is beyond the future guard (it will be quarantined, so its
         timestamp proves nothing), return the end offset of a slice that reads up to and
         including it alone; otherwise None."""
-        if following is None or following.offset >= log_end:
+        if following is None or (log_end is not None and following.offset >= log_end):
             return None
         if following.timestamp_ms - now > self._max_future_skew_ms:
             return following.offset + 1
@@ -325,13 +353,10 @@ class BatchPlanner:
         return int(self._clock() * 1000)
 
 
-def _offsets_read(before: SourceState, after: SourceState) -> int:
-    """Offsets the step from ``before`` to ``after`` reads, over all partitions."""
-    return sum(
-        state.position - before.partitions[p].position
-        for p, state in after.partitions.items()
-        if p in before.partitions
-    )
+def _records_read(index: LogTimeIndex, before: SourceState, after: SourceState) -> int:
+    """Records the step from ``before`` to ``after`` reads, over all partitions, as the log
+    counts them (tidemark.log_position.records_between)."""
+    return records_read(index, before.positions(), after.positions())
 
 
 def partition_watermark_after(

@@ -12,9 +12,9 @@ restarts (the caller restores it from the checkpointed offsets). Times in ms sin
 - An ACTIVE partition with nothing to read and no watermark is left out: it never admitted a
   valid record, so no record of it can be passed by G. If it produces, it holds G from the plan
   that sees its records.
-- An IDLE partition is left out. A partition that never had data is IDLE from the start (it has
+- An IDLE or FINISHED partition is left out (FINISHED: a closed shard read to its end). A partition that never had data is IDLE from the start (it has
   never produced), so it never holds G: the FLINK-29099 deadlock cannot happen.
-- If every partition is IDLE, G takes the final watermarks of the partitions that turned IDLE in
+- If no partition is ACTIVE, G takes the final watermarks of the partitions that turned IDLE in
   this very update (``just_read``: their W_p was just raised by their last batch's records), then
   holds. The plan that finds a partition caught up and quiet is the one that learns its final
   W_p: without this, a backlog whose last records are older than idle_timeout left its last

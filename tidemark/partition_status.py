@@ -6,6 +6,10 @@ idle_timeout. A partition with unread data is never IDLE: that is what makes the
 deadlock (an idle-marked source that never refreshed while it had data) impossible here.
 Worst case: a partition becomes IDLE between idle_timeout and idle_timeout + one planning
 interval after its last record; it is ACTIVE again at the first planning that sees new data.
+
+FINISHED is a partition that can never produce again, read to its end: a closed Kinesis shard
+(split or merged away) whose last record was read. It leaves G's minimum at once, without
+waiting for idle_timeout, and never becomes ACTIVE again: its children carry its keys on.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from enum import Enum
 class PartitionStatus(str, Enum):
     ACTIVE = "ACTIVE"
     IDLE = "IDLE"
+    FINISHED = "FINISHED"
 
 
 def partition_status(
