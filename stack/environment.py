@@ -14,6 +14,8 @@ Everything stateful lives under ``TIDEMARK_HOME`` (default ``<repo>/.tidemark``,
     $TIDEMARK_HOME/lake         Delta tables
     $TIDEMARK_HOME/checkpoints  Spark streaming checkpoints
     $TIDEMARK_HOME/s3           the loopback S3 (s3proxy): its buckets, config and log
+    $TIDEMARK_HOME/kinesis      the loopback Kinesis (moto's server): its pid and log; its streams
+                                live in the server's memory and are gone when it stops
 
 ``TIDEMARK_LAKE_STORE=s3`` puts the lake and the checkpoints on the loopback S3 instead
 (``s3a://tidemark/lake``, ``s3a://tidemark/checkpoints``) and points the storage settings at it
@@ -37,11 +39,18 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KAFKA_PORT = 19092
 DEFAULT_AIRFLOW_PORT = 18080
 DEFAULT_S3_PORT = 19400
+DEFAULT_KINESIS_PORT = 19450
 LOOPBACK = "127.0.0.1"
 # The loopback S3's bucket and the identity it accepts: its own, bound to 127.0.0.1, no secret.
 LOOPBACK_S3_BUCKET = "tidemark"
 LOOPBACK_S3_IDENTITY = ("tidemark", "tidemark-loopback-s3")
 LAKE_STORES = ("local", "s3")
+# The loopback Kinesis accepts any keys (moto checks no signature); these are fixed and obviously
+# not anyone's, so a stream in the embedded stack needs no real AWS credentials. The Airflow
+# connection below carries them, and the demo stream names it (aws_conn_id).
+LOOPBACK_KINESIS_IDENTITY = ("tidemark", "tidemark-loopback-kinesis")
+LOOPBACK_KINESIS_REGION = "us-east-1"
+LOOPBACK_KINESIS_CONN_ID = "tidemark_kinesis_loopback"
 
 # A URI such as spark://local[2] makes the Spark provider treat the host as a cluster master
 # and fall back to YARN; the JSON form keeps "local[*]" as the master verbatim.
@@ -81,6 +90,24 @@ def s3_port(environ: Mapping[str, str] | None = None) -> int:
     return _port(os.environ if environ is None else environ, "TIDEMARK_S3_PORT", DEFAULT_S3_PORT)
 
 
+def kinesis_port(environ: Mapping[str, str] | None = None) -> int:
+    """The loopback Kinesis's port (``TIDEMARK_KINESIS_PORT``)."""
+    return _port(os.environ if environ is None else environ, "TIDEMARK_KINESIS_PORT", DEFAULT_KINESIS_PORT)
+
+
+def loopback_kinesis_connection(port: int) -> str:
+    """The Airflow AWS connection (JSON form) of the loopback Kinesis on ``port``."""
+    key, secret = LOOPBACK_KINESIS_IDENTITY
+    return json.dumps(
+        {
+            "conn_type": "aws",
+            "login": key,
+            "password": secret,
+            "extra": {"region_name": LOOPBACK_KINESIS_REGION, "endpoint_url": f"http://{LOOPBACK}:{port}"},
+        }
+    )
+
+
 def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The variables the embedded stack needs, each one only if ``environ`` lacks it.
 
@@ -107,6 +134,8 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         "TIDEMARK_KAFKA_PORT": str(kafka),
         "TIDEMARK_KAFKA_BOOTSTRAP": f"{LOOPBACK}:{kafka}",
         "TIDEMARK_S3_PORT": str(s3_port(environ)),
+        "TIDEMARK_KINESIS_PORT": str(kinesis_port(environ)),
+        "TIDEMARK_KINESIS_ENDPOINT": f"http://{LOOPBACK}:{kinesis_port(environ)}",
         **_lake_location(store, home, s3_port(environ)),
         "TIDEMARK_JARS": str(home / "jars"),
         "TIDEMARK_AIRFLOW_PORT": str(api),
@@ -134,6 +163,7 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         # Component output goes to log files, where colour codes are noise.
         "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_DEFAULT_CONNECTION,
+        f"AIRFLOW_CONN_{LOOPBACK_KINESIS_CONN_ID.upper()}": loopback_kinesis_connection(kinesis_port(environ)),
     }
     result = {name: value for name, value in defaults.items() if not environ.get(name)}
     result["PATH"] = _path_with_venv_first(environ.get("PATH", ""))

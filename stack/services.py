@@ -1,7 +1,8 @@
 """The embedded services by name, and the order they start and stop in.
 
 The ``tidemark`` CLI (up, down, services, demo) starts and stops them through here: Kafka first,
-the loopback S3 second, Airflow last (its tasks talk to both), and the reverse on the way down. Each function
+the loopback S3 and the loopback Kinesis next, Airflow last (its tasks talk to all three), and the
+reverse on the way down. Each function
 yields a service's one-line message as soon as that service is done (starting Airflow takes a
 minute: the Kafka line should not wait for it); an expected failure raises ``StackError``.
 """
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-SERVICES = ("kafka", "s3", "airflow")
+SERVICES = ("kafka", "s3", "kinesis", "airflow")
 
 
 def service(name: str):
-    """The embedded service ``name`` ("kafka", "s3" or "airflow"), configured from the environment."""
+    """The embedded service ``name`` ("kafka", "s3", "kinesis" or "airflow"), configured from the environment."""
     if name == "kafka":
         from stack.kafka_broker import KafkaBroker
 
@@ -23,6 +24,10 @@ def service(name: str):
         from stack.loopback_s3 import LoopbackS3
 
         return LoopbackS3.from_environment()
+    if name == "kinesis":
+        from stack.loopback_kinesis import LoopbackKinesis
+
+        return LoopbackKinesis.from_environment()
     if name == "airflow":
         from stack.airflow_standalone import AirflowStandalone
 

@@ -23,6 +23,7 @@ import pytest
 
 from connectors.jars import ensure_jars, shared_jars_root, spark_jars
 from stack.kafka_broker import KafkaBroker
+from stack.loopback_kinesis import LoopbackKinesis
 from stack.loopback_s3 import LoopbackS3
 from stack.ports import free_port
 from stack.spark_standalone import SparkStandalone
@@ -92,6 +93,23 @@ def loopback_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3
         yield store
     finally:
         store.stop()
+
+
+@pytest.fixture(scope="session")
+def loopback_kinesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackKinesis]:
+    """The loopback Kinesis (moto's server) on 127.0.0.1 and a free port, for the whole session.
+
+    Yields a ``LoopbackKinesis``: ``.endpoint``, ``.region``, ``.client()`` (boto3),
+    ``.create_stream(name, shards)`` (waits until ACTIVE; give each test its own stream name:
+    streams outlive tests) and ``.environment`` (TIDEMARK_KINESIS_ENDPOINT and the
+    TIDEMARK_KINESIS_* keys that reach it: merge it into a process's environment).
+    """
+    kinesis = LoopbackKinesis(state_dir=tmp_path_factory.mktemp("kinesis-home") / "kinesis", port=free_port())
+    kinesis.start()
+    try:
+        yield kinesis
+    finally:
+        kinesis.stop()
 
 
 @pytest.fixture(scope="session")

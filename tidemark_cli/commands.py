@@ -5,7 +5,8 @@ do (a DAG run that failed adds its failed tasks, the exception each failed with 
 log is); 2 a usage error (an unknown stream, a bad param: nothing was started); 3 `tidemark
 services` found a service not running; 130 interrupted.
 
-The embedded stack's commands (up, down, services, env, jars, create-topic, demo) are here too:
+The embedded stack's commands (up, down, services, env, jars, create-topic, create-kinesis-stream,
+demo) are here too:
 the stack itself (stack/) has no command line of its own.
 """
 
@@ -56,7 +57,7 @@ def cli(conf: str) -> None:
 @cli.command(short_help="Start the embedded stack (make up).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def up(services: tuple[str, ...]) -> int:
-    """Start the embedded stack: Kafka, the loopback S3, then Airflow (or only SERVICES).
+    """Start the embedded stack: Kafka, the loopback S3 and Kinesis, then Airflow (or only SERVICES).
 
     The same as `make up`. Fetches the pinned JVM jars first (Maven, once).
 
@@ -78,7 +79,8 @@ def up(services: tuple[str, ...]) -> int:
 @cli.command(short_help="Stop the embedded stack (make down).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def down(services: tuple[str, ...]) -> int:
-    """Stop the embedded stack: Airflow, the loopback S3, then Kafka (or only SERVICES). Keeps all state.
+    """Stop the embedded stack: Airflow, the loopback Kinesis and S3, then Kafka (or only SERVICES).
+    Keeps all state but the loopback Kinesis's streams, which live in its memory.
 
     The same as `make down`.
 
@@ -114,7 +116,7 @@ def demo(hours: int) -> int:
 @cli.command("services", short_help="Show whether the embedded stack's services run.")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def services_status(services: tuple[str, ...]) -> int:
-    """Whether Kafka, the loopback S3 and Airflow (or only SERVICES) run and answer, one line each.
+    """Whether Kafka, the loopback S3 and Kinesis, and Airflow (or only SERVICES) run and answer, one line each.
 
     Exit code 3 when one of them does not run. (`tidemark status STREAM` is a stream's partitions.)
 
@@ -183,6 +185,24 @@ def create_topic(name: str, partitions: int) -> int:
     from stack.kafka_broker import create_topic as create
 
     _console.print(escape(create(os.environ["TIDEMARK_KAFKA_BOOTSTRAP"], name, partitions)), soft_wrap=True)
+    return 0
+
+
+@cli.command("create-kinesis-stream", short_help="Create a stream on the loopback Kinesis (idempotent).")
+@click.argument("name")
+@click.option("--shards", type=click.IntRange(min=1), required=True, help="How many shards the stream has.")
+def create_kinesis_stream(name: str, shards: int) -> int:
+    """Create Kinesis stream NAME with SHARDS shards on the loopback Kinesis at $TIDEMARK_KINESIS_PORT
+    and wait until it is active; a stream that exists with as many shards is left as it is (and
+    said so). The loopback keeps its streams in memory: create them again after `tidemark down`.
+
+    \b
+    Example:
+      tidemark create-kinesis-stream scooter-telemetry --shards 8
+    """
+    from stack.loopback_kinesis import LoopbackKinesis
+
+    _console.print(escape(LoopbackKinesis.from_environment().create_stream(name, shards)), soft_wrap=True)
     return 0
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli_environment import cli_home, streams_file  # noqa: F401 (fixture)
+from stack.ports import free_port
 from tidemark.event_time_text import format_event_time
 from tidemark_cli.commands import cli, main
 
@@ -20,6 +21,7 @@ DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
 def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
     assert COMMANDS == [
         "backfill",
+        "create-kinesis-stream",
         "create-topic",
         "demo",
         "down",
@@ -161,10 +163,13 @@ def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command
     )
 
 
-def test_down_stops_airflow_then_the_loopback_s3_then_kafka_through_the_stacks_own_services(cli_home, capsys):
+def test_down_stops_airflow_then_the_loopback_kinesis_and_s3_then_kafka_through_the_stacks_own_services(
+    cli_home, capsys
+):
     assert main(["down"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "Airflow is not running.",
+        "Loopback Kinesis is not running.",
         "Loopback S3 is not running.",
         "Kafka is not running.",
     ]
@@ -172,12 +177,17 @@ def test_down_stops_airflow_then_the_loopback_s3_then_kafka_through_the_stacks_o
 
 def test_an_unknown_service_is_a_usage_error(cli_home, capsys):
     assert main(["up", "spark"]) == 2
-    assert "'spark' is not one of 'kafka', 's3', 'airflow'" in capsys.readouterr().err
+    assert "'spark' is not one of 'kafka', 's3', 'kinesis', 'airflow'" in capsys.readouterr().err
 
 
 def test_services_says_which_run_and_exits_3_when_one_does_not(cli_home, capsys):
     assert main(["services"]) == 3
-    assert capsys.readouterr().out.splitlines() == ["kafka: not running", "s3: not running", "airflow: not running"]
+    assert capsys.readouterr().out.splitlines() == [
+        "kafka: not running",
+        "s3: not running",
+        "kinesis: not running",
+        "airflow: not running",
+    ]
 
 
 def test_env_prints_an_export_line_for_each_setting_the_shell_lacks_and_keeps_what_it_has(cli_home, capsys):
@@ -197,3 +207,21 @@ def test_env_prints_an_export_line_for_each_setting_the_shell_lacks_and_keeps_wh
 def test_create_topic_needs_a_partition_count(cli_home, capsys):
     assert main(["create-topic", "orders"]) == 2
     assert "Missing option '--partitions'" in capsys.readouterr().err
+
+
+def test_create_kinesis_stream_needs_a_shard_count(cli_home, capsys):
+    assert main(["create-kinesis-stream", "rides"]) == 2
+    assert "Missing option '--shards'" in capsys.readouterr().err
+
+
+def test_create_kinesis_stream_on_a_loopback_that_is_not_up_says_how_to_start_it(cli_home, capsys):
+    import os
+
+    os.environ["TIDEMARK_KINESIS_PORT"] = str(free_port())  # nothing listens: a developer's own stack is never asked
+
+    assert main(["create-kinesis-stream", "rides", "--shards", "2"]) == 1
+    error = " ".join(capsys.readouterr().err.split())
+    assert error == (
+        f"error: The loopback Kinesis does not answer on http://127.0.0.1:{os.environ['TIDEMARK_KINESIS_PORT']}: "
+        "start it with `tidemark up kinesis` (or `tidemark up`), then create the stream."
+    )

@@ -74,6 +74,7 @@ TIDEMARK_ENV = {
     "TIDEMARK_CHECKPOINT_ROOT": "s3a://tidemark-lake/checkpoints",
     "TIDEMARK_JARS": "/opt/tidemark/jars",
     "TIDEMARK_S3_ENDPOINT": "http://minio:9000",
+    "TIDEMARK_KINESIS_ENDPOINT": "http://kinesis:19450",
 }
 TIDEMARK_ENV_PRESENT = ("PYSPARK_PYTHON", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 
@@ -208,6 +209,7 @@ def test_compose_accepts_the_file_with_every_secret_set(resolved: dict) -> None:
         "spark-master",
         "spark-worker",
         "kafka",
+        "kinesis",
         "minio",
         "minio-init",
     }
@@ -313,6 +315,18 @@ def test_every_service_running_tidemark_code_sets_the_tidemark_settings(
             assert env.get(key), f"{name}: {key} is not set"
         # Driver and executors must name the same interpreter for PySpark's version check.
         assert env["PYSPARK_PYTHON"] == services["spark-worker"]["environment"]["PYSPARK_PYTHON"]
+
+
+def test_the_kinesis_service_is_moto_on_the_hosts_loopback_at_the_embedded_stacks_port(
+    services: dict[str, dict],
+) -> None:
+    kinesis = services["kinesis"]
+    assert kinesis["image"] == "motoserver/moto:5.2.5"
+    assert kinesis["environment"]["MOTO_PORT"] == "19450"
+    assert [(p["host_ip"], int(p["published"]), int(p["target"])) for p in kinesis["ports"]] == [
+        ("127.0.0.1", 19450, 19450)
+    ]
+    assert kinesis.get("healthcheck")
 
 
 def test_airflow_services_share_one_database_and_executor(services: dict[str, dict]) -> None:
