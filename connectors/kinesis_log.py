@@ -1,0 +1,903 @@
+"""The Kinesis log as tidemark's driver sees it: shards, a read-ahead buffer, and exact ranges.
+
+A shard is a partition (tidemark.shard_lineage); a position is a sequence number held as an
+``int``, "next to read" (after a record with sequence s the position is s + 1). Sequence numbers
+are sparse: nothing here subtracts positions to count records; counts come from records read.
+
+Kinesis has no time index a driver can ask cheaply and no "log end" but what has been read, so
+the driver reads ahead: ``fill`` reads each shard from its position into a buffer, and the
+planner's time index (tidemark.aligned_slices.BatchedLogTimeIndex) is answered from that buffer.
+The Spark source then hands each planned range's buffered records to its tasks (``take``), and
+re-reads a range from Kinesis (``read_range``) only when the buffer does not hold it (a replay
+after a restart, recovery, backfill).
+
+Limits respected: GetRecords at most ``max_calls_per_second`` per shard (Kinesis allows 5 per
+shard, shared by every consumer), at most 10,000 records a call; an iterator is reused while it
+continues exactly at the position and is younger than 4.5 minutes (Kinesis expires it after 5);
+throttling backs off and is counted, never raised. boto3 is imported inside the functions so the
+driver, the DAG files and the unit tests import this module cheaply; credentials come from
+boto3's default chain (environment, Airflow's AWS connection exported by the caller) and are
+never logged.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from tidemark.aligned_slices import LoggedRecord
+from tidemark.shard_lineage import ShardInfo, is_finished, shard_from_listing, shard_id_of, waiting_for
+
+log = logging.getLogger(__name__)
+
+# Kinesis expires an iterator 5 minutes after it is returned; half a minute of margin covers a
+# slow call and clock skew between driver and service.
+ITERATOR_LIFETIME_S = 270.0
+SHARD_REFRESH_S = 10.0
+# Throttling backoff: full jitter over an exponential, capped (AWS's architecture-blog advice).
+_BACKOFF_BASE_S = 0.1
+_BACKOFF_CAP_S = 5.0
+# A fill gives a throttled shard this many retries, then leaves it for the next fill: one hot
+# shard must not hold up planning the other 1,799. read_range (a Spark task) keeps retrying.
+_FILL_THROTTLE_RETRIES = 4
+# An empty page with MillisBehindLatest > 0 is followed; lost_to_retention looks this far for
+# the trim horizon's first record.
+_HORIZON_PAGES = 50
+
+_THROTTLED = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "LimitExceededException",
+        "ThrottlingException",
+        "KMSThrottlingException",
+    }
+)
+_REFUSED = frozenset(
+    {
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "ExpiredTokenException",
+        "ExpiredToken",
+        "AccessDenied",
+        "AccessDeniedException",
+        "IncompleteSignature",
+        "InvalidClientTokenId",
+        "MissingAuthenticationToken",
+        "SignatureDoesNotMatch",
+        "KMSAccessDeniedException",
+    }
+)
+
+
+class KinesisUnavailableError(RuntimeError):
+    """Kinesis could not be read. The message names the stream, the shard when there is one, and
+    the endpoint or region, and says what to check. ``stream``, ``shard_id`` and ``where`` hold
+    the same for code."""
+
+    def __init__(self, message: str, *, stream: str, where: str, shard_id: str | None = None, code: str = ""):
+        super().__init__(message)
+        self.code = code  # the API's error code, when Kinesis answered with one
+        self.stream = stream
+        self.where = where
+        self.shard_id = shard_id
+
+
+class KinesisStreamNotFoundError(KinesisUnavailableError):
+    """The stream does not exist in that account and region (or endpoint)."""
+
+
+class KinesisEndpointError(KinesisUnavailableError):
+    """The endpoint or region did not answer (connection refused, connect or read timeout)."""
+
+
+class KinesisCredentialsError(KinesisUnavailableError):
+    """Kinesis refused the credentials (unknown key, bad signature, expired token, access denied)."""
+
+
+class KinesisShardGoneError(KinesisUnavailableError):
+    """A shard the job was reading is no longer listed: it expired (retention) or the stream was
+    deleted and recreated under the same name."""
+
+
+@dataclass(frozen=True)
+class KinesisRecord:
+    """One data record: its sequence number, ApproximateArrivalTimestamp (ms, UTC), bytes and key."""
+
+    sequence: int
+    arrival_ms: int
+    data: bytes
+    partition_key: str
+
+
+@dataclass(frozen=True)
+class ShardBounds:
+    """A shard as the planner sees it after ``fill``.
+
+    ``earliest``: the shard's starting sequence. ``end``: the exclusive end of what is buffered
+    and readable (the last buffered sequence + 1, or the position when nothing is): the planner's
+    log end, since Kinesis has no other. ``caught_up``: the last GetRecords returned nothing with
+    MillisBehindLatest 0 (the reader is at the shard's tip; the shard may still be written).
+    ``finished``: the shard is closed, read to its end and every record of it consumed (it leaves
+    the global-watermark minimum). ``waiting_for``: parents not finished yet (nothing of this
+    shard is readable until they are). ``listed``: False for a shard ListShards no longer names
+    (it expired whole; ``lost_to_retention`` says whether anything of the lake's was in it).
+    """
+
+    earliest: int
+    end: int
+    caught_up: bool
+    finished: bool
+    waiting_for: tuple[int, ...]
+    millis_behind_latest: int | None
+    listed: bool = True
+
+
+@dataclass(frozen=True, order=True)
+class LostSequences:
+    """Sequence numbers [start, end) of ``partition`` that expired before the lake read them.
+
+    ``end`` is the first sequence retained (the trim horizon's first record), or None when
+    nothing after ``start`` is retained (an open shard with no retained record, or a shard no
+    longer listed at all). Kinesis sequence numbers are sparse: how many records the range held
+    is unknowable now, possibly none (see ``KinesisLog.lost_to_retention``)."""
+
+    partition: int
+    shard_id: str
+    start: int
+    end: int | None
+
+    def describe(self) -> str:
+        end = "the shard's end" if self.end is None else str(self.end)
+        return f"shard {self.shard_id} (partition {self.partition}): sequence numbers [{self.start}, {end})"
+
+    def to_json(self) -> dict:
+        return {"partition": self.partition, "shard_id": self.shard_id, "start_sequence": str(self.start),
+                "end_sequence": None if self.end is None else str(self.end)}  # fmt: skip
+
+
+def retention_loss_message(stream: str, lost: Iterable[LostSequences]) -> str:
+    """What a person reads when the job stops at a retention loss."""
+    ranges = "; ".join(range_.describe() for range_ in lost)
+    return (
+        f"retention overtook the reader of Kinesis stream {stream!r}: {ranges} expired before they were read "
+        "(the stream's RetentionPeriodHours). Kinesis sequence numbers are sparse, so how many records were lost "
+        "is unknown (possibly none). The job stops here rather than skip them; every later run stops the same "
+        "way and the quality run reports them LOST. Raise the stream's retention (IncreaseStreamRetentionPeriod) "
+        "to keep this from recurring, and accept the loss explicitly to go on (see the README)"
+    )
+
+
+def kinesis_client(region: str, endpoint: str | None = None, max_workers: int = 16):
+    """A boto3 Kinesis client from boto3's default credential chain, failing fast when the
+    endpoint does not answer (3 s to connect, 10 s to read, no botocore retries: tidemark's own
+    loop retries a connection once and backs off throttling itself, so throttles are counted).
+    A fresh session per client: boto3 sessions are not thread-safe, clients are."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=3,
+        read_timeout=10,
+        retries={"total_max_attempts": 1},
+        max_pool_connections=max(10, max_workers + 2),
+    )
+    return boto3.session.Session().client("kinesis", region_name=region, endpoint_url=endpoint, config=config)
+
+
+def _where(region: str, endpoint: str | None) -> str:
+    return f"endpoint {endpoint} (region {region})" if endpoint else f"region {region}"
+
+
+_EXPIRED = object()  # GetRecords said ExpiredIteratorException: ask for a new iterator, not an error
+
+
+class _CallRate:
+    """At most ``per_second`` calls per shard in any second; a caller over it sleeps."""
+
+    def __init__(self, per_second: float, clock, sleep):
+        self._window = max(1, int(per_second))
+        self._span_s = self._window / per_second
+        self._clock = clock
+        self._sleep = sleep
+        self._calls: dict[str, deque] = {}
+        self._lock = threading.Lock()
+
+    def wait(self, shard_id: str) -> None:
+        with self._lock:
+            calls = self._calls.setdefault(shard_id, deque(maxlen=self._window))
+        # One thread per shard at a time (fill hands each shard to one worker): no lock needed here.
+        if len(calls) == self._window:
+            wait_s = calls[0] + self._span_s - self._clock()
+            if wait_s > 0:
+                self._sleep(wait_s)
+        calls.append(self._clock())
+
+
+class _Api:
+    """Kinesis calls for one stream: rate-limited GetRecords, throttling backed off and counted,
+    ExpiredIteratorException turned into ``_EXPIRED``, every other failure a KinesisUnavailableError
+    naming the stream, shard and endpoint."""
+
+    def __init__(self, client, stream: str, where: str, clock, sleep, max_calls_per_second: float):
+        self.client = client
+        self.stream = stream
+        self.where = where
+        self._clock = clock
+        self._sleep = sleep
+        self._rate = _CallRate(max_calls_per_second, clock, sleep)
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.throttled_calls = 0
+
+    def call(self, operation: str, shard_id: str | None = None, throttle_retries: int | None = None, **params):
+        """The API's answer; None when still throttled after ``throttle_retries`` retries
+        (None: retry for ever)."""
+        from botocore.exceptions import (
+            ClientError,
+            ConnectionClosedError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            ReadTimeoutError,
+        )
+
+        throttled = 0
+        connection_failures = 0
+        while True:
+            if operation == "get_records" and shard_id is not None:
+                self._rate.wait(shard_id)
+            with self._lock:
+                self.calls += 1
+            try:
+                return getattr(self.client, operation)(**params)
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                if code == "ExpiredIteratorException":
+                    return _EXPIRED
+                if code not in _THROTTLED:
+                    raise self._refused(error, code, operation, shard_id) from None
+                with self._lock:
+                    self.throttled_calls += 1
+                throttled += 1
+                if throttle_retries is not None and throttled > throttle_retries:
+                    log.info("kinesis throttled", extra={"stream": self.stream, "shard": shard_id, "code": code})
+                    return None
+                self._sleep(random.uniform(0.5, 1.0) * min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**throttled))
+            except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError) as error:
+                connection_failures += 1
+                if connection_failures > 1:
+                    raise KinesisEndpointError(
+                        f"Kinesis at {self.where} did not answer {_api_name(operation)} for stream {self.stream!r}"
+                        f"{_of_shard(shard_id)}: {error}. Check that the endpoint or region is right and reachable "
+                        "from this machine (network, proxy, VPC endpoint)",
+                        stream=self.stream,
+                        where=self.where,
+                        shard_id=shard_id,
+                    ) from None
+                self._sleep(0.2)
+            except NoCredentialsError:
+                raise KinesisCredentialsError(
+                    f"no AWS credentials found to read Kinesis stream {self.stream!r} at {self.where}: set them in "
+                    "the environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE) or the stream's Airflow "
+                    "AWS connection",
+                    stream=self.stream,
+                    where=self.where,
+                    shard_id=shard_id,
+                ) from None
+
+    def _refused(self, error, code: str, operation: str, shard_id: str | None) -> KinesisUnavailableError:
+        message = error.response.get("Error", {}).get("Message", "") or str(error)
+        asked = f"{_api_name(operation)} for stream {self.stream!r}{_of_shard(shard_id)} at {self.where}"
+        details = dict(stream=self.stream, where=self.where, shard_id=shard_id, code=code)
+        if code in _REFUSED:
+            return KinesisCredentialsError(
+                f"Kinesis refused the credentials ({code}) on {asked}: {message}. Check the access key, secret and "
+                "session token in the environment or the stream's Airflow AWS connection, that they are not expired, "
+                "and that their policy allows kinesis:ListShards, GetShardIterator, GetRecords and "
+                "DescribeStreamSummary on this stream",
+                **details,
+            )
+        if code == "ResourceNotFoundException" and (shard_id is None or "shard" not in message.lower()):
+            return KinesisStreamNotFoundError(
+                f"Kinesis stream {self.stream!r} does not exist at {self.where} ({asked}: {message}). Check "
+                "source.stream, source.region and source.endpoint in conf/streams.yaml, and the AWS account of the "
+                "credentials",
+                **details,
+            )
+        if code == "ResourceNotFoundException":
+            return KinesisShardGoneError(
+                f"shard {shard_id} of Kinesis stream {self.stream!r} is no longer there ({asked}: {message}): it "
+                "expired (RetentionPeriodHours) or the stream was recreated. lost_to_retention reports what the lake "
+                "had not read of it",
+                **details,
+            )
+        return KinesisUnavailableError(f"Kinesis failed {asked}: {code}: {message}", **details)
+
+    def iterator(self, shard_id: str, position: int, starting_sequence: int | None) -> str | None:
+        """An iterator at the first record with sequence >= ``position``; None while throttled.
+
+        A shard's starting position is TRIM_HORIZON (everything retained). Otherwise
+        AFTER_SEQUENCE_NUMBER(position − 1): exact for integers, and position − 1 is the last
+        record read when the position came from reading. A position that is a record's own
+        sequence (a time-index answer) makes position − 1 a number Kinesis may refuse as not its
+        own (InvalidArgumentException): then AT_SEQUENCE_NUMBER(position), and as a last resort
+        TRIM_HORIZON, whose records below the position the reader drops.
+        """
+        if starting_sequence is not None and position <= starting_sequence:
+            asks = [("TRIM_HORIZON", None)]
+        else:
+            asks = [("AFTER_SEQUENCE_NUMBER", position - 1), ("AT_SEQUENCE_NUMBER", position), ("TRIM_HORIZON", None)]
+        for kind, sequence in asks:
+            params = {"StreamName": self.stream, "ShardId": shard_id, "ShardIteratorType": kind}
+            if sequence is not None:
+                params["StartingSequenceNumber"] = str(sequence)
+            try:
+                answer = self.call("get_shard_iterator", shard_id, _FILL_THROTTLE_RETRIES, **params)
+            except KinesisUnavailableError as error:
+                if error.code == "InvalidArgumentException":
+                    continue
+                raise
+            return None if answer is None else answer["ShardIterator"]
+        raise KinesisUnavailableError(
+            f"Kinesis refused every iterator for shard {shard_id} of stream {self.stream!r} at {self.where} from "
+            f"sequence {position}",
+            stream=self.stream,
+            where=self.where,
+            shard_id=shard_id,
+        )
+
+
+def _api_name(operation: str) -> str:
+    return "".join(part.capitalize() for part in operation.split("_"))
+
+
+def _of_shard(shard_id: str | None) -> str:
+    return f", shard {shard_id}" if shard_id else ""
+
+
+def _record(raw: Mapping) -> KinesisRecord:
+    arrival = raw["ApproximateArrivalTimestamp"]
+    arrival_ms = int(arrival.timestamp() * 1000) if hasattr(arrival, "timestamp") else int(float(arrival) * 1000)
+    return KinesisRecord(int(raw["SequenceNumber"]), arrival_ms, bytes(raw["Data"]), raw.get("PartitionKey", ""))
+
+
+@dataclass
+class _Shard:
+    """What the driver holds of one shard: every record with covered_from <= sequence < read_end
+    (the buffer), the iterator that continues at read_end, and what the last page said."""
+
+    position: int
+    covered_from: int
+    read_end: int
+    records: list[KinesisRecord] = field(default_factory=list)
+    sequences: list[int] = field(default_factory=list)
+    iterator: str | None = None
+    iterator_at: int | None = None
+    iterator_issued_s: float = 0.0
+    caught_up: bool = False
+    shard_end: bool = False  # GetRecords returned no NextShardIterator
+    millis_behind_latest: int | None = None
+    last_consumed: tuple[int, int] | None = None  # (sequence, arrival ms) of the last record dropped
+    waiting: tuple[int, ...] = ()
+    listed: bool = True
+    finished: bool = False
+
+    def move_to(self, position: int) -> None:
+        """The lake's position is now ``position``: drop what is below it; restart the read
+        when the position is outside what is buffered (a replay, or a jump past the buffer)."""
+        if position < self.covered_from or position > self.read_end:
+            if self.records and self.records[-1].sequence < position:
+                self.last_consumed = (self.records[-1].sequence, self.records[-1].arrival_ms)
+            self.records, self.sequences = [], []
+            self.covered_from = self.read_end = position
+            self.caught_up = self.shard_end = False
+        else:
+            cut = bisect.bisect_left(self.sequences, position)
+            if cut:
+                last = self.records[cut - 1]
+                self.last_consumed = (last.sequence, last.arrival_ms)
+                del self.records[:cut], self.sequences[:cut]
+            self.covered_from = position
+        self.position = position
+
+    def append(self, records: list[KinesisRecord]) -> None:
+        fresh = [record for record in records if record.sequence >= self.read_end]
+        if fresh:
+            self.records.extend(fresh)
+            self.sequences.extend(record.sequence for record in fresh)
+            self.read_end = fresh[-1].sequence + 1
+
+    def readable_end(self) -> int:
+        """Exclusive end of what the planner may read: nothing past the position while waiting."""
+        if self.waiting or not self.records:
+            return self.position
+        return self.records[-1].sequence + 1
+
+    def reaches(self, target_ms: int) -> bool:
+        return any(record.arrival_ms >= target_ms for record in self.records)
+
+
+class KinesisLog:
+    """The driver's view of one Kinesis stream, reused across batches (one per driver-side reader).
+
+    Implements tidemark.aligned_slices.BatchedLogTimeIndex over the read-ahead buffer: the answers
+    are about what ``fill`` has read, and the planner's log end is ``bounds()[p].end``. Call
+    ``fill`` before planning; after a batch commits, the next ``fill`` with the new positions
+    drops what was consumed.
+    """
+
+    def __init__(
+        self,
+        stream: str,
+        region: str,
+        endpoint: str | None = None,
+        *,
+        client=None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        max_calls_per_second: float = 5.0,
+        max_records_per_call: int = 10_000,
+        max_workers: int = 16,
+        shard_refresh_s: float = SHARD_REFRESH_S,
+    ):
+        self._stream = stream
+        self._where = _where(region, endpoint)
+        self._own_client = client is None
+        client = client if client is not None else kinesis_client(region, endpoint, max_workers)
+        self._api = _Api(client, stream, self._where, clock, sleep, max_calls_per_second)
+        self._clock = clock
+        self._max_records_per_call = max_records_per_call
+        self._max_workers = max_workers
+        self._shard_refresh_s = shard_refresh_s
+        self._listing: dict[int, ShardInfo] | None = None
+        self._listed_at_s = 0.0
+        self._summary: dict | None = None
+        self._states: dict[int, _Shard] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def calls(self) -> int:
+        """Kinesis API calls made (every operation, throttled ones included)."""
+        return self._api.calls
+
+    @property
+    def throttled_calls(self) -> int:
+        """Calls Kinesis refused with a throttling error (backed off and retried, never raised)."""
+        return self._api.throttled_calls
+
+    # -- shards --------------------------------------------------------------------------
+
+    def shards(self, refresh: bool = False) -> dict[int, ShardInfo]:
+        """Every listed shard by partition (open ones and closed ones still within retention).
+
+        ListShards, paginated: the first call names the stream, later ones only NextToken (the
+        API refuses both). Listed again at most every ``shard_refresh_s`` unless ``refresh``, so
+        shards created by a reshard while the job runs are picked up within that time.
+        Raises KinesisStreamNotFoundError when the stream does not exist.
+        """
+        if not refresh and self._listing is not None and self._clock() - self._listed_at_s < self._shard_refresh_s:
+            return self._listing
+        listing: dict[int, ShardInfo] = {}
+        params = {"StreamName": self._stream, "MaxResults": 10_000}
+        while True:
+            page = self._api.call("list_shards", None, None, **params)
+            for raw in page.get("Shards", []):
+                shard = shard_from_listing(raw)
+                listing[shard.partition] = shard
+            token = page.get("NextToken")
+            if not token:
+                break
+            params = {"NextToken": token, "MaxResults": 10_000}
+        self._listing = listing
+        self._listed_at_s = self._clock()
+        return listing
+
+    def _stream_summary(self) -> dict:
+        if self._summary is None:
+            answer = self._api.call("describe_stream_summary", None, None, StreamName=self._stream)
+            self._summary = answer["StreamDescriptionSummary"]
+        return self._summary
+
+    # -- reading ahead ---------------------------------------------------------------------
+
+    def fill(self, positions: Mapping[int, int], target_ms: int | None, max_records: int | None) -> None:
+        """Read each shard of ``positions`` ({partition: position}) ahead into its buffer.
+
+        First the records below each position are dropped (consumed). Then a shard is read
+        until its buffer holds a record with arrival >= ``target_ms`` (None: until caught up),
+        or ``max_records`` records, or it is caught up (an empty page with MillisBehindLatest 0)
+        or finished. A shard whose parents are not finished is not read past its first record
+        (peeked, so ``next_records`` answers for it; ``bounds`` shows nothing readable). Shards
+        are read concurrently, each at most ``max_calls_per_second``. A partition no longer
+        listed is not read (``bounds`` marks it unlisted). Raises KinesisUnavailableError (or a
+        subclass) naming the stream, shard and endpoint when Kinesis cannot be read.
+        """
+        shards = self.shards()
+        for partition, position in positions.items():
+            state = self._states.get(partition)
+            if state is None:
+                state = self._states[partition] = _Shard(position, position, position)
+            else:
+                state.move_to(position)
+            state.listed = partition in shards
+        finished = self._finished(shards)
+        work = []
+        for partition in positions:
+            state = self._states[partition]
+            if not state.listed:
+                continue
+            state.waiting = waiting_for(partition, shards, finished)
+            if not state.finished:
+                work.append((shards[partition], state))
+        if not work:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="kinesis-fill")
+        fills = [self._pool.submit(self._fill_shard, shard, state, target_ms, max_records) for shard, state in work]
+        for done in fills:
+            done.result()
+        for (shard, state), _ in zip(work, fills):
+            state.finished = self._is_finished(shard, state)
+
+    def _finished(self, shards: Mapping[int, ShardInfo]) -> set[int]:
+        """Partitions whose shard is closed, read to its end and consumed: a child may start."""
+        done = set()
+        for partition, state in self._states.items():
+            shard = shards.get(partition)
+            if shard is not None and self._is_finished(shard, state):
+                state.finished = True
+                done.add(partition)
+        return done
+
+    @staticmethod
+    def _is_finished(shard: ShardInfo, state: _Shard) -> bool:
+        # The reader may have reached the end while records are still buffered: finished only
+        # once the lake consumed them, so a child never starts before its parent's last record.
+        return not state.records and is_finished(shard, state.read_end, state.caught_up, state.shard_end)
+
+    def _fill_shard(self, shard: ShardInfo, state: _Shard, target_ms: int | None, max_records: int | None) -> None:
+        pages = 0
+        while True:
+            if state.waiting:
+                if state.records:
+                    return
+            elif (target_ms is not None and state.reaches(target_ms)) or (
+                max_records is not None and len(state.records) >= max_records
+            ):
+                return
+            if state.shard_end or (pages and state.caught_up):
+                return
+            iterator = self._iterator(shard, state)
+            if iterator is None:
+                return  # throttled: the next fill tries again
+            if state.waiting:
+                limit = 1
+            elif max_records is None:
+                limit = self._max_records_per_call
+            else:
+                limit = max(1, min(self._max_records_per_call, max_records - len(state.records)))
+            page = self._get_records(shard, iterator, limit)
+            if page is _EXPIRED:
+                state.iterator = None
+                continue
+            if page is None:
+                return
+            pages += 1
+            self._absorb(state, page)
+
+    def _iterator(self, shard: ShardInfo, state: _Shard) -> str | None:
+        fresh = self._clock() - state.iterator_issued_s < ITERATOR_LIFETIME_S
+        if state.iterator is not None and state.iterator_at == state.read_end and fresh:
+            return state.iterator
+        iterator = self._per_shard(shard, self._api.iterator, shard.shard_id, state.read_end, shard.starting_sequence)
+        if iterator is not None:
+            state.iterator, state.iterator_at, state.iterator_issued_s = iterator, state.read_end, self._clock()
+        return iterator
+
+    def _get_records(self, shard: ShardInfo, iterator: str, limit: int):
+        return self._per_shard(
+            shard,
+            self._api.call,
+            "get_records",
+            shard.shard_id,
+            _FILL_THROTTLE_RETRIES,
+            ShardIterator=iterator,
+            Limit=limit,
+        )
+
+    def _per_shard(self, shard: ShardInfo, ask, *args, **kwargs):
+        """``ask(...)`` about ``shard``; a ResourceNotFoundException is told apart by listing
+        again: the stream is gone, or only this shard is."""
+        try:
+            return ask(*args, **kwargs)
+        except KinesisShardGoneError:
+            raise
+        except KinesisStreamNotFoundError:
+            if shard.partition in self.shards(refresh=True):
+                raise
+            raise KinesisShardGoneError(
+                f"shard {shard.shard_id} of Kinesis stream {self._stream!r} at {self._where} is no longer listed: it "
+                "expired (RetentionPeriodHours) or the stream was recreated; lost_to_retention reports what the lake "
+                "had not read of it",
+                stream=self._stream,
+                where=self._where,
+                shard_id=shard.shard_id,
+            ) from None
+
+    def _absorb(self, state: _Shard, page: Mapping) -> None:
+        raw = page.get("Records", [])
+        state.append([_record(record) for record in raw])
+        state.millis_behind_latest = page.get("MillisBehindLatest")
+        following = page.get("NextShardIterator")
+        if following is None:
+            state.shard_end = True
+            state.iterator = None
+        else:
+            # The new iterator continues after the page's last record: at read_end (records
+            # below read_end, seen only after a TRIM_HORIZON fallback, are dropped by append).
+            state.iterator, state.iterator_at, state.iterator_issued_s = following, state.read_end, self._clock()
+        if raw:
+            state.caught_up = False
+        elif state.millis_behind_latest == 0:
+            state.caught_up = True
+        # An empty page with MillisBehindLatest > 0 is not idleness: the records are further on.
+
+    # -- what the planner sees ---------------------------------------------------------------
+
+    def bounds(self) -> dict[int, ShardBounds]:
+        """Every filled shard's bounds (see ShardBounds), by partition."""
+        listing = self._listing or {}
+        answers = {}
+        for partition, state in self._states.items():
+            shard = listing.get(partition)
+            if shard is None or not state.listed:
+                answers[partition] = ShardBounds(state.position, state.position, True, True, (), None, listed=False)
+                continue
+            answers[partition] = ShardBounds(
+                earliest=shard.starting_sequence,
+                end=state.readable_end(),
+                caught_up=state.caught_up,
+                finished=state.finished,
+                waiting_for=state.waiting,
+                millis_behind_latest=state.millis_behind_latest,
+            )
+        return answers
+
+    def offset_for_time(self, partition: int, timestamp_ms: int) -> int | None:
+        """The sequence of the first readable buffered record with arrival >= ``timestamp_ms``;
+        None when the buffer holds none (Kinesis's AT_TIMESTAMP, over what was read)."""
+        return self.offsets_for_time([partition], timestamp_ms)[partition]
+
+    def offsets_for_time(self, partitions: Iterable[int], timestamp_ms: int) -> dict[int, int | None]:
+        answers: dict[int, int | None] = {}
+        for partition in partitions:
+            state = self._states.get(partition)
+            answers[partition] = None
+            if state is None or state.waiting:
+                continue
+            for record in state.records:
+                if record.arrival_ms >= timestamp_ms:
+                    answers[partition] = record.sequence
+                    break
+        return answers
+
+    def next_record(self, partition: int, offset: int) -> LoggedRecord | None:
+        """The first buffered record with sequence >= ``offset`` (a waiting child's peeked first
+        record included), as LoggedRecord(sequence, arrival ms); None when none is buffered."""
+        return self.next_records({partition: offset})[partition]
+
+    def next_records(self, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
+        answers: dict[int, LoggedRecord | None] = {}
+        for partition, offset in offsets.items():
+            state = self._states.get(partition)
+            answers[partition] = None
+            if state is not None:
+                at = bisect.bisect_left(state.sequences, offset)
+                if at < len(state.records):
+                    answers[partition] = LoggedRecord(state.records[at].sequence, state.records[at].arrival_ms)
+        return answers
+
+    def last_record_time(self, partition: int, end: int) -> int | None:
+        """The arrival (ms) of the last record read with sequence < ``end``, buffered or already
+        consumed (the last one dropped); None when this log has not read it."""
+        return self.last_record_times({partition: end})[partition]
+
+    def last_record_times(self, ends: Mapping[int, int]) -> dict[int, int | None]:
+        answers: dict[int, int | None] = {}
+        for partition, end in ends.items():
+            state = self._states.get(partition)
+            answers[partition] = None
+            if state is None:
+                continue
+            at = bisect.bisect_left(state.sequences, end)
+            if at:
+                answers[partition] = state.records[at - 1].arrival_ms
+            elif state.last_consumed is not None and state.last_consumed[0] < end:
+                answers[partition] = state.last_consumed[1]
+        return answers
+
+    # -- counting and handing over records, without arithmetic on positions ---------------------
+
+    def records_between(self, partition: int, start: int, end: int) -> int:
+        """How many buffered records have start <= sequence < end."""
+        state = self._states.get(partition)
+        if state is None or end <= start:
+            return 0
+        return bisect.bisect_left(state.sequences, end) - bisect.bisect_left(state.sequences, start)
+
+    def position_after(self, partition: int, start: int, count: int) -> int:
+        """The exclusive end after the ``count``-th buffered record at or after ``start``
+        (``start`` for 0); the readable end when fewer are buffered."""
+        state = self._states.get(partition)
+        if state is None or count <= 0:
+            return start
+        first = bisect.bisect_left(state.sequences, start)
+        last = first + count - 1
+        if last < len(state.sequences):
+            return min(state.sequences[last] + 1, max(start, state.readable_end()))
+        return max(start, state.readable_end())
+
+    def take(self, partition: int, start: int, end: int) -> list[KinesisRecord] | None:
+        """The buffered records with start <= sequence < end, in order; None when the buffer does
+        not hold that whole range (then read it with ``read_range``)."""
+        if end <= start:
+            return []
+        state = self._states.get(partition)
+        # The buffer holds every record of [covered_from, read_end); a waiting child's peeked
+        # record is not readable yet.
+        if state is None or state.waiting or start < state.covered_from or end > state.read_end:
+            return None
+        return state.records[bisect.bisect_left(state.sequences, start) : bisect.bisect_left(state.sequences, end)]
+
+    # -- retention -------------------------------------------------------------------------------
+
+    def lost_to_retention(
+        self,
+        positions: Mapping[int, int],
+        *,
+        last_read_ms: Mapping[int, int] | None = None,
+        finished: Iterable[int] = (),
+        lake_began_ms: int | None = None,
+    ) -> list[LostSequences]:
+        """The ranges at the lake's ``positions`` that expired before they were read.
+
+        What can be known: within a shard, sequence numbers and arrival times rise together, and
+        Kinesis keeps every record younger than RetentionPeriodHours (R). Let L be the earliest
+        time an unread record at or after a position can have arrived: the arrival of the last
+        record read before it (this log's memory, or ``last_read_ms`` from the ledger). If
+        L >= now − R, nothing unread has expired: no question is asked. Otherwise the trim
+        horizon's first record e is read: when e > position, every record that was in
+        [position, e) has expired unread, and the range is reported. What cannot be known:
+        whether that range held any record at all (sequence numbers are sparse), so a report
+        means "possibly lost, count unknown"; the job still stops (never skip silently).
+
+        A shard at its starting sequence that the lake never read (no L): what retention removed
+        before the lake began was never the lake's to read (like starting at TRIM_HORIZON), so it
+        is checked only when ``lake_began_ms`` says since when the lake is answerable for the
+        stream (then L = max(lake_began_ms, the stream's creation)). A shard no longer listed
+        expired whole: it counts as finished, not lost, when the lake never read it or finished
+        it (``finished``); otherwise the rest of it, [position, its end), is reported with end None.
+        """
+        last_read_ms = dict(last_read_ms or {})
+        finished = set(finished)
+        shards = self.shards(refresh=True)
+        summary = self._stream_summary()
+        horizon_ms = int(self._clock() * 1000) - int(summary.get("RetentionPeriodHours", 24)) * 3_600_000
+        created = summary.get("StreamCreationTimestamp")
+        created_ms = int(created.timestamp() * 1000) if hasattr(created, "timestamp") else None
+        lost = []
+        for partition, position in sorted(positions.items()):
+            if partition in finished:
+                continue
+            remembered = self.last_record_times({partition: position})[partition]
+            known = [t for t in (remembered, last_read_ms.get(partition)) if t is not None]
+            earliest_unread_ms = max(known) if known else None
+            state = self._states.get(partition)
+            shard = shards.get(partition)
+            if shard is None:
+                if earliest_unread_ms is None or (state is not None and state.finished):
+                    continue
+                lost.append(LostSequences(partition, shard_id_of(partition), position, None))
+                continue
+            if earliest_unread_ms is None and position <= shard.starting_sequence:
+                if lake_began_ms is None:
+                    continue  # never read, and the lake answers only for what it has read
+                earliest_unread_ms = max(lake_began_ms, created_ms) if created_ms is not None else lake_began_ms
+            if earliest_unread_ms is not None and earliest_unread_ms >= horizon_ms:
+                continue
+            first = self._trim_horizon(shard)
+            if first is None:
+                if shard.closed and shard.ending_sequence < position:
+                    continue  # read to its end already
+                lost.append(LostSequences(partition, shard.shard_id, position, None))
+            elif first > position:
+                lost.append(LostSequences(partition, shard.shard_id, position, first))
+        return lost
+
+    def _trim_horizon(self, shard: ShardInfo) -> int | None:
+        """The sequence of the shard's first retained record; None when it retains none."""
+        iterator = self._per_shard(
+            shard, self._api.iterator, shard.shard_id, shard.starting_sequence, shard.starting_sequence
+        )
+        for _ in range(_HORIZON_PAGES):
+            page = self._per_shard(
+                shard, self._api.call, "get_records", shard.shard_id, None, ShardIterator=iterator, Limit=1
+            )
+            if page is _EXPIRED:
+                iterator = self._api.iterator(shard.shard_id, shard.starting_sequence, shard.starting_sequence)
+                continue
+            if page["Records"]:
+                return int(page["Records"][0]["SequenceNumber"])
+            if page.get("NextShardIterator") is None or page.get("MillisBehindLatest") == 0:
+                return None
+            iterator = page["NextShardIterator"]
+        return None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._own_client and hasattr(self._api.client, "close"):
+            self._api.client.close()
+
+
+def read_range(
+    stream: str,
+    region: str,
+    endpoint: str | None,
+    shard_id: str,
+    start: int,
+    end: int,
+    *,
+    client=None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    max_calls_per_second: float = 5.0,
+) -> Iterator[KinesisRecord]:
+    """The records of one shard with start <= sequence < end, in order, read from Kinesis.
+
+    For Spark tasks replaying a range the driver's buffer no longer holds. Deterministic for
+    ranges below what was already read: it stops at the first sequence >= ``end``, at the shard's
+    end (no NextShardIterator) or when caught up (an empty page with MillisBehindLatest 0), and
+    follows empty pages with MillisBehindLatest > 0. Throttling backs off and retries (never
+    raised); an expired iterator is replaced at the last position read. Raises
+    KinesisUnavailableError (or a subclass) naming the stream, shard and endpoint.
+    """
+    if end <= start:
+        return
+    api = _Api(
+        client if client is not None else kinesis_client(region, endpoint, 1),
+        stream,
+        _where(region, endpoint),
+        clock,
+        sleep,
+        max_calls_per_second,
+    )
+    position = start
+    iterator = None
+    while True:
+        while iterator is None:
+            # A start of 0 or below cannot be "after" anything Kinesis accepts: read from the horizon.
+            iterator = api.iterator(shard_id, position, 0 if position <= 0 else None)
+        page = api.call("get_records", shard_id, None, ShardIterator=iterator, Limit=10_000)
+        if page is _EXPIRED:
+            iterator = None
+            continue
+        for raw in page.get("Records", []):
+            record = _record(raw)
+            if record.sequence < position:
+                continue
+            if record.sequence >= end:
+                return
+            yield record
+            position = record.sequence + 1
+        iterator = page.get("NextShardIterator")
+        if iterator is None or (not page.get("Records") and page.get("MillisBehindLatest") == 0):
+            return
