@@ -18,13 +18,22 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.source_state import PartitionState, SourceState
 
-RAW_RECORD_SCHEMA = (
-    "row_kind STRING, source_partition INT, source_offset BIGINT, log_timestamp_ms BIGINT, "
-    "record_key BINARY, value BINARY, range_end BIGINT, log_end_offset BIGINT, read_time_ms BIGINT, "
-    "planned_range STRING, step_counts STRING, step_id BIGINT, global_watermark_ms BIGINT"
-)
+
+def raw_record_schema(positions: PositionType = KAFKA_OFFSETS) -> str:
+    """The raw rows' DDL; ``source_offset``, ``range_end`` and ``log_end_offset`` are positions
+    of the stream's type (tidemark.log_position: BIGINT offsets, or Kinesis sequence keys)."""
+    position = positions.sql_type
+    return (
+        f"row_kind STRING, source_partition INT, source_offset {position}, log_timestamp_ms BIGINT, "
+        f"record_key BINARY, value BINARY, range_end {position}, log_end_offset {position}, read_time_ms BIGINT, "
+        "planned_range STRING, step_counts STRING, step_id BIGINT, global_watermark_ms BIGINT"
+    )
+
+
+RAW_RECORD_SCHEMA = raw_record_schema()
 RANGE_ROW = "range"
 RECORD_ROW = "record"
 
@@ -89,6 +98,11 @@ class PlannedRange:
     @property
     def end_offset(self) -> int:
         return self.state.position
+
+    @property
+    def reads(self) -> bool:
+        """Whether the range reads anything (its end is past its start), for any position type."""
+        return self.state.position > self.start_offset
 
     @property
     def offsets(self) -> int:

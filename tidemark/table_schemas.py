@@ -2,31 +2,41 @@
 
 Kept in the core (plain strings, no Spark import) so the schemas are one reviewed definition that
 the Spark writer, the checks and the tests all read. Times are TIMESTAMP in UTC.
+
+Positions (``source_offset``, ``start_offset``, ``end_offset``, ``log_end_offset``) have the
+stream's position type (tidemark.log_position): BIGINT Kafka offsets, or a Kinesis stream's
+sequence numbers as fixed-width text that orders as the numbers do. The names stay: a Kafka
+lake written before Kinesis existed keeps its columns and rows unchanged. The constants are a
+Kafka stream's columns; the functions take the position type.
 """
 
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.stream_config import PayloadSchema
 
 _PAYLOAD_SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
 
-# Identity of a record in the log: unique per stream, the key of exactly-once.
-_RECORD_IDENTITY = [("source_partition", "INT"), ("source_offset", "BIGINT"), ("log_timestamp", "TIMESTAMP")]
+
+def _record_identity(positions: PositionType) -> list[tuple[str, str]]:
+    """Identity of a record in the log: unique per stream, the key of exactly-once."""
+    return [("source_partition", "INT"), ("source_offset", positions.sql_type), ("log_timestamp", "TIMESTAMP")]
+
 
 EVENTS_PARTITIONING = ("event_date", "event_hour")
 
 
-def events_columns(payload: PayloadSchema) -> list[tuple[str, str]]:
+def events_columns(payload: PayloadSchema, positions: PositionType = KAFKA_OFFSETS) -> list[tuple[str, str]]:
     """One row per persisted record; partitioned by event_date, event_hour (UTC)."""
     return (
-        _RECORD_IDENTITY
+        _record_identity(positions)
         + [("event_time", "TIMESTAMP"), ("record_key", "BINARY")]
         + [(field.name, _PAYLOAD_SQL_TYPES[field.type]) for field in payload.fields]
         + [("step_id", "BIGINT"), ("event_date", "DATE"), ("event_hour", "INT")]
     )
 
 
-def late_columns(payload: PayloadSchema) -> list[tuple[str, str]]:
+def late_columns(payload: PayloadSchema, positions: PositionType = KAFKA_OFFSETS) -> list[tuple[str, str]]:
     """A record that arrived behind G − allowed lateness: the events row plus the G it met."""
-    return events_columns(payload) + [("global_watermark", "TIMESTAMP")]
+    return events_columns(payload, positions) + [("global_watermark", "TIMESTAMP")]
 
 
 SEALS_COLUMNS = [
@@ -37,7 +47,12 @@ SEALS_COLUMNS = [
     ("micro_batch_id", "BIGINT"),  # Spark's micro-batch that sealed it (its streaming checkpoint's)
 ]
 
-QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
+
+def quarantine_columns(positions: PositionType = KAFKA_OFFSETS) -> list[tuple[str, str]]:
+    return _record_identity(positions) + _QUARANTINE_DETAIL
+
+
+_QUARANTINE_DETAIL = [
     ("record_key", "BINARY"),
     ("raw_value", "BINARY"),  # the bytes exactly as read, so the record can be repaired and replayed
     ("reason", "STRING"),  # a tidemark.record_decoder.RejectReason code
@@ -45,6 +60,8 @@ QUARANTINE_COLUMNS = _RECORD_IDENTITY + [
     ("step_id", "BIGINT"),
     ("read_time", "TIMESTAMP"),
 ]
+
+QUARANTINE_COLUMNS = quarantine_columns()
 
 LEDGER_COLUMNS = [
     ("stream", "STRING"),
@@ -98,6 +115,22 @@ CLAIMS_COLUMNS = [
     ("global_watermark", "TIMESTAMP"),
     ("claimed_at", "TIMESTAMP"),
 ]
+
+
+_POSITION_COLUMNS = ("source_offset", "start_offset", "end_offset", "log_end_offset")
+
+
+def with_positions(columns: list[tuple[str, str]], positions: PositionType) -> list[tuple[str, str]]:
+    """``columns`` with every position column in the stream's position type."""
+    return [(name, positions.sql_type if name in _POSITION_COLUMNS else sql_type) for name, sql_type in columns]
+
+
+def ledger_columns(positions: PositionType = KAFKA_OFFSETS) -> list[tuple[str, str]]:
+    return with_positions(LEDGER_COLUMNS, positions)
+
+
+def claims_columns(positions: PositionType = KAFKA_OFFSETS) -> list[tuple[str, str]]:
+    return with_positions(CLAIMS_COLUMNS, positions)
 
 
 # Columns renamed since a table was first written, (old name, new name) per table, oldest first.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from tidemark.live_routing import RoutedRange
-from tidemark.table_schemas import CLAIMS_COLUMNS, ddl
+from tidemark.table_schemas import claims_columns, ddl
 from tidemark.write_claims import ClaimedRange, claim_rows, earliest_claim_routing
 
 CLAIMS = "claims"
@@ -51,13 +51,14 @@ class ClaimsTable:
         claim_id = uuid.uuid4().hex
         writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
         now = datetime.now(UTC)
+        column = self._tables.positions.to_column
         rows = [
-            (stream_name, claim_id, writer, mode, p, start, end, _timestamp(g), now)
+            (stream_name, claim_id, writer, mode, p, column(start), column(end), _timestamp(g), now)
             for p, start, end, g in claim_rows(ranges, live_routed, own_global_watermark_ms)
         ]
         if not rows:
             return Claim(-1, writer, ())  # nothing to read: nothing to claim
-        frame = self._spark.createDataFrame(rows, ddl(CLAIMS_COLUMNS)).coalesce(1)
+        frame = self._spark.createDataFrame(rows, ddl(claims_columns(self._tables.positions))).coalesce(1)
         self._tables.append(frame, CLAIMS, claim_id)  # the claim id as the commit's user metadata
         versions = self._claim_versions()
         version = versions[claim_id]
@@ -118,12 +119,13 @@ class ClaimsTable:
         unretained = {
             claim_id: rank - len(rows) for rank, claim_id in enumerate(dict.fromkeys(r.claim_id for r in rows))
         }
+        position = self._tables.positions.from_column
         claims = [
             ClaimedRange(
                 versions.get(r.claim_id, unretained[r.claim_id]),
                 r.source_partition,
-                r.start_offset,
-                r.end_offset,
+                position(r.start_offset),
+                position(r.end_offset),
                 r.g,
                 r.writer,
             )

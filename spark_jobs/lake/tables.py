@@ -15,16 +15,17 @@ from dataclasses import dataclass
 
 from spark_jobs.streaming_checkpoint import hadoop_file_system
 from tidemark.live_routing import LiveRouting, RoutedRange
+from tidemark.log_position import position_type_for
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import (
-    CLAIMS_COLUMNS,
     EVENTS_PARTITIONING,
-    LEDGER_COLUMNS,
-    QUARANTINE_COLUMNS,
     RENAMED_COLUMNS,
     SEALS_COLUMNS,
+    claims_columns,
     events_columns,
     late_columns,
+    ledger_columns,
+    quarantine_columns,
 )
 
 _log = logging.getLogger("tidemark.lake_tables")
@@ -87,6 +88,9 @@ class LakeTables:
         self._spark = spark
         self._stream = stream
         self._shadow = shadow
+        # Kafka offsets (BIGINT) or Kinesis sequence numbers (ordered text): every position this
+        # class puts into a filter or reads from a row goes through it (tidemark.log_position).
+        self.positions = position_type_for(stream.source.kind)
 
     def path(self, table: str) -> str:
         if self._shadow is None:
@@ -103,10 +107,10 @@ class LakeTables:
         """Create the tables that do not exist yet, so checks and reports can read empty tables;
         returns the names of those it created."""
         layouts = {
-            "events": (events_columns(self._stream.payload), EVENTS_PARTITIONING),
-            "late": (late_columns(self._stream.payload), ()),
-            "quarantine": (QUARANTINE_COLUMNS, ()),
-            "ledger": (LEDGER_COLUMNS, ()),
+            "events": (events_columns(self._stream.payload, self.positions), EVENTS_PARTITIONING),
+            "late": (late_columns(self._stream.payload, self.positions), ()),
+            "quarantine": (quarantine_columns(self.positions), ()),
+            "ledger": (ledger_columns(self.positions), ()),
             "seals": (SEALS_COLUMNS, ()),
         }
         # One after the other: created concurrently they took as long (measured on 2 cores: the
@@ -117,7 +121,7 @@ class LakeTables:
         """Create the claims table if it does not exist (True). Only a claimer needs it: the live
         job reads claims only once the table exists (see spark_jobs.lake.overlap_guard), so a stream
         nobody recovers or backfills never pays for it."""
-        return self._ensure_table("claims", CLAIMS_COLUMNS, ())
+        return self._ensure_table("claims", claims_columns(self.positions), ())
 
     def _ensure_table(self, table: str, columns: list[tuple[str, str]], partitioning: tuple[str, ...]) -> bool:
         """Create ``table`` if it does not exist (True), else add the columns it lacks (False)."""
@@ -257,7 +261,8 @@ class LakeTables:
             .distinct()
             .collect()
         )
-        return sorted((row.source_partition, row.start_offset, row.end_offset) for row in rows)
+        position = self.positions.from_column
+        return sorted((row.source_partition, position(row.start_offset), position(row.end_offset)) for row in rows)
 
     def insert_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> MergeOutcome:
         """Write the rows of ``frame`` whose (source_partition, source_offset) none of events,
@@ -310,7 +315,7 @@ class LakeTables:
         from functools import reduce
 
         if not ranges:
-            return self._spark.createDataFrame([], "source_partition INT, source_offset BIGINT")
+            return self._spark.createDataFrame([], f"source_partition INT, source_offset {self.positions.sql_type}")
         within = self.offset_filter(ranges)
         tables = [
             self.read(table).where(within).select("source_partition", "source_offset")
@@ -318,36 +323,38 @@ class LakeTables:
         ]
         return reduce(lambda a, b: a.unionByName(b), tables)
 
-    @staticmethod
-    def offset_filter(ranges: dict[int, tuple[int, int | None]]):
+    def offset_filter(self, ranges: dict[int, tuple[int, int | None]]):
         """A filter on (source_partition, source_offset) holding ``ranges`` ({partition: (start,
         end)}, end exclusive; None: no end); at least one range."""
         from functools import reduce
 
         from pyspark.sql import functions as F
 
+        column = self.positions.to_column
         return reduce(
             lambda either, bound: either | bound,
             [
                 (F.col("source_partition") == p)
-                & (F.col("source_offset") >= start)
-                & (F.lit(True) if end is None else F.col("source_offset") < end)
+                & (F.col("source_offset") >= column(start))
+                & (F.lit(True) if end is None else F.col("source_offset") < column(end))
                 for p, (start, end) in sorted(ranges.items())
             ],
         )
 
-    @staticmethod
-    def outside(spans: dict[int, list[tuple[int, int]]]):
+    def outside(self, spans: dict[int, list[tuple[int, int]]]):
         """A filter on (source_partition, source_offset) keeping the rows outside ``spans``
         ({partition: [(start, end)]}, end exclusive); at least one span."""
         from functools import reduce
 
         from pyspark.sql import functions as F
 
+        column = self.positions.to_column
         inside = reduce(
             lambda either, bound: either | bound,
             [
-                (F.col("source_partition") == p) & (F.col("source_offset") >= start) & (F.col("source_offset") < end)
+                (F.col("source_partition") == p)
+                & (F.col("source_offset") >= column(start))
+                & (F.col("source_offset") < column(end))
                 for p, parts in sorted(spans.items())
                 for start, end in parts
             ],
@@ -364,10 +371,13 @@ class LakeTables:
 
         if not ranges or not DeltaTable.isDeltaTable(self._spark, self.path("ledger")):
             return LiveRouting(())
+        column, position = self.positions.to_column, self.positions.from_column
         overlapping = reduce(
             lambda either, bound: either | bound,
             [
-                (F.col("source_partition") == p) & (F.col("end_offset") > start) & (F.col("start_offset") < end)
+                (F.col("source_partition") == p)
+                & (F.col("end_offset") > column(start))
+                & (F.col("start_offset") < column(end))
                 for p, (start, end) in sorted(ranges.items())
             ],
         )
@@ -377,7 +387,9 @@ class LakeTables:
             .select("source_partition", "start_offset", "end_offset", F.unix_millis("global_watermark").alias("g"))
             .collect()
         )
-        return LiveRouting(RoutedRange(r.source_partition, r.start_offset, r.end_offset, r.g) for r in rows)
+        return LiveRouting(
+            RoutedRange(r.source_partition, position(r.start_offset), position(r.end_offset), r.g) for r in rows
+        )
 
     def read(self, table: str):
         return self._spark.read.format("delta").load(self.path(table))
@@ -393,8 +405,8 @@ class LakeTables:
         covering = (
             live.where(
                 (F.col("source_partition") == partition)
-                & (F.col("start_offset") <= offset)
-                & (F.col("end_offset") > offset)
+                & (F.col("start_offset") <= self.positions.to_column(offset))
+                & (F.col("end_offset") > self.positions.to_column(offset))
             )
             .agg(F.unix_millis(F.max("global_watermark")))
             .first()[0]

@@ -49,7 +49,7 @@ from tidemark.hour_sealer import HourSealer
 from tidemark.planned_range import RANGE_ROW, PlannedRange
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, SUMMARY_ROW
 from tidemark.stream_config import StreamConfig
-from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
+from tidemark.table_schemas import SEALS_COLUMNS, ddl, ledger_columns
 
 log = logging.getLogger("tidemark.persist")
 
@@ -212,7 +212,7 @@ class PersistBatch:
                 "step_ids": _first_and_last_step(ranges),
                 **totals,
                 # A wide topic's batch reads few of its partitions: say how many, of how many.
-                "partitions_read": f"{sum(1 for planned in ranges.values() if planned.offsets)} of {len(ranges)}",
+                "partitions_read": f"{sum(1 for planned in ranges.values() if planned.reads)} of {len(ranges)}",
                 "global_watermark": format_optional_event_time(g),
                 "sealed_hours": [format_optional_event_time(h) for h in sealed],
                 "slicing": batch.slicing,
@@ -226,7 +226,7 @@ class PersistBatch:
                 ),
                 **({"replayed": True} if replay else {}),
                 **({} if one_pass else {"cached": True}),
-                **_offsets_without_data(ranges, stats),
+                **(_offsets_without_data(ranges, stats) if self._tables.positions.dense else {}),
                 **_held_by_open_transaction(ranges),
                 "seconds": round(time.monotonic() - started, 2),
             }
@@ -383,6 +383,7 @@ class PersistBatch:
         event time and by its cut at T, and never below W_p after the partition's step before.
         """
         bound = self._stream.event_time.max_out_of_orderness_ms
+        positions = self._tables.positions
         rows, watermarks = [], {}
         for partition, planned in sorted(ranges.items()):
             state = planned.state
@@ -396,9 +397,9 @@ class PersistBatch:
                         step.seq,
                         partition,
                         self._mode,
-                        step.start,
-                        step.end,
-                        state.log_end,
+                        positions.to_column(step.start),
+                        positions.to_column(step.end),
+                        positions.to_column(state.log_end),
                         counts.get("records", 0),
                         counts.get("quarantined", 0),
                         counts.get("late", 0),
@@ -417,7 +418,7 @@ class PersistBatch:
                 )
             watermarks[partition] = watermark
         # One file a commit: a few rows each (see lake_tables, auto compaction).
-        return spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)).coalesce(1), watermarks
+        return spark.createDataFrame(rows, ddl(ledger_columns(positions))).coalesce(1), watermarks
 
     def _seals(self, spark, hours: list[int], batch: PlannedRange, micro_batch_id: int):
         rows = [
@@ -524,7 +525,8 @@ def _quarantine(records):
 
 
 def _offsets_without_data(ranges: dict[int, PlannedRange], stats: dict) -> dict:
-    """The batch's offsets that held no data record (markers, aborted, compacted), when any."""
+    """The batch's offsets that held no data record (markers, aborted, compacted), when any;
+    only for dense positions (Kafka offsets): Kinesis sequence numbers are not counts."""
     offsets = sum(planned.offsets for planned in ranges.values())
     records = sum(s["data_records"] for s in stats.values())
     return {"offsets_without_data": offsets - records} if offsets != records else {}

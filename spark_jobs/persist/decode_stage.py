@@ -30,7 +30,8 @@ import msgspec
 
 from tidemark.lateness import Lateness, LatenessClassifier
 from tidemark.live_routing import LiveRouting, RoutedRange
-from tidemark.planned_range import RAW_RECORD_SCHEMA, RECORD_ROW
+from tidemark.log_position import position_type_for, position_value
+from tidemark.planned_range import RECORD_ROW, raw_record_schema
 from tidemark.record_decoder import RecordDecoder, Rejection
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
 from tidemark.stream_config import PayloadSchema
@@ -58,6 +59,8 @@ class DecodeSpec:
     max_future_skew_ms: int
     allowed_lateness_ms: int
     live_routing: tuple[RoutedRange, ...] = ()
+    # The log the rows come from (source.kind): it sets the type of their position columns.
+    source_kind: str = "kafka"
 
     def to_json(self) -> str:
         return msgspec.json.encode(self).decode()
@@ -70,7 +73,7 @@ class DecodeSpec:
         """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms, route,
         reject_reason, reject_detail and one column per payload field."""
         decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.fields)]
-        return f"{RAW_RECORD_SCHEMA}, {ddl(decoded)}"
+        return f"{raw_record_schema(position_type_for(self.source_kind))}, {ddl(decoded)}"
 
     def decoder(self) -> BatchDecoder:
         return BatchDecoder(self)
@@ -106,7 +109,7 @@ class BatchDecoder:
         steps = batch.column("step_id").to_pylist()
         routed_under = batch.column("global_watermark_ms").to_pylist()
         if self._routing is not None:
-            offsets = batch.column("source_offset").to_pylist()
+            offsets = [position_value(offset) for offset in batch.column("source_offset").to_pylist()]
             for row, (partition, offset) in enumerate(zip(partitions, offsets)):
                 live = self._routing.global_watermark_at(partition, offset) if kinds[row] == RECORD_ROW else None
                 if live is not None:

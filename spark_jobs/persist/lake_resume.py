@@ -38,8 +38,8 @@ def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
     positions = [
         LedgerPosition(
             partition=row.source_partition,
-            end_offset=row.end_offset,
-            log_end=row.log_end_offset,
+            end_offset=tables.positions.from_column(row.end_offset),
+            log_end=tables.positions.from_column(row.log_end_offset),
             partition_watermark_ms=_ms(row.partition_watermark),
             global_watermark_ms=_ms(row.global_watermark),
             status=row.partition_status,
@@ -71,7 +71,8 @@ def _written_beyond(tables, positions: dict[int, int]) -> dict[int, tuple[int, i
 
     persisted = tables.persisted_offsets({p: (position, None) for p, position in positions.items()})
     rows = persisted.groupBy("source_partition").agg(F.max("source_offset").alias("last")).collect()
-    return {row.source_partition: (positions[row.source_partition], row.last + 1) for row in rows}
+    last = tables.positions.from_column
+    return {row.source_partition: (positions[row.source_partition], last(row.last) + 1) for row in rows}
 
 
 def _ms(value) -> int | None:
