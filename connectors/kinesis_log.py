@@ -397,7 +397,8 @@ class _Shard:
                 self.last_consumed = (self.records[-1].sequence, self.records[-1].arrival_ms)
             self.records, self.sequences = [], []
             self.covered_from = self.read_end = position
-            self.caught_up = self.shard_end = False
+            self.caught_up = self.shard_end = self.finished = False
+            self.iterator = None
         else:
             cut = bisect.bisect_left(self.sequences, position)
             if cut:
@@ -826,6 +827,8 @@ class KinesisLog:
         iterator = self._per_shard(
             shard, self._api.iterator, shard.shard_id, shard.starting_sequence, shard.starting_sequence
         )
+        while iterator is None:  # throttled: the iterator call has backed off; ask again
+            iterator = self._api.iterator(shard.shard_id, shard.starting_sequence, shard.starting_sequence)
         for _ in range(_HORIZON_PAGES):
             page = self._per_shard(
                 shard, self._api.call, "get_records", shard.shard_id, None, ShardIterator=iterator, Limit=1
