@@ -1,17 +1,25 @@
-"""tidemark-generate: simulated scooter telemetry into a stream's Kafka topic.
+"""tidemark-generate: simulated scooter telemetry into a stream's Kafka topic or Kinesis stream.
 
     tidemark-generate backlog --hours 2 --bad-records 20
     tidemark-generate backlog --hours 4 --end 2026-11-21T09:00:00Z --profiles heavy --rate-scale 2
     tidemark-generate live --duration 10m
     python -m generator --bootstrap 127.0.0.1:19092 --topic scratch backlog --hours 1
+    tidemark-generate --stream rides --kinesis-stream scratch backlog --hours 1
+
+The stream's source.kind says where records go: a Kafka topic (--bootstrap, --topic override
+it) or a Kinesis stream (--kinesis-stream, --kinesis-endpoint override it; generator/kinesis_sink.py,
+credentials from source.aws_conn_id or boto3's default chain). Both get the same records: the same
+JSON values, the device id as the key (Kinesis: the partition key), one profile per partition (Kinesis:
+per open shard).
 
 ``backlog`` writes simulated hours that ended at --end as fast as the broker takes them; ``live``
 produces at the real pace, event time = wall clock minus disorder, until --duration is over.
 One profile per partition, in partition order (cycled when fewer names than partitions).
 Every record's Kafka timestamp is its event time; a bad record's is the time it was inserted.
+Kinesis stamps arrival time itself: there the event time is only in the payload.
 
-Prints one JSON summary line on stdout. Exit codes: 0 done, 1 Kafka could not take the records,
-2 bad arguments or configuration.
+Prints one JSON summary line on stdout. Exit codes: 0 done, 1 Kafka or Kinesis could not take the
+records, 2 bad arguments or configuration.
 """
 
 from __future__ import annotations
@@ -24,14 +32,19 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from generator.bad_records import BadRecord
 from generator.kafka_target import KafkaTarget, KafkaTargetError
+from generator.kinesis_sink import KinesisSink, KinesisSinkError
 from generator.production_plan import ProductionPlan
 from generator.production_summary import PartitionTally, run_summary
 from generator.profiles import DEFAULT_PROFILE_ORDER, HOUR_MS, MINUTE_MS, PROFILES, RateProfile, profile_named
+from tidemark.config_values import endpoint_url
 from tidemark.duration import format_duration_ms, parse_duration_ms
 from tidemark.event_time_text import format_event_time, parse_event_time
-from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
+from tidemark.kinesis_access import KinesisAccess, KinesisAccessError
+from tidemark.stream_config import KinesisSource, StreamConfig, StreamConfigError, load_stream
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,9 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     except StreamConfigError as error:
         parser.error(str(error))
 
+    kinesis = isinstance(stream.source, KinesisSource)
+    _check_destination_flags(args, stream, parser)
     start_ms, end_ms = _window(args, stream, parser)
     plan = ProductionPlan(
-        profiles=_profiles_by_partition(args.profiles or DEFAULT_PROFILE_ORDER, stream.source.partitions),
+        profiles=_profiles_by_partition(
+            args.profiles or DEFAULT_PROFILE_ORDER, stream.source.shards if kinesis else stream.source.partitions
+        ),
         start_ms=start_ms,
         end_ms=end_ms,
         seed=args.seed,
@@ -58,28 +75,33 @@ def main(argv: list[str] | None = None) -> int:
         bad_records=args.bad_records,
         event_time_field=stream.payload.event_time_field,
     )
-    bootstrap = args.bootstrap or stream.source.bootstrap_servers
-    topic = args.topic or stream.source.topic
     tallies = [PartitionTally(partition, profile.name) for partition, profile in enumerate(plan.profiles)]
     try:
-        target = KafkaTarget(
-            bootstrap, topic, partitions_needed=len(plan.profiles), transaction_size=args.transaction_size
-        )
+        if kinesis:
+            target, destination, described = _kinesis_sink(args, stream, len(plan.profiles))
+        else:
+            bootstrap = args.bootstrap or stream.source.bootstrap_servers
+            topic = args.topic or stream.source.topic
+            target = KafkaTarget(
+                bootstrap, topic, partitions_needed=len(plan.profiles), transaction_size=args.transaction_size
+            )
+            destination, described = {"topic": topic, "bootstrap": bootstrap}, f"topic {topic!r} at {bootstrap}"
         print(
-            f"{parser.prog}: {args.command} {format_event_time(start_ms)} .. {format_event_time(end_ms)} to topic "
-            f"{topic!r} at {bootstrap}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
+            f"{parser.prog}: {args.command} {format_event_time(start_ms)} .. {format_event_time(end_ms)} to "
+            f"{described}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
             file=sys.stderr,
         )
         elapsed_s, interrupted = _produce(plan, target, tallies, paced=args.command == "live")
-    except KafkaTargetError as error:
+    except (KafkaTargetError, KinesisSinkError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
+    if kinesis:
+        destination["retried_records"] = target.retried_records
 
     run = {
         "command": args.command,
         "stream": stream.name,
-        "topic": topic,
-        "bootstrap": bootstrap,
+        **destination,
         "window_start": format_event_time(start_ms),
         "window_end": format_event_time(end_ms),
         "seed": args.seed,
@@ -97,6 +119,55 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{parser.prog}: error: could not write --summary-file: {error}", file=sys.stderr)
             return 1
     return 0
+
+
+def _check_destination_flags(args: argparse.Namespace, stream: StreamConfig, parser: argparse.ArgumentParser) -> None:
+    """The flags that override where records go must be of the stream's kind of source."""
+    kind = stream.source.kind
+    wrong = {
+        "kafka": (("--kinesis-stream", args.kinesis_stream), ("--kinesis-endpoint", args.kinesis_endpoint)),
+        "kinesis": (
+            ("--bootstrap", args.bootstrap),
+            ("--topic", args.topic),
+            ("--transaction-size", args.transaction_size),
+        ),
+    }[kind]
+    for flag, value in wrong:
+        if value is not None:
+            parser.error(f"argument {flag}: stream {stream.name!r} is read from {kind} (source.kind), not this")
+
+
+def _kinesis_sink(args: argparse.Namespace, stream: StreamConfig, shards_needed: int) -> tuple[KinesisSink, dict, str]:
+    """The sink of a Kinesis stream, what the summary says of it, and how the start line names it.
+
+    Credentials: the Airflow AWS connection source.aws_conn_id names (read through Airflow, as the
+    DAGs' tasks read it), else boto3's default chain; never shown."""
+    source = stream.source
+    if args.kinesis_stream or args.kinesis_endpoint:
+        overrides = {
+            "stream": args.kinesis_stream or source.stream,
+            "endpoint": args.kinesis_endpoint or source.endpoint,
+        }
+        source = msgspec.structs.replace(source, **overrides)
+    try:
+        if source.aws_conn_id:
+            from tidemark_airflow.aws_connection import apply_kinesis_connection
+
+            apply_kinesis_connection(source.aws_conn_id)
+        access = KinesisAccess.from_source(source)
+    except KinesisAccessError as error:
+        raise KinesisSinkError(f"the credentials for Kinesis stream {source.stream!r}: {error}") from None
+    except Exception as error:  # Airflow's own error for a connection it does not know names it
+        if not source.aws_conn_id or "conn" not in str(error).lower():
+            raise
+        raise KinesisSinkError(
+            f"the AWS connection {source.aws_conn_id!r} (source.aws_conn_id) of Kinesis stream {source.stream!r} "
+            f"could not be read: {type(error).__name__}: {error}"
+        ) from None
+    sink = KinesisSink(access, shards_needed)
+    where = access.endpoint or f"region {access.region}"
+    destination = {"kinesis_stream": access.stream, "region": access.region, "endpoint": access.endpoint}
+    return sink, destination, f"Kinesis stream {access.stream!r} at {where}"
 
 
 def _window(args: argparse.Namespace, stream: StreamConfig, parser: argparse.ArgumentParser) -> tuple[int, int]:
@@ -143,7 +214,7 @@ def _note(parser: argparse.ArgumentParser, message: str) -> None:
 
 
 def _produce(
-    plan: ProductionPlan, target: KafkaTarget, tallies: list[PartitionTally], paced: bool
+    plan: ProductionPlan, target: KafkaTarget | KinesisSink, tallies: list[PartitionTally], paced: bool
 ) -> tuple[float, bool]:
     """Produce the plan's records; returns (seconds from first produce to flushed, interrupted by Ctrl-C).
 
@@ -173,7 +244,7 @@ def _produce(
     return time.monotonic() - started, interrupted
 
 
-def _wait_until(target: KafkaTarget, due_ms: int) -> None:
+def _wait_until(target: KafkaTarget | KinesisSink, due_ms: int) -> None:
     while (delay_ms := due_ms - _now_ms()) > 0:
         target.wait(delay_ms / 1000)
 
@@ -185,7 +256,7 @@ def _now_ms() -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tidemark-generate",
-        description="Produce simulated scooter telemetry into a stream's Kafka topic.",
+        description="Produce simulated scooter telemetry into a stream's Kafka topic or Kinesis stream.",
     )
     parser.add_argument(
         "--conf",
@@ -195,6 +266,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--stream", default="telemetry", help="stream name in the configuration (default: telemetry)")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers (default: the stream's)")
     parser.add_argument("--topic", help="topic to write to (default: the stream's)")
+    parser.add_argument(
+        "--kinesis-stream",
+        help="Kinesis stream to write to, for a stream with source.kind kinesis (default: the stream's)",
+    )
+    parser.add_argument(
+        "--kinesis-endpoint",
+        type=_endpoint,
+        help="Kinesis endpoint URL, e.g. http://127.0.0.1:19450 (default: the stream's source.endpoint, else AWS's)",
+    )
     parser.add_argument("--seed", type=int, default=7, help="same seed, same records (default: 7)")
 
     shared = argparse.ArgumentParser(add_help=False)
@@ -288,6 +368,13 @@ def _positive_duration(text: str) -> int:
     if duration_ms <= 0:
         raise argparse.ArgumentTypeError(f"the duration must be greater than zero, got {text!r}")
     return duration_ms
+
+
+def _endpoint(text: str) -> str:
+    try:
+        return endpoint_url(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _utc_time(text: str) -> int:
