@@ -1,8 +1,9 @@
-"""The loopback Kinesis of the embedded stack and the tests: moto's server on 127.0.0.1.
+"""The loopback Kinesis of the embedded stack and the tests: moto's server on 127.0.0.1, resharding
+as Kinesis does.
 
-Runs ``python -m moto.server -H 127.0.0.1 -p <port>`` (the ``moto_server`` command;
-``TIDEMARK_KINESIS_PORT``, default 19450) detached, with its pid and log under
-``$TIDEMARK_HOME/kinesis``:
+Runs ``python -m stack.moto_kinesis -H 127.0.0.1 -p <port>`` (moto_server with three corrections
+to its SplitShard, MergeShards and routing, see stack.moto_kinesis; ``TIDEMARK_KINESIS_PORT``,
+default 19450) detached, with its pid and log under ``$TIDEMARK_HOME/kinesis``:
 
     moto.out, moto.pid  the server's output (one line per request) and pid
 
@@ -78,7 +79,7 @@ class LoopbackKinesis:
 
     @property
     def _marker(self) -> str:
-        return f"moto.server -H {LOOPBACK} -p {self.port}"
+        return f"stack.moto_kinesis -H {LOOPBACK} -p {self.port}"
 
     def start(self, timeout_s: float = 30.0) -> str:
         """Start the server and wait until it answers; returns a message."""

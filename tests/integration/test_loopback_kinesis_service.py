@@ -110,3 +110,62 @@ def test_a_port_another_program_holds_fails_naming_the_variable_that_moves_it(tm
     with pytest.raises(StackError, match=r"already in use .*export TIDEMARK_KINESIS_PORT="):
         taken.start()
     assert taken.stop() == "Loopback Kinesis is not running."
+
+
+def _shard_data(client, stream: str) -> dict[str, list[bytes]]:
+    """Every shard's records from TRIM_HORIZON, by shard id."""
+    held = {}
+    for shard in client.list_shards(StreamName=stream)["Shards"]:
+        iterator = client.get_shard_iterator(
+            StreamName=stream, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        held[shard["ShardId"]] = [record["Data"] for record in client.get_records(ShardIterator=iterator)["Records"]]
+    return held
+
+
+def test_a_split_closes_its_parent_and_a_merge_child_holds_only_what_was_put_after_the_merge(loopback_kinesis):
+    # Kinesis's resharding, not moto's (stack.moto_kinesis): a closed shard takes no records and
+    # keeps its own; children start empty. Explicit hash keys choose the shard each record belongs to.
+    stream = "loopback-resharded"
+    loopback_kinesis.create_stream(stream, 1)
+    client = loopback_kinesis.client()
+    top = 2**128 - 1
+    middle = 2**127
+    low_key, high_key, top_key = str(middle - 1), str(middle), str(top)  # both ends of each child's range
+
+    def put(data: bytes, key: str) -> None:
+        client.put_record(StreamName=stream, Data=data, PartitionKey="k", ExplicitHashKey=key)
+
+    put(b"before-split-low", low_key)
+    put(b"before-split-high", top_key)
+    client.split_shard(StreamName=stream, ShardToSplit="shardId-000000000000", NewStartingHashKey=str(middle))
+    put(b"after-split-low", low_key)
+    put(b"after-split-high", high_key)
+    put(b"after-split-top", top_key)
+    client.merge_shards(
+        StreamName=stream, ShardToMerge="shardId-000000000001", AdjacentShardToMerge="shardId-000000000002"
+    )
+    put(b"after-merge-low", "0")
+    put(b"after-merge-top", top_key)
+
+    assert _shard_data(client, stream) == {
+        "shardId-000000000000": [b"before-split-low", b"before-split-high"],
+        "shardId-000000000001": [b"after-split-low"],
+        "shardId-000000000002": [b"after-split-high", b"after-split-top"],
+        "shardId-000000000003": [b"after-merge-low", b"after-merge-top"],
+    }
+    shards = {shard["ShardId"]: shard for shard in client.list_shards(StreamName=stream)["Shards"]}
+    closed = {shard_id for shard_id, shard in shards.items() if "EndingSequenceNumber" in shard["SequenceNumberRange"]}
+    assert closed == {"shardId-000000000000", "shardId-000000000001", "shardId-000000000002"}
+    assert [shards[f"shardId-00000000000{n}"]["HashKeyRange"] for n in (1, 2, 3)] == [
+        {"StartingHashKey": "0", "EndingHashKey": str(middle - 1)},
+        {"StartingHashKey": str(middle), "EndingHashKey": str(top)},
+        {"StartingHashKey": "0", "EndingHashKey": str(top)},
+    ]
+    assert (
+        shards["shardId-000000000003"]["ParentShardId"],
+        shards["shardId-000000000003"]["AdjacentParentShardId"],
+    ) == (
+        "shardId-000000000001",
+        "shardId-000000000002",
+    )
