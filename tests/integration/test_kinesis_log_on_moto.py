@@ -3,23 +3,18 @@ loopback: fill, take and read_range over a 4-shard stream, a split and a merge w
 (children read only after their parents are consumed, every record once), a stream that does not
 exist, an endpoint that does not answer.
 
-moto 5.2's resharding is not Kinesis's: after a split or merge it keeps routing new records to
-the closed parent (it matches hash keys over every shard, closed ones included), a split re-puts
-the parent's records into the parent, and a merge copies both parents' records into the child
-(every record twice). The server here is moto with those three corrected as Kinesis documents
-them (closed shards take no records, parents keep theirs, children start empty), so the test
-checks tidemark's rules rather than moto's emulation. Everything else is moto as it ships: small
-integer sequence numbers (56-digit ones are covered by tests/unit/test_kinesis_log.py), and
-NextShardIterator kept on closed shards (finished is "closed and caught up" there).
+The server is the session's loopback Kinesis (the ``loopback_kinesis`` fixture): moto with its
+resharding corrected to Kinesis's (stack.moto_kinesis: closed shards take no records, parents keep
+theirs, children start empty), so the test checks tidemark's rules rather than moto's emulation.
+Everything else is moto as it ships: small integer sequence numbers (56-digit ones are covered by
+tests/unit/test_kinesis_log.py), and NextShardIterator kept on closed shards (finished is "closed
+and caught up" there). Streams outlive tests on the shared server: each test names its own.
 """
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
+import uuid
 
 import pytest
 
@@ -30,79 +25,23 @@ from connectors.kinesis_log import (
     kinesis_client,
     read_range,
 )
+from stack.ports import free_port
+from tidemark.kinesis_access import CREDENTIAL_VARIABLES
 
 pytestmark = pytest.mark.integration
 
 REGION = "us-east-1"
 
-# Runs moto's server with Kinesis resharding as the real service does it (see the module doc).
-_KINESIS_LIKE_MOTO = r"""
-import hashlib, sys
-from moto.kinesis import models
 
-def get_shard_for_key(self, partition_key, explicit_hash_key):
-    key = int(explicit_hash_key) if explicit_hash_key else int(hashlib.md5(partition_key.encode()).hexdigest(), 16)
-    for shard in list(self.shards.values()):
-        if shard.is_open and shard.starting_hash <= key <= shard.ending_hash:
-            return shard
-    return None
-
-def _next_id(self):
-    return max(shard._shard_id for shard in self.shards.values()) + 1
-
-def split_shard(self, shard_to_split, new_starting_hash_key):
-    parent = self.shards[shard_to_split]
-    middle = int(new_starting_hash_key)
-    first = _next_id(self)
-    for number, (low, high) in enumerate([(parent.starting_hash, middle - 1), (middle, parent.ending_hash)], first):
-        child = models.Shard(number, low, high, parent=parent.shard_id)
-        self.shards[child.shard_id] = child
-    parent.is_open = False
-
-def merge_shards(self, shard_to_merge, adjacent_shard_to_merge):
-    one, other = self.shards[shard_to_merge], self.shards[adjacent_shard_to_merge]
-    child = models.Shard(_next_id(self), min(one.starting_hash, other.starting_hash),
-                         max(one.ending_hash, other.ending_hash), parent=one.shard_id, adjacent_parent=other.shard_id)
-    self.shards[child.shard_id] = child
-    one.is_open = other.is_open = False
-
-models.Stream.get_shard_for_key = get_shard_for_key
-models.Stream.split_shard = split_shard
-models.Stream.merge_shards = merge_shards
-
-from moto.server import main
-main(["-H", "127.0.0.1", "-p", sys.argv[1]])
-"""
+@pytest.fixture
+def endpoint(loopback_kinesis) -> str:
+    return loopback_kinesis.endpoint
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def endpoint(tmp_path_factory) -> Iterator[str]:
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("moto") / "moto.log"
-    with open(log_path, "wb") as server_log:
-        server = subprocess.Popen(
-            [sys.executable, "-c", _KINESIS_LIKE_MOTO, str(port)], stdout=server_log, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto did not start on port {port}: {log_path.read_text()}") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(10)
+@pytest.fixture
+def stream_name(request) -> str:
+    """A name of this test's own on the session's server (streams outlive tests there)."""
+    return f"kinesis-log-{request.node.name[5:40].replace('_', '-')}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(autouse=True)
@@ -111,6 +50,8 @@ def credentials(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    for name in CREDENTIAL_VARIABLES:  # keys of a stream's AWS connection would win over the chain
+        monkeypatch.delenv(name, raising=False)
 
 
 def _stream(endpoint: str, name: str, shards: int):
@@ -138,10 +79,10 @@ def _take_all(log: KinesisLog, positions: dict[int, int], order: list[tuple[int,
     return moved
 
 
-def test_fill_take_and_read_range_over_four_shards(endpoint):
-    client = _stream(endpoint, "four-shards", 4)
-    written = _put(client, "four-shards", 0, 40)
-    log = KinesisLog("four-shards", REGION, endpoint)
+def test_fill_take_and_read_range_over_four_shards(endpoint, stream_name):
+    client = _stream(endpoint, stream_name, 4)
+    written = _put(client, stream_name, 0, 40)
+    log = KinesisLog(stream_name, REGION, endpoint)
     try:
         shards = log.shards()
         assert sorted(shards) == [0, 1, 2, 3]
@@ -155,12 +96,12 @@ def test_fill_take_and_read_range_over_four_shards(endpoint):
             assert log.records_between(partition, positions[partition], bounds[partition].end) == len(records)
             taken[partition] = records
             replayed = list(
-                read_range("four-shards", REGION, endpoint, shard.shard_id, positions[partition], bounds[partition].end)
+                read_range(stream_name, REGION, endpoint, shard.shard_id, positions[partition], bounds[partition].end)
             )
             assert replayed == records
             if len(records) > 2:
                 middle = read_range(
-                    "four-shards", REGION, endpoint, shard.shard_id, records[1].sequence, records[-1].sequence
+                    stream_name, REGION, endpoint, shard.shard_id, records[1].sequence, records[-1].sequence
                 )
                 assert list(middle) == records[1:-1]
                 assert log.position_after(partition, positions[partition], 2) == records[1].sequence + 1
@@ -173,8 +114,8 @@ def test_fill_take_and_read_range_over_four_shards(endpoint):
         log.close()
 
 
-def test_split_and_merge_while_reading_children_after_parents_every_record_once(endpoint):
-    stream = "resharded"
+def test_split_and_merge_while_reading_children_after_parents_every_record_once(endpoint, stream_name):
+    stream = stream_name
     client = _stream(endpoint, stream, 2)
     written = _put(client, stream, 0, 20)
     log = KinesisLog(stream, REGION, endpoint, shard_refresh_s=0)
@@ -225,18 +166,18 @@ def test_split_and_merge_while_reading_children_after_parents_every_record_once(
         log.close()
 
 
-def test_a_stream_that_does_not_exist_is_named(endpoint):
-    log = KinesisLog("no-such-stream", REGION, endpoint)
+def test_a_stream_that_does_not_exist_is_named(endpoint, stream_name):
+    log = KinesisLog(stream_name, REGION, endpoint)
     try:
         with pytest.raises(KinesisStreamNotFoundError) as raised:
             log.shards()
-        assert "'no-such-stream'" in str(raised.value) and endpoint in str(raised.value)
+        assert f"'{stream_name}'" in str(raised.value) and endpoint in str(raised.value)
     finally:
         log.close()
 
 
 def test_an_endpoint_that_does_not_answer_fails_fast_naming_it():
-    silent = f"http://127.0.0.1:{_free_port()}"
+    silent = f"http://127.0.0.1:{free_port()}"
     log = KinesisLog("rides", REGION, silent)
     started = time.monotonic()
     try:
