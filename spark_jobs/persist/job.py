@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from connectors.kafka_log import RetentionLossError  # noqa: E402
+from connectors.kinesis_log import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
@@ -74,11 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     configure_json_logging()
     args = parse_args(argv)
     from connectors.spark_session import batch_job_conf
-    from spark_jobs.persist.pipeline import frozen_partitions_from_environment
+    from spark_jobs.persist.pipeline import frozen_partitions_from_environment, throttling_from_environment
 
     try:
         stream = load_stream(args.conf, args.stream)
         frozen = frozen_partitions_from_environment(stream)
+        throttling = throttling_from_environment(stream)
         crash_point = crash_point_from_environment(os.environ)
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
@@ -95,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             frozen_partitions=frozen,
             session_conf=session_conf,
             crash_point=crash_point,
+            injected_throttling=throttling,
         )
-    except (PartitionLimitError, LakeStorageError) as error:
+    except (PartitionLimitError, LakeStorageError, KinesisUnavailableError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2
     except RetentionLossError as error:
@@ -116,6 +119,7 @@ def run_persist(
     frozen_partitions: tuple[int, ...] = (),
     session_conf: dict[str, str] | None = None,
     crash_point: CrashPoint | None = None,
+    injected_throttling: float = 0.0,
 ) -> dict:
     """Run the live persist query; returns a summary of the run: batches, G, the hours it sealed.
 
@@ -139,6 +143,7 @@ def run_persist(
         align=align,
         frozen_partitions=frozen_partitions,
         crash_point=crash_point,
+        injected_throttling=injected_throttling,
     )
     return run_pipeline(lake_spark_session(f"tidemark-persist-{stream.name}", session_conf), stream, run)
 

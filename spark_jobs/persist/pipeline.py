@@ -48,6 +48,9 @@ class PersistRun:
     frozen_partitions: tuple[int, ...] = ()
     shadow: str | None = None
     crash_point: CrashPoint | None = None
+    # A test's chaos switch for Kinesis: the fraction of GetRecords calls answered with a
+    # throttling error (0 in production; TIDEMARK_CHAOS_THROTTLE, see throttling_from_environment).
+    injected_throttling: float = 0.0
 
     def __post_init__(self):
         if self.mode not in PERSIST_RUN_MODES:
@@ -72,10 +75,29 @@ def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ)
         if not partition.isdigit():
             raise ValueError(f"TIDEMARK_CHAOS_FREEZE must be <stream>:<partition>[,...], got {setting!r}")
         if name == stream.name:
-            if int(partition) >= stream.source.partitions:
+            # A Kafka topic's partitions are 0..n-1; a Kinesis stream's shards are numbered by
+            # their ids and change with resharding: the source ignores a frozen shard it lacks.
+            if stream.source.kind == "kafka" and int(partition) >= stream.source.partitions:
                 raise ValueError(f"TIDEMARK_CHAOS_FREEZE: stream {name!r} has no partition {partition}")
             frozen.add(int(partition))
     return tuple(sorted(frozen))
+
+
+def throttling_from_environment(stream: StreamConfig, environ=os.environ) -> float:
+    """The throttling chaos switch, off unless set: ``TIDEMARK_CHAOS_THROTTLE=<stream>:<fraction>``
+    makes the Kinesis source refuse that fraction of its GetRecords calls as Kinesis does when a
+    shard's read limit is exceeded (the job must slow down and lose nothing)."""
+    setting = environ.get("TIDEMARK_CHAOS_THROTTLE", "").strip()
+    if not setting:
+        return 0.0
+    name, _, fraction = setting.partition(":")
+    try:
+        value = float(fraction)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"TIDEMARK_CHAOS_THROTTLE must be <stream>:<fraction in [0, 1)>, got {setting!r}")
+    return value if name == stream.name else 0.0
 
 
 def source_options(
@@ -94,6 +116,36 @@ def source_options(
     from spark_jobs.persist.decode_stage import DecodeSpec
 
     tolerances = stream.event_time
+    decode = DecodeSpec(
+        stream.payload,
+        tolerances.max_future_skew_ms,
+        tolerances.allowed_lateness_ms,
+        routing.ranges() if routing else (),
+        source_kind=stream.source.kind,
+    )
+    if stream.source.kind == "kinesis":
+        from spark_jobs.kinesis_source.options import KinesisSourceOptions
+
+        return KinesisSourceOptions(
+            stream=stream.source.stream,
+            region=stream.source.region,
+            endpoint=stream.source.endpoint,
+            max_records_per_batch=run.max_records_per_batch,
+            alignment=run.align and stream.source.log_timestamp_is_event_time,
+            max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
+            max_drift_ms=tolerances.max_drift_ms,
+            idle_timeout_ms=tolerances.idle_timeout_ms,
+            max_future_skew_ms=tolerances.max_future_skew_ms,
+            feedback_dir=feedback_dir,
+            offset_bounds=run.offset_bounds,
+            pinned_global_watermark_ms=run.pinned_global_watermark_ms,
+            resume_from=resume_from,
+            frozen_partitions=run.frozen_partitions,
+            decode=decode,
+            read_tasks=stream.source.read_tasks or read_tasks,
+            max_partitions=stream.source.max_partitions,
+            injected_throttling=run.injected_throttling,
+        )
     return KafkaSourceOptions(
         bootstrap_servers=stream.source.bootstrap_servers,
         topic=stream.source.topic,
@@ -110,12 +162,7 @@ def source_options(
         pinned_global_watermark_ms=run.pinned_global_watermark_ms,
         resume_from=resume_from,
         frozen_partitions=run.frozen_partitions,
-        decode=DecodeSpec(
-            stream.payload,
-            tolerances.max_future_skew_ms,
-            tolerances.allowed_lateness_ms,
-            routing.ranges() if routing else (),
-        ),
+        decode=decode,
         read_tasks=stream.source.read_tasks or read_tasks,
         max_partitions=stream.source.max_partitions,
     )
@@ -127,7 +174,6 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     called after every batch (see PersistBatch). The caller has checked the topic against
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
     from spark_jobs.crash_switch import CrashSwitch
-    from spark_jobs.kafka_source.reader import KafkaLogSource
     from spark_jobs.lake.claims_table import ClaimsTable
     from spark_jobs.lake.overlap_guard import OverlapGuard
     from spark_jobs.lake.tables import LakeTables
@@ -138,7 +184,8 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from tidemark.live_routing import LiveRouting
 
     started = time.monotonic()
-    spark.dataSource.register(KafkaLogSource)
+    source = log_source(stream)
+    spark.dataSource.register(source)
     tables = LakeTables(spark, stream, shadow=run.shadow)
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
@@ -177,11 +224,11 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         stream,
         run,
         feedback_dir,
-        resumed.state.to_offset(stream.source.topic) if resumed else None,
+        resumed.state.to_offset(log_name(stream)) if resumed else None,
         routing,
         read_tasks=spark.sparkContext.defaultParallelism,
     )
-    raw = spark.readStream.format(KafkaLogSource.name()).options(**options.to_options()).load()
+    raw = spark.readStream.format(source.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
     guard = None
     if run.mode == "live":
@@ -271,7 +318,7 @@ def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
 
     lost = read_lost_offsets(feedback_dir)
     if lost:
-        raise RetentionLossError(retention_loss_message(stream.source.topic, lost), lost) from None
+        raise RetentionLossError(retention_loss_message(log_name(stream), lost), lost) from None
 
 
 def _claim(spark, stream: StreamConfig, run: PersistRun, tables, claims, live_routed):
@@ -336,15 +383,45 @@ def check_topic_partitions(stream: StreamConfig) -> None:
     """Check the topic's partition count against source.max_partitions before any work, Spark's
     start included: a refused job costs a metadata request, not a JVM
     (tidemark.partition_limit.PartitionLimitError names the key and a value that would hold)."""
-    from connectors.kafka_log import KafkaLog
     from tidemark.partition_limit import check_partition_limit
 
-    log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
-    try:
-        count = len(log.partition_ids())
-    finally:
-        log.close()
-    check_partition_limit(stream.source.topic, count, stream.source.max_partitions)
+    if stream.source.kind == "kinesis":
+        from connectors.kinesis_log import KinesisLog, kinesis_client
+
+        source = stream.source
+        log = KinesisLog(
+            source.stream, source.region, source.endpoint, client=kinesis_client(source.region, source.endpoint)
+        )
+        try:
+            # Also the start-up check that the stream exists and answers (the error names it).
+            count = len(log.shards())
+        finally:
+            log.close()
+    else:
+        from connectors.kafka_log import KafkaLog
+
+        log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
+        try:
+            count = len(log.partition_ids())
+        finally:
+            log.close()
+    check_partition_limit(log_name(stream), count, stream.source.max_partitions)
+
+
+def log_name(stream: StreamConfig) -> str:
+    """The name of the log the stream reads: its Kafka topic or its Kinesis stream."""
+    return stream.source.stream if stream.source.kind == "kinesis" else stream.source.topic
+
+
+def log_source(stream: StreamConfig):
+    """The Spark data source class that reads ``stream``'s log."""
+    if stream.source.kind == "kinesis":
+        from spark_jobs.kinesis_source.reader import KinesisLogSource
+
+        return KinesisLogSource
+    from spark_jobs.kafka_source.reader import KafkaLogSource
+
+    return KafkaLogSource
 
 
 def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:

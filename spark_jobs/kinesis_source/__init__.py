@@ -1,0 +1,1 @@
+"""tidemark's Kinesis streaming source (PySpark Python Data Source on boto3)."""
