@@ -15,9 +15,9 @@ Limits respected: GetRecords at most ``max_calls_per_second`` per shard (Kinesis
 shard, shared by every consumer), at most 10,000 records a call; an iterator is reused while it
 continues exactly at the position and is younger than 4.5 minutes (Kinesis expires it after 5);
 throttling backs off and is counted, never raised. boto3 is imported inside the functions so the
-driver, the DAG files and the unit tests import this module cheaply; credentials come from
-boto3's default chain (environment, Airflow's AWS connection exported by the caller) and are
-never logged.
+driver, the DAG files and the unit tests import this module cheaply; credentials are the
+stream's AWS connection's keys when the process environment holds them (TIDEMARK_KINESIS_*,
+tidemark.kinesis_access), else boto3's default chain, and are never logged.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tidemark.aligned_slices import LoggedRecord
+from tidemark.kinesis_access import KinesisAccess
 from tidemark.shard_lineage import ShardInfo, is_finished, shard_from_listing, shard_id_of, waiting_for
 
 log = logging.getLogger(__name__)
@@ -174,11 +175,18 @@ def retention_loss_message(stream: str, lost: Iterable[LostSequences]) -> str:
     )
 
 
-def kinesis_client(region: str, endpoint: str | None = None, max_workers: int = 16):
-    """A boto3 Kinesis client from boto3's default credential chain, failing fast when the
-    endpoint does not answer (3 s to connect, 10 s to read, no botocore retries: tidemark's own
-    loop retries a connection once and backs off throttling itself, so throttles are counted).
-    A fresh session per client: boto3 sessions are not thread-safe, clients are."""
+def kinesis_client(
+    region: str, endpoint: str | None = None, max_workers: int = 16, *, environ: Mapping[str, str] | None = None
+):
+    """A boto3 Kinesis client for ``region`` and ``endpoint``, failing fast when the endpoint does
+    not answer (3 s to connect, 10 s to read, no botocore retries: tidemark's own loop retries a
+    connection once and backs off throttling itself, so throttles are counted).
+
+    Its keys are the stream's AWS connection's when ``environ`` (default ``os.environ``) holds
+    TIDEMARK_KINESIS_ACCESS_KEY_ID and _SECRET_ACCESS_KEY (and _SESSION_TOKEN, if set), else
+    boto3's default chain; region and endpoint are always the caller's. Raises
+    tidemark.kinesis_access.KinesisAccessError when only one of the pair is set. A fresh session
+    per client: boto3 sessions are not thread-safe, clients are."""
     import boto3
     from botocore.config import Config
 
@@ -188,7 +196,19 @@ def kinesis_client(region: str, endpoint: str | None = None, max_workers: int = 
         retries={"total_max_attempts": 1},
         max_pool_connections=max(10, max_workers + 2),
     )
-    return boto3.session.Session().client("kinesis", region_name=region, endpoint_url=endpoint, config=config)
+    settings = KinesisAccess.from_source(_Reached(region, endpoint), environ).client_settings()
+    keys = {name: value for name, value in settings.items() if name not in ("region_name", "endpoint_url")}
+    return boto3.session.Session().client("kinesis", region_name=region, endpoint_url=endpoint, config=config, **keys)
+
+
+@dataclass(frozen=True)
+class _Reached:
+    """Where kinesis_client goes, as KinesisAccess reads a stream's source; the keys it finds do
+    not depend on the stream's name."""
+
+    region: str
+    endpoint: str | None
+    stream: str = ""
 
 
 def _where(region: str, endpoint: str | None) -> str:
@@ -296,7 +316,12 @@ class _Api:
         message = error.response.get("Error", {}).get("Message", "") or str(error)
         asked = f"{_api_name(operation)} for stream {self.stream!r}{_of_shard(shard_id)} at {self.where}"
         details = dict(stream=self.stream, where=self.where, shard_id=shard_id, code=code)
-        if code in _REFUSED:
+        if code == "403" and error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
+            # A 403 whose body botocore could not parse (a proxy's, an endpoint policy's, moto's
+            # XML): the code is the status and the message the raw body, but a refusal all the same.
+            code, message = "HTTP 403", message.split("<Message>")[-1].split("</Message>")[0][:300]
+            details["code"] = code
+        if code in _REFUSED or code == "HTTP 403":
             return KinesisCredentialsError(
                 f"Kinesis refused the credentials ({code}) on {asked}: {message}. Check the access key, secret and "
                 "session token in the environment or the stream's Airflow AWS connection, that they are not expired, "

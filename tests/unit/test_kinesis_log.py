@@ -444,3 +444,25 @@ def test_expired_unlisted_shard_is_lost_only_if_the_lake_was_reading_it(kinesis,
     assert log.lost_to_retention({gone: BASE_SEQUENCE}, last_read_ms={gone: T0 - 48 * 3_600_000}) == [
         LostSequences(gone, "shardId-000000000007", BASE_SEQUENCE, None)
     ]
+
+
+def test_a_403_whose_body_botocore_could_not_parse_is_refused_credentials(kinesis, clock, monkeypatch):
+    # botocore falls back to the HTTP status as the code and the raw body as the message (a proxy's
+    # answer, or moto's XML to a JSON service).
+    from botocore.exceptions import ClientError
+
+    body = '<?xml version="1.0"?><ErrorResponse><Errors><Error><Code>InvalidClientTokenId</Code><Message>The security token included in the request is invalid.</Message></Error></Errors></ErrorResponse>'
+
+    def refuse(**_):
+        raise ClientError(
+            {"Error": {"Code": "403", "Message": body}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "ListShards"
+        )
+
+    monkeypatch.setattr(kinesis, "list_shards", refuse)
+    with pytest.raises(KinesisCredentialsError) as raised:
+        _log(kinesis, clock).shards()
+    assert raised.value.code == "HTTP 403"
+    assert str(raised.value).startswith(
+        f"Kinesis refused the credentials (HTTP 403) on ListShards for stream {STREAM!r} at endpoint {ENDPOINT} "
+        "(region eu-west-1): The security token included in the request is invalid.. Check the access key"
+    )
