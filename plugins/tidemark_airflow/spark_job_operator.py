@@ -28,6 +28,11 @@ _FORWARDED_ENVIRONMENT = (
     "SPARK_LOCAL_IP",
     "TIDEMARK_SPARK_LOG_LEVEL",  # WARN by default; INFO brings Spark's chatter back for debugging
     "TIDEMARK_CHAOS_FREEZE",  # the chaos switch (off unless set): see spark_jobs/persist/job.py
+    "TIDEMARK_CHAOS_THROTTLE",  # Kinesis throttling injected (off unless set): spark_jobs/persist/pipeline.py
+    # Where a Kinesis stream is (the stream's endpoint, or its connection's). Its keys are secret:
+    # like the lake's, they reach spark-submit through this process's environment, never here.
+    "TIDEMARK_KINESIS_ENDPOINT",
+    "TIDEMARK_KINESIS_CONNECTION_ENDPOINT",
     # Where the lake's S3 is (connectors/lake_storage.py). The credentials are secret: they reach
     # spark-submit through this process's environment (tidemark_airflow.aws_connection), never here.
     "TIDEMARK_S3_ENDPOINT",
@@ -90,6 +95,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         self.conn_id = conn_id
         self.deploy_mode = deploy_mode
         self._driver_conf: dict[str, str] | None = None  # load_stream() sizes the driver
+        self._kinesis_conn_id: str | None = None  # load_stream() reads it from a Kinesis source
         self._derived: DerivedSubmit | None = None  # set for the length of submit()
         self._submitted = False
 
@@ -106,6 +112,8 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         try:
             stream = load_stream(self.conf_path, self.stream)
             self._driver_conf = batch_job_conf(stream)
+            # A Kinesis stream's keys come from the connection its source names (read in submit).
+            self._kinesis_conn_id = stream.source.aws_conn_id if stream.source.kind == "kinesis" else None
         except (StreamConfigError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream
@@ -125,7 +133,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
         from connectors.jars import JarsError, delta_classpath, group_jars, jars_root
-        from tidemark_airflow.aws_connection import apply_aws_connection
+        from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
         from tidemark_airflow.spark_master import SparkConnectionError, SparkMasterUnreachable, spark_master
 
         if self._driver_conf is None:
@@ -148,6 +156,12 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             aws_conn_id = apply_aws_connection()
             if aws_conn_id:
                 self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
+            try:
+                kinesis_conn_id = apply_kinesis_connection(self._kinesis_conn_id)
+            except Exception as error:  # Airflow's own error names the connection that does not exist
+                raise AirflowFailException(f"source.aws_conn_id {self._kinesis_conn_id!r}: {error}") from None
+            if kinesis_conn_id:
+                self.log.info("Kinesis credentials from the Airflow connection %r", kinesis_conn_id)
             self._derived = DerivedSubmit(
                 conf={**placement.conf, **self._driver_conf},
                 py_files=placement.py_files,

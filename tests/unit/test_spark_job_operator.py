@@ -178,3 +178,51 @@ def test_the_master_tidemark_plans_for_is_the_one_the_provider_submits_to(
     assert operator.spark_connection().master == master
     assert argv[argv.index("--master") + 1] == master
     assert ("--py-files" in argv) == (master != "local[*]"), "executors elsewhere get tidemark's code"
+
+
+def _kinesis_stream_conf(tmp_path: Path, aws_conn_id: str) -> Path:
+    document = _shipped()
+    stream = document["streams"]["telemetry"]
+    stream["persist"]["driver_memory"] = "3g"
+    stream["source"] = {
+        "kind": "kinesis",
+        "stream": "telemetry",
+        "region": "us-east-1",
+        "shards": 4,
+        "endpoint": "http://127.0.0.1:19450",
+        "aws_conn_id": aws_conn_id,
+    }
+    folder = tmp_path / "kinesis"
+    folder.mkdir()
+    _load(folder, document)
+    return folder / "streams.yaml"
+
+
+def test_a_kinesis_stream_s_keys_reach_spark_submit_from_its_connection_and_never_its_command_line(
+    spark_submit, tmp_path, monkeypatch
+):
+    key, secret = "AKIDKINESISONLY", "kinesis-secret-never-logged"
+    monkeypatch.setenv("AIRFLOW_CONN_STREAM_KEYS", json.dumps({"conn_type": "aws", "login": key, "password": secret}))
+    # Set then removed: monkeypatch restores the variables the operator writes (as unset).
+    for name in (
+        "TIDEMARK_KINESIS_ACCESS_KEY_ID",
+        "TIDEMARK_KINESIS_SECRET_ACCESS_KEY",
+        "TIDEMARK_KINESIS_SESSION_TOKEN",
+    ):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    operator = _operator(_kinesis_stream_conf(tmp_path, "stream_keys"))
+    operator.load_stream()
+    operator.submit({}, ["--stream", "telemetry"])
+
+    assert os.environ["TIDEMARK_KINESIS_ACCESS_KEY_ID"] == key  # what spark-submit inherits
+    assert key not in " ".join(spark_submit.argv()) and secret not in " ".join(spark_submit.argv())
+
+
+def test_a_kinesis_connection_that_does_not_exist_fails_the_task_naming_the_key(spark_submit, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    operator = _operator(_kinesis_stream_conf(tmp_path, "no_such_connection"))
+    operator.load_stream()
+    with pytest.raises(AirflowFailException, match="source.aws_conn_id 'no_such_connection'"):
+        operator.submit({}, ["--stream", "telemetry"])
