@@ -1,7 +1,8 @@
 """The driver's Kinesis log (connectors.kinesis_log) with real boto3 calls against a moto server on
 loopback: fill, take and read_range over a 4-shard stream, a split and a merge while reading
 (children read only after their parents are consumed, every record once), a stream that does not
-exist, an endpoint that does not answer.
+exist, an endpoint that does not answer, and the keys of a stream's AWS connection (TIDEMARK_KINESIS_*)
+used over boto3's default chain and, refused, named (on a server of its own with moto's IAM checks on).
 
 The server is the session's loopback Kinesis (the ``loopback_kinesis`` fixture): moto with its
 resharding corrected to Kinesis's (stack.moto_kinesis: closed shards take no records, parents keep
@@ -14,17 +15,22 @@ and caught up" there). Streams outlive tests on the shared server: each test nam
 from __future__ import annotations
 
 import time
+import urllib.request
 import uuid
+from collections.abc import Iterator
 
+import boto3
 import pytest
 
 from connectors.kinesis_log import (
+    KinesisCredentialsError,
     KinesisEndpointError,
     KinesisLog,
     KinesisStreamNotFoundError,
     kinesis_client,
     read_range,
 )
+from stack.loopback_kinesis import LoopbackKinesis
 from stack.ports import free_port
 from tidemark.kinesis_access import CREDENTIAL_VARIABLES
 
@@ -187,3 +193,69 @@ def test_an_endpoint_that_does_not_answer_fails_fast_naming_it():
         log.close()
     assert time.monotonic() - started < 10
     assert silent in str(raised.value) and "'rides'" in str(raised.value)
+
+
+@pytest.fixture
+def checking_moto(tmp_path) -> Iterator[tuple[LoopbackKinesis, dict[str, str]]]:
+    """A loopback Kinesis of this test's own that checks keys (moto's IAM emulation, switched on
+    through /moto-api/reset-auth once a user with a kinesis:* policy exists): yields the server and
+    that user's key pair. Not the session's server: keys checked there would refuse every other test."""
+    server = LoopbackKinesis(state_dir=tmp_path / "kinesis", port=free_port())
+    server.start()
+    try:
+        iam = boto3.client(  # moto serves IAM on the same port
+            "iam",
+            endpoint_url=server.endpoint,
+            region_name=server.region,
+            aws_access_key_id=server.access_key_id,
+            aws_secret_access_key=server.secret_access_key,
+        )
+        iam.create_user(UserName="reader")
+        iam.put_user_policy(
+            UserName="reader",
+            PolicyName="kinesis",
+            PolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "kinesis:*", "Resource": "*"}]}',
+        )
+        key = iam.create_access_key(UserName="reader")["AccessKey"]
+        server.create_stream("checked", 1)
+        # The count of requests still let through unchecked; a form body would hide it from moto.
+        switch_on = urllib.request.Request(
+            f"{server.endpoint}/moto-api/reset-auth", b"0", {"Content-Type": "text/plain"}, method="POST"
+        )
+        urllib.request.urlopen(switch_on, timeout=10).close()
+        yield (
+            server,
+            {
+                "TIDEMARK_KINESIS_ACCESS_KEY_ID": key["AccessKeyId"],
+                "TIDEMARK_KINESIS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+            },
+        )
+    finally:
+        server.stop()
+
+
+def test_the_connections_keys_are_used_and_refused_ones_are_named(checking_moto, monkeypatch):
+    server, known = checking_moto
+    # The default chain holds keys moto does not know: the stream's connection's keys must win.
+    for name, value in known.items():
+        monkeypatch.setenv(name, value)
+    log = KinesisLog("checked", REGION, server.endpoint)
+    try:
+        assert sorted(log.shards()) == [0]
+    finally:
+        log.close()
+
+    monkeypatch.setenv("TIDEMARK_KINESIS_SECRET_ACCESS_KEY", "not-the-secret")
+    log = KinesisLog("checked", REGION, server.endpoint)
+    try:
+        with pytest.raises(KinesisCredentialsError) as raised:
+            log.shards()
+    finally:
+        log.close()
+    message = str(raised.value)
+    assert message.startswith(
+        f"Kinesis refused the credentials (HTTP 403) on ListShards for stream 'checked' at endpoint {server.endpoint} "
+        f"(region {REGION}): "
+    )
+    assert (raised.value.stream, raised.value.where) == ("checked", f"endpoint {server.endpoint} (region {REGION})")
+    assert known["TIDEMARK_KINESIS_ACCESS_KEY_ID"] not in message and "not-the-secret" not in message
