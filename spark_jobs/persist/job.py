@@ -75,10 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     configure_json_logging()
     args = parse_args(argv)
     from connectors.spark_session import batch_job_conf
-    from spark_jobs.persist.pipeline import frozen_partitions_from_environment, throttling_from_environment
+    from spark_jobs.persist.pipeline import (
+        check_source_supported,
+        frozen_partitions_from_environment,
+        throttling_from_environment,
+    )
 
     try:
         stream = load_stream(args.conf, args.stream)
+        check_source_supported(stream)
         frozen = frozen_partitions_from_environment(stream)
         throttling = throttling_from_environment(stream)
         crash_point = crash_point_from_environment(os.environ)

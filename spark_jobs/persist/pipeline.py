@@ -83,6 +83,17 @@ def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ)
     return tuple(sorted(frozen))
 
 
+def check_source_supported(stream: StreamConfig) -> None:
+    """Refuse, naming the key, what the source cannot do yet, before any work: a Kinesis shard
+    has no position before its first record, so starting from the tip (``latest``) needs a
+    reading the source does not do yet."""
+    if stream.source.kind == "kinesis" and stream.source.starting_position == "latest":
+        raise ValueError(
+            f"streams.{stream.name}.source.starting_position: 'latest' is not supported for Kinesis yet; "
+            "use trim_horizon (the shards' oldest retained records)"
+        )
+
+
 def throttling_from_environment(stream: StreamConfig, environ=os.environ) -> float:
     """The throttling chaos switch, off unless set: ``TIDEMARK_CHAOS_THROTTLE=<stream>:<fraction>``
     makes the Kinesis source refuse that fraction of its GetRecords calls as Kinesis does when a
