@@ -38,7 +38,7 @@ def backfill_dag(stream: StreamConfig):
             ),
             "end": Param("", type="string", description="exclusive (empty: the previous UTC day)"),
             "partitions": Param(
-                "", type=["string", "array"], description=f'"0,2" (empty: all {stream.source.partitions})'
+                "", type=["string", "array"], description=f'"0,2" (empty: all; {stream.source.partition_hint})'
             ),
             "target": Param(
                 "shadow",

@@ -35,7 +35,7 @@ def persist_dag(stream: StreamConfig):
         tags=["tidemark", "persist", stream.name],
         doc_md=f"""
 ### Persist `{stream.name}`
-Reads Kafka topic `{stream.source.topic}` ({stream.source.partitions} partitions) into the Delta tables
+Reads {stream.source.description} into the Delta tables
 under `{stream.lake.root}/{stream.name}/`: `events`, `quarantine` (undecodable records, with a reason)
 and `ledger` (one row per batch and partition). Mode: **{stream.persist.mode}**. Exactly-once: Spark's
 checkpoint plus idempotent Delta commits, so a killed run is simply run again.

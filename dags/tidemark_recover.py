@@ -14,6 +14,7 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import Param, dag, task
 
+from tidemark.log_position import position_type_for
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import RecoveryLost
 from tidemark_airflow.alerts import alarm_callbacks
@@ -36,11 +37,11 @@ def recover_dag(stream: StreamConfig):
         # conf is a request's JSON: ranges a list of {"start", "end"}, not text).
         params={
             "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
-            "partition": Param(
-                None, type=["null", "integer", "string"], description=f"0 … {stream.source.partitions - 1}"
-            ),
+            "partition": Param(None, type=["null", "integer", "string"], description=stream.source.partition_hint),
             "ranges": Param(
-                "", type=["string", "array"], description='offset ranges, end exclusive: "100-200,300-350"'
+                "",
+                type=["string", "array"],
+                description=f'{position_type_for(stream.source.kind).name} ranges, end exclusive: "100-200,300-350"',
             ),
             "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
             "restart_live": Param(

@@ -158,6 +158,21 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
     # parallelism (Spark's defaultParallelism), like the input splits of Spark's own sources.
     read_tasks: WholeNumber | None = None
 
+    @property
+    def log_name(self) -> str:
+        """The log's name: the topic."""
+        return self.topic
+
+    @property
+    def description(self) -> str:
+        """The log in a sentence's words, for DAG docs and messages."""
+        return f"Kafka topic `{self.topic}` ({self.partitions} partitions) at {self.bootstrap_servers}"
+
+    @property
+    def partition_hint(self) -> str:
+        """Which partitions there are, for a form's help text."""
+        return f"0 … {self.partitions - 1}"
+
     def __post_init__(self):
         if self.partitions > self.max_partitions:
             raise ConfigRuleError(
@@ -223,6 +238,22 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
             "name an Airflow AWS connection with aws_conn_id, or leave it unset to use boto3's default chain "
             "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, ~/.aws, an instance role); remove this key"
         )
+
+    @property
+    def log_name(self) -> str:
+        """The log's name: the Kinesis stream."""
+        return self.stream
+
+    @property
+    def description(self) -> str:
+        """The log in a sentence's words, for DAG docs and messages."""
+        where = self.endpoint or f"AWS {self.region}"
+        return f"Kinesis stream `{self.stream}` (created with {self.shards} shards; read as listed) at {where}"
+
+    @property
+    def partition_hint(self) -> str:
+        """Which partitions there are, for a form's help text: shards are numbered by their ids."""
+        return "a shard's number (shardId-000000000007 is 7)"
 
     def __post_init__(self):
         if self.shards > self.max_partitions:

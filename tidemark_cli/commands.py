@@ -411,7 +411,7 @@ def _persistence_report(stream: StreamConfig, conf: str) -> None:
     if done.returncode != 0:
         raise CommandFailed(
             f"the persistence report failed with exit code {done.returncode} (its output is above); it reads the "
-            f"topic {stream.source.topic} at {stream.source.bootstrap_servers}: is Kafka up? Start it with `tidemark up`."
+            f"{stream.source.description}: is it up? Start the embedded stack with `tidemark up`."
         )
 
 
