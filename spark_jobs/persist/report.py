@@ -7,6 +7,11 @@ holding no record (transaction markers, aborted transactions, compacted offsets)
 persisted to events, late, quarantined, and the offsets not yet read (lag). Offsets are not
 records: on a topic the job read from its earliest offset, the five numbers after the first add
 up to it. A person reads it at a glance; ``--json`` writes the same figures for machines.
+
+A Kinesis stream's shards have no offsets to count: per shard the report gives its state (open,
+closed, finished in the ledger), the data records the ledger read, those persisted, late and
+quarantined (the last three add up to the first), and how far behind the shard's tip the lake's
+position is (MillisBehindLatest, asked of Kinesis at that position).
 """
 
 from __future__ import annotations
@@ -40,6 +45,114 @@ class PartitionReport:
     @property
     def lag(self) -> int:
         return self.log_end - self.ledger_position
+
+
+@dataclass(frozen=True)
+class ShardReport:
+    partition: int
+    shard_id: str
+    state: str  # open | closed | gone (no longer listed) ; FINISHED when the ledger says so
+    read: int  # data records the ledger's ranges held
+    persisted: int
+    late: int
+    quarantined: int
+    millis_behind_latest: int | None  # at the lake's position; None: not asked (finished, gone)
+
+
+def build_kinesis_report(spark, stream: StreamConfig) -> list[ShardReport]:
+    """Per shard of a Kinesis stream: what the ledger read and where it went, and the lag in ms."""
+    from pyspark.sql import functions as F
+
+    from connectors.kinesis_log import KinesisLog, kinesis_client
+    from spark_jobs.lake.tables import LakeTables
+    from tidemark.shard_lineage import shard_id_of
+
+    tables = LakeTables(spark, stream)
+    persisted = _counts(tables.read("events"))
+    late = _counts(tables.read("late"))
+    quarantined = _counts(tables.read("quarantine"))
+    ledger = tables.read("ledger").where(F.col("mode") == "live")
+    read = {
+        r.source_partition: r.n
+        for r in ledger.groupBy("source_partition").agg(F.sum("data_records").alias("n")).collect()
+    }
+    newest = (
+        ledger.groupBy("source_partition")
+        .agg(
+            F.max_by("end_offset", "end_offset").alias("position"),
+            F.max_by("partition_status", "end_offset").alias("status"),
+        )
+        .collect()
+    )
+    positions = {r.source_partition: tables.positions.from_column(r.position) for r in newest}
+    statuses = {r.source_partition: r.status for r in newest}
+    source = stream.source
+    log = KinesisLog(
+        source.stream, source.region, source.endpoint, client=kinesis_client(source.region, source.endpoint)
+    )
+    try:
+        shards = log.shards()
+        asked = {p: position for p, position in positions.items() if p in shards and statuses.get(p) != "FINISHED"}
+        log.fill(asked, None, 1)
+        bounds = log.bounds()
+        reports = []
+        for partition in sorted(set(shards) | set(positions)):
+            shard = shards.get(partition)
+            state = "gone" if shard is None else ("closed" if shard.closed else "open")
+            if statuses.get(partition) == "FINISHED":
+                state = "FINISHED"
+            reports.append(
+                ShardReport(
+                    partition,
+                    shard.shard_id if shard is not None else shard_id_of(partition),
+                    state,
+                    int(read.get(partition) or 0),
+                    persisted.get(partition, 0),
+                    late.get(partition, 0),
+                    quarantined.get(partition, 0),
+                    bounds[partition].millis_behind_latest if partition in asked and partition in bounds else None,
+                )
+            )
+        return reports
+    finally:
+        log.close()
+
+
+def render_kinesis(stream: StreamConfig, reports: list[ShardReport], sealing: str) -> str:
+    columns = (
+        ("shard", 22),
+        ("state", 8),
+        ("read", 8),
+        ("persisted", 10),
+        ("late", 6),
+        ("quarantined", 11),
+        ("behind", 10),
+    )
+    header = " ".join(f"{name:>{width}}" for name, width in columns)
+    lines = [f"stream {stream.name} ({stream.source.description})", header, "-" * len(header)]
+
+    def row(values):
+        return " ".join(f"{value:>{width}}" for value, (_, width) in zip(values, columns))
+
+    for r in reports:
+        behind = "" if r.millis_behind_latest is None else f"{r.millis_behind_latest / 1000:.1f} s"
+        lines.append(row([r.shard_id, r.state, r.read, r.persisted, r.late, r.quarantined, behind]))
+    lines.append("-" * len(header))
+    lines.append(
+        row(
+            [
+                "total",
+                "",
+                *(sum(getattr(r, a) for r in reports) for a in ("read", "persisted", "late", "quarantined")),
+                "",
+            ]
+        )
+    )
+    lines.append(
+        "read = persisted + late + quarantined; 'behind' is Kinesis's MillisBehindLatest at the lake's position"
+    )
+    lines.append(sealing)
+    return "\n".join(lines)
 
 
 def build_report(spark, stream: StreamConfig) -> list[PartitionReport]:
@@ -148,13 +261,17 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = lake_spark_session(f"tidemark-report-{stream.name}")
     spark.sparkContext.setLogLevel("ERROR")
-    reports = build_report(spark, stream)
-    print(render(stream, reports, sealing_summary(spark, stream)))
+    if stream.source.kind == "kinesis":
+        shards = build_kinesis_report(spark, stream)
+        print(render_kinesis(stream, shards, sealing_summary(spark, stream)))
+        figures = [asdict(r) for r in shards]
+    else:
+        reports = build_report(spark, stream)
+        print(render(stream, reports, sealing_summary(spark, stream)))
+        figures = [{**asdict(r), "in_log": r.in_log, "lag": r.lag} for r in reports]
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps([{**asdict(r), "in_log": r.in_log, "lag": r.lag} for r in reports], indent=2) + "\n"
-        )
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
 
 
