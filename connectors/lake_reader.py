@@ -7,12 +7,20 @@ rows of the charted window, the newest seal, the late and quarantine rows per pa
 is asked, with a short timeout, for its readable ends and for the record at each lagging
 partition's position (its log time plus the retention is when it leaves the log); when the log
 does not answer, the overview says so and shows the ledger's newest figures.
+
+A Kinesis stream's shards are its partitions. Sequence numbers are sparse (their differences
+count nothing) and Kinesis tells no shard's newest sequence number, so for Kinesis the log end
+handed to the overview is "unread records exist" (position + 1) or not (position): the one-shot
+probe of connectors.log_bounds at each shard's position now, the ledger's log end past its
+position for the rows charted. The overview's lag of a shard is therefore 1 (records unread) or
+0 (caught up), never a count.
 """
 
 from __future__ import annotations
 
 import time
 
+from tidemark.log_position import position_type_for, position_value
 from tidemark.offset_coverage import LIVE_MODE
 from tidemark.stream_config import StreamConfig
 from tidemark.stream_overview import LedgerPoint, PartitionTotals, StreamOverview, build_stream_overview
@@ -56,17 +64,19 @@ def read_stream_overview(
         )
     rules = stream.quality.stall_rules()
     live = ledger.to_pyarrow_table(columns=_LEDGER_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
-    points = _charted_points(live, now_ms - window_ms, now_ms - rules.stall_timeout_ms, rules.window)
+    sparse = not position_type_for(stream.source.kind).dense
+    points = _charted_points(live, now_ms - window_ms, now_ms - rules.stall_timeout_ms, rules.window, sparse=sparse)
     totals = _totals(live)
-    partitions = set(range(stream.source.partitions)) | {p.partition for p in points}
+    partitions = {p.partition for p in points} | (set() if sparse else set(range(stream.source.partitions)))
     log_ends, oldest_unread, notes = None, None, []
     if ask_log:
         try:
-            log_ends, oldest_unread, notes = _ask_log(stream, points, log_timeout_s)
+            ask = _ask_kinesis if sparse else _ask_log
+            log_ends, oldest_unread, notes = ask(stream, points, log_timeout_s)
             partitions |= set(log_ends)
         except Exception as error:  # the page must still show the lake when the log is away
             notes = [
-                f"the log at {stream.source.bootstrap_servers} did not answer ({error}): log ends and lag are the newest ledger rows'"
+                f"the log at {_log_address(stream)} did not answer ({error}): log ends and lag are the newest ledger rows'"
             ]
     overview = build_stream_overview(
         stream.name,
@@ -116,7 +126,7 @@ def _table(stream: StreamConfig, name: str):
 
 
 def _charted_points(
-    live, since_ms: int, stall_since_ms: int, window_rows: int, most: int = CHART_POINTS
+    live, since_ms: int, stall_since_ms: int, window_rows: int, most: int = CHART_POINTS, sparse: bool = False
 ) -> list[LedgerPoint]:
     """The live rows the overview needs, thinned before they become Python objects (a month of
     64 partitions is half a million rows): per partition, at most about ``most`` rows evenly
@@ -146,11 +156,18 @@ def _charted_points(
         keep[max(start, end - window_rows) : end] = True
         keep[start + np.searchsorted(read[start:end], stall_since_ms) : end] = True
         keep[end - 1] = True
-    return _points(live.filter(pa.array(keep)))
+    return _points(live.filter(pa.array(keep)), sparse)
 
 
-def _points(rows) -> list[LedgerPoint]:
+def _points(rows, sparse: bool = False) -> list[LedgerPoint]:
     columns = {name: _millis_or_values(rows[name]) for name in _LEDGER_COLUMNS if name not in ("late", "quarantined")}
+    if sparse:  # sequence-number keys → ints; the log end → "unread records exist" (see the module)
+        ends = [position_value(end) for end in columns["end_offset"]]
+        columns["log_end_offset"] = [
+            None if log_end is None else (end + 1 if position_value(log_end) > end else end)
+            for end, log_end in zip(ends, columns["log_end_offset"])
+        ]
+        columns["end_offset"] = ends
     return [
         LedgerPoint(partition, read_time, end, log_end if log_end is not None else end, watermark, g, status or "")
         for partition, read_time, end, log_end, watermark, g, status in zip(
@@ -230,6 +247,41 @@ def _ask_log(
             [f"retention deadlines unknown: {error} (the quality run's retention check reports lost offsets)"],
         )
     return ends, {p: None if r is None else r.timestamp_ms for p, r in records.items()}, []
+
+
+def _ask_kinesis(
+    stream: StreamConfig, points: list[LedgerPoint], timeout_s: float
+) -> tuple[dict[int, int], dict[int, int | None], list[str]]:
+    """Each shard probed at its live position (connectors.log_bounds, no retention read): its
+    end as "unread or not", and per shard with unread records the arrival time of the first one
+    (its deadline is that plus the retention). A FINISHED shard is not asked."""
+    from connectors.log_bounds import read_log_bounds
+
+    if stream.source.endpoint:
+        from urllib.parse import urlsplit
+
+        url = urlsplit(stream.source.endpoint)
+        _reachable(f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}", timeout_s)
+    newest: dict[int, LedgerPoint] = {}
+    for point in sorted(points, key=lambda p: p.read_time_ms):
+        newest[point.partition] = point
+    positions = {p: point.position for p, point in newest.items()}
+    finished = {p for p, point in newest.items() if point.reading_status == "FINISHED"}
+    bounds = read_log_bounds(stream, positions, finished, check_retention=False)
+    ends, oldest = {}, {}
+    for partition, shard in bounds.items():
+        position = positions.get(partition, shard.earliest)
+        ends[partition] = position + 1 if shard.end > position else position
+        if shard.end > position:
+            oldest[partition] = shard.first_unread_ms
+    return ends, oldest, []
+
+
+def _log_address(stream: StreamConfig) -> str:
+    source = stream.source
+    if source.kind == "kinesis":
+        return f"Kinesis stream {source.stream!r} at {source.endpoint or 'AWS ' + source.region}"
+    return source.bootstrap_servers
 
 
 def _reachable(bootstrap_servers: str, timeout_s: float) -> None:

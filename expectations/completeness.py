@@ -11,6 +11,12 @@ Facts, one row per (hour, ledger range that carried records of the hour):
 
 Rules: ``persisted == data_records`` (fewer is a *hole range*: HOLE, with the exact offsets no
 row holds; more means the ledger undercounts: WARN), and ``unread_next_to == 0`` (HOLE).
+
+A Kinesis stream's positions are sparse sequence numbers (tidemark.log_position): the counts
+compared are the same (the ledger's data records against distinct persisted rows), never a
+difference of positions; a deficient range is named whole, as a sequence range (which of its
+sequence numbers held the missing records only the log knows), ``unread_next_to`` counts
+unread sequence ranges rather than positions, and the position columns are decimal text.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from expectations.ledger_entries import LedgerEntry
 from expectations.offset_spans import offsets_in, spans_json, spans_text
 from expectations.persisted_offsets import PersistedOffsets
 from expectations.quality_status import QualityStatus
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.offset_coverage import OffsetRange, merge_ranges, range_breaks, uncovered_ranges
+from tidemark.shard_lineage import shard_id_of
 
 NAME = "completeness"
 
@@ -61,25 +69,31 @@ class RangeFacts:
     persisted: int
     unread: tuple[OffsetRange, ...]  # unread offsets next to the range (live ranges only)
     missing: tuple[OffsetRange, ...]  # offsets of the range no row holds (only when persisted < data_records)
+    positions: PositionType = KAFKA_OFFSETS
 
     def row(self, row_id: int) -> tuple:
         e = self.entry
+        dense = self.positions.dense
         return (
             row_id,
             hour_text(self.hour_ms),
             e.partition,
             e.mode,
             e.step_id,
-            e.start,
-            e.end,
+            e.start if dense else str(e.start),
+            e.end if dense else str(e.end),
             e.data_records,
             self.persisted,
-            offsets_in(self.unread),
+            offsets_in(self.unread) if dense else len(self.unread),
         )
 
 
-def family() -> CheckFamily:
+def family(positions: PositionType = KAFKA_OFFSETS) -> CheckFamily:
+    """The family's columns carry the stream's positions: BIGINT offsets, or for sparse sequence
+    numbers (up to 129 digits, no long holds them) decimal text."""
     import great_expectations.expectations as gxe
+
+    position_sql = "BIGINT" if positions.dense else "STRING"
 
     return CheckFamily(
         name=NAME,
@@ -89,8 +103,8 @@ def family() -> CheckFamily:
             ("source_partition", "INT"),
             ("mode", "STRING"),
             ("step_id", "BIGINT"),
-            ("start_offset", "BIGINT"),
-            ("end_offset", "BIGINT"),
+            ("start_offset", position_sql),
+            ("end_offset", position_sql),
             ("data_records", "BIGINT"),
             ("persisted", "BIGINT"),
             ("unread_next_to", "BIGINT"),
@@ -118,7 +132,12 @@ def family() -> CheckFamily:
     )
 
 
-def facts(entries: list[LedgerEntry], scopes: list[HourScope], offsets: PersistedOffsets) -> list[RangeFacts]:
+def facts(
+    entries: list[LedgerEntry],
+    scopes: list[HourScope],
+    offsets: PersistedOffsets,
+    positions: PositionType = KAFKA_OFFSETS,
+) -> list[RangeFacts]:
     """One row per (hour, ledger range carrying records of the hour), hours in order."""
     unread = unread_next_to(entries)
     in_scope = {
@@ -131,7 +150,14 @@ def facts(entries: list[LedgerEntry], scopes: list[HourScope], offsets: Persiste
     deficient = {entry: span for entry, span in in_scope.items() if persisted[entry] < entry.data_records}
     missing = offsets.missing_spans(deficient)
     return [
-        RangeFacts(scope.hour_ms, entry, persisted[entry], tuple(unread.get(entry, ())), tuple(missing.get(entry, ())))
+        RangeFacts(
+            scope.hour_ms,
+            entry,
+            persisted[entry],
+            tuple(unread.get(entry, ())),
+            tuple(missing.get(entry, ())),
+            positions,
+        )
         for scope in scopes
         for partition in sorted(scope.ranges)
         for entry in scope.ranges[partition]
@@ -171,9 +197,15 @@ def findings(outcome: FamilyOutcome, rows: list[RangeFacts]) -> list[Finding]:
     found = []
     for fact in unexpected_rows(outcome, "persisted_equals_data_records", rows):
         e = fact.entry
+        dense = fact.positions.dense
         where = f"hour {hour_text(fact.hour_ms)}: {e.mode} range [{e.start}, {e.end}) of step {e.step_id}"
+        if not dense:
+            where = (
+                f"hour {hour_text(fact.hour_ms)}: {e.mode} range of {fact.positions.name}s [{e.start}, {e.end}) "
+                f"of shard {shard_id_of(e.partition)}, step {e.step_id},"
+            )
         if fact.persisted < e.data_records:
-            without_data = e.end - e.start - e.data_records
+            without_data = e.end - e.start - e.data_records if dense else 0
             note = (
                 f" (the range also held {without_data} offsets without data, which are among these)"
                 if without_data > 0
@@ -182,37 +214,45 @@ def findings(outcome: FamilyOutcome, rows: list[RangeFacts]) -> list[Finding]:
             hole = HoleRange(
                 e.partition, e.start, e.end, e.mode, e.step_id, e.data_records, fact.persisted, fact.missing
             )
+            where_missing = (
+                f"offsets with no row: {spans_text(fact.missing)}{note}"
+                if dense
+                else f"they lie in {fact.positions.name}s {spans_text(fact.missing)} (which ones only the log can "
+                "tell: sequence numbers are sparse, so recovery replays the whole range)"
+            )
             found.append(
                 Finding(
                     e.partition,
                     NAME,
                     QualityStatus.HOLE,
                     f"{where} held {e.data_records} data records but {fact.persisted} are persisted: "
-                    f"{e.data_records - fact.persisted} missing; offsets with no row: {spans_text(fact.missing)}{note}",
+                    f"{e.data_records - fact.persisted} missing; {where_missing}",
                     hour_ms=fact.hour_ms,
                     holes=fact.missing,
                     hole_range=hole,
                 )
             )
         else:
+            counted = "distinct offsets" if dense else f"distinct {fact.positions.name}s"
             found.append(
                 Finding(
                     e.partition,
                     NAME,
                     QualityStatus.WARN,
-                    f"{where}: the ledger counts {e.data_records} data records but {fact.persisted} distinct offsets "
+                    f"{where}: the ledger counts {e.data_records} data records but {fact.persisted} {counted} "
                     f"are persisted in it: the ledger undercounts",
                     hour_ms=fact.hour_ms,
                 )
             )
     for fact in unexpected_rows(outcome, "live_ranges_contiguous", rows):
         e = fact.entry
+        word = f"{fact.positions.name}s"
         found.append(
             Finding(
                 e.partition,
                 NAME,
                 QualityStatus.HOLE,
-                f"hour {hour_text(fact.hour_ms)}: offsets {spans_text(fact.unread)} next to live range "
+                f"hour {hour_text(fact.hour_ms)}: {word} {spans_text(fact.unread)} next to live range "
                 f"[{e.start}, {e.end}) were never read (no live, backfill or recovery range covers them)",
                 hour_ms=fact.hour_ms,
                 holes=fact.unread,

@@ -27,6 +27,7 @@ from expectations.lake_damage import (
     parse_commit,
     uncounted_removes,
 )
+from tidemark.log_position import position_value
 from tidemark.stream_config import StreamConfig
 
 _COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
@@ -199,6 +200,12 @@ def removed_file_footprints(spark, stream: StreamConfig, damage: list[CommitDama
             times = [(r.t0, r.t1) for r in file_rows if has_time and r.t0 is not None]
             prints[relative] = FileFootprint(
                 event_time_ms=(min(t[0] for t in times), max(t[1] for t in times)) if times else None,
-                offsets=tuple(sorted((r.source_partition, r.low, r.high) for r in file_rows if r.low is not None)),
+                offsets=tuple(
+                    sorted(
+                        (r.source_partition, position_value(r.low), position_value(r.high))
+                        for r in file_rows
+                        if r.low is not None
+                    )
+                ),
             )
     return prints

@@ -38,6 +38,7 @@ from urllib.parse import unquote
 from expectations.hour_scope import hour_text
 from expectations.ledger_entries import HOUR_MS, LedgerEntry
 from tidemark.event_time_text import format_event_time
+from tidemark.log_position import POSITION_KEY_DIGITS
 
 DAMAGE_TABLES = ("events", "late", "quarantine")
 
@@ -209,14 +210,26 @@ def footprint_from_stats(stats: Mapping) -> FileFootprint | None:
         event_time = (_stats_time_ms(low["event_time"]), _stats_time_ms(high["event_time"]) + 1)
     offsets = None
     keys = ("source_partition", "source_offset")
-    if all(low.get(k) is not None and high.get(k) is not None for k in keys):
+    first, last = _stats_position(low.get("source_offset")), _stats_position(high.get("source_offset"))
+    if all(low.get(k) is not None and high.get(k) is not None for k in keys) and None not in (first, last):
         offsets = tuple(
-            (partition, int(low["source_offset"]), int(high["source_offset"]))
+            (partition, first, last)
             for partition in range(int(low["source_partition"]), int(high["source_partition"]) + 1)
         )
     if event_time is None and offsets is None:
         return None
     return FileFootprint(event_time, offsets)
+
+
+def _stats_position(value) -> int | None:
+    """A position from a file's statistics: a Kafka offset (a number), or a Kinesis sequence
+    number's whole key. Delta keeps only a prefix of a long string (32 characters, a marker
+    appended to a maximum): such a bound says nothing exact, so None (the event times decide)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return int(value)
+    return int(value) if len(value) == POSITION_KEY_DIGITS and value.isdigit() else None
 
 
 def _stats_time_ms(text: str) -> int:

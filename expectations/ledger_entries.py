@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tidemark.log_position import position_value
 from tidemark.offset_coverage import LIVE_MODE, LedgerRange, OffsetRange
 from tidemark.stall_rules import LedgerObservation
 
@@ -33,6 +34,7 @@ class LedgerEntry:
     partition_watermark_ms: int | None
     global_watermark_ms: int | None
     read_time_ms: int | None
+    status: str | None = None  # partition_status: ACTIVE | IDLE | FINISHED (a closed shard read to its end)
 
     @property
     def is_live(self) -> bool:
@@ -63,7 +65,8 @@ class LedgerEntry:
 
 
 def read_ledger(ledger_frame) -> list[LedgerEntry]:
-    """Collect the ledger table's rows as entries, ordered by partition, start, batch."""
+    """Collect the ledger table's rows as entries, ordered by partition, start, batch. Positions
+    become ints whatever the stream's position type (Kafka's BIGINT, Kinesis's text keys)."""
     from pyspark.sql import functions as F
 
     def millis(column: str):
@@ -83,8 +86,20 @@ def read_ledger(ledger_frame) -> list[LedgerEntry]:
         millis("partition_watermark").alias("partition_watermark_ms"),
         millis("global_watermark").alias("global_watermark_ms"),
         millis("read_time").alias("read_time_ms"),
+        F.col("partition_status"),
     ).collect()
-    entries = [LedgerEntry(*row) for row in rows]
+    entries = [
+        LedgerEntry(
+            row[0],
+            row[1],
+            row[2],
+            position_value(row[3]),
+            position_value(row[4]),
+            position_value(row[5]),
+            *row[6:],
+        )
+        for row in rows
+    ]
     return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.step_id))
 
 
@@ -92,6 +107,16 @@ def live_position(entries: list[LedgerEntry], partition: int) -> int | None:
     """The offset the live job reads next on ``partition``: the furthest end of its live rows."""
     ends = [e.end for e in entries if e.partition == partition and e.is_live]
     return max(ends) if ends else None
+
+
+def finished_partitions(entries: list[LedgerEntry]) -> set[int]:
+    """Partitions whose newest live row says FINISHED: a closed Kinesis shard read to its end,
+    which can never hold an unread record again."""
+    return {
+        partition
+        for partition in {e.partition for e in entries}
+        if (newest := newest_live_entry(entries, partition)) is not None and newest.status == "FINISHED"
+    }
 
 
 def newest_live_entry(entries: list[LedgerEntry], partition: int) -> LedgerEntry | None:

@@ -6,6 +6,9 @@ are what was persisted; counting them per ledger range is what completeness comp
 range's data records. The scan reads only the two identity columns and the offsets the checked
 ranges cover (Delta skips files by their min/max statistics on those columns), is cached for
 the run, and each question below is one Spark job whose answer is small.
+
+Positions go into filters and come out of rows through the stream's PositionType (Kafka: BIGINT
+offsets; Kinesis: ordered text keys of sequence numbers); answers are ints either way.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.offset_coverage import OffsetRange
 
 PERSISTED_TABLES = ("events", "late", "quarantine")
@@ -35,13 +39,15 @@ class ScopeCount:
 
 class PersistedOffsets:
     """The identity of every persisted row whose offset lies in ``bounds`` (per partition, one
-    covering [start, end)); call ``release()`` when done."""
+    covering [start, end)), positions of type ``positions``; call ``release()`` when done."""
 
-    def __init__(self, spark, read_table, bounds: dict[int, OffsetRange]):
+    def __init__(self, spark, read_table, bounds: dict[int, OffsetRange], positions: PositionType = KAFKA_OFFSETS):
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         self._spark = spark
+        self._positions = positions
+        column = positions.to_column
         frames = [
             read_table(table).select(
                 F.col("source_partition").alias("partition"),
@@ -54,7 +60,9 @@ class PersistedOffsets:
         condition = F.lit(False)
         for partition, span in sorted(bounds.items()):
             condition = condition | (
-                (F.col("partition") == partition) & (F.col("offset") >= span.start) & (F.col("offset") < span.end)
+                (F.col("partition") == partition)
+                & (F.col("offset") >= column(span.start))
+                & (F.col("offset") < column(span.end))
             )
         self._rows = rows.filter(condition).persist(StorageLevel.MEMORY_AND_DISK)
 
@@ -103,7 +111,13 @@ class PersistedOffsets:
         for index, key in enumerate(keys):
             row = found.get(index)
             result[key] = (
-                ScopeCount(row.rows, row.distinct_offsets, row.duplicated, tuple(row.sample), row.quarantined)
+                ScopeCount(
+                    row.rows,
+                    row.distinct_offsets,
+                    row.duplicated,
+                    tuple(self._positions.from_column(v) for v in row.sample),
+                    row.quarantined,
+                )
                 if row is not None
                 else ScopeCount(0, 0, 0, (), 0)
             )
@@ -113,12 +127,17 @@ class PersistedOffsets:
         """For each key's (partition, [start, end)): the offsets of the range no row holds, as
         spans in order. Offsets that never held a data record (markers, aborted or compacted
         offsets) are in them too: the lake cannot tell them apart, only the log can. A range
-        with more than MAX_SPANS_PER_RANGE spans comes back whole."""
+        with more than MAX_SPANS_PER_RANGE spans comes back whole.
+
+        Sparse positions (Kinesis sequence numbers): which sequence numbers of a range held the
+        missing records only the log knows, so each range comes back whole."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         if not ranges:
             return {}
+        if not self._positions.dense:
+            return {key: [whole] for key, (_, whole) in ranges.items()}
         keys = list(ranges)
         spans = self._spans_frame([(index, *ranges[key]) for index, key in enumerate(keys)])
         offsets = self._join(spans).select("range_id", "offset").distinct()
@@ -156,9 +175,11 @@ class PersistedOffsets:
         return result
 
     def _spans_frame(self, rows: list[tuple[int, int, OffsetRange]]):
+        column = self._positions.to_column
         return self._spark.createDataFrame(
-            [(range_id, partition, span.start, span.end) for range_id, partition, span in rows],
-            "range_id INT, span_partition INT, span_start BIGINT, span_end BIGINT",
+            [(range_id, partition, column(span.start), column(span.end)) for range_id, partition, span in rows],
+            f"range_id INT, span_partition INT, span_start {self._positions.sql_type}, "
+            f"span_end {self._positions.sql_type}",
         )
 
     def _join(self, spans):

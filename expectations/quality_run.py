@@ -12,9 +12,10 @@ run (expectations.damage_scan; the versions read are remembered in
 ``<report-dir>/<stream>/checked_versions.json`` once the run completed); ``--reconcile`` does
 the same in addition to the hours given. ``--sweep`` (the slow schedule's run) checks the
 completeness of every sealed hour the source log still retains instead, and writes no hour
-report. Log bounds come from Kafka. Exit status: 0 when the run completed, whatever the checks found (the result and
+report. Log bounds come from the stream's log (connectors.log_bounds: Kafka's ListOffsets, or a
+probe of each Kinesis shard at the lake's position). Exit status: 0 when the run completed, whatever the checks found (the result and
 the summaries say what failed); 2 for bad arguments, a bad configuration or missing tables; 1
-for anything else (Kafka unreachable, a Spark failure).
+for anything else (the log unreachable, a Spark failure).
 
 Where things land:
 - ``<report-dir>/<stream>/runs/<run-name>/summary.json`` and ``summary.html``;
@@ -51,7 +52,7 @@ from expectations.hour_records import HourCounts, count_by_hour, with_history
 from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
 from expectations.lake_damage import DamageKind, LakeDamage, hours_of
 from expectations.late_and_quarantine import LateAndQuarantineFacts
-from expectations.ledger_entries import live_position, read_ledger
+from expectations.ledger_entries import LedgerEntry, finished_partitions, live_position, read_ledger
 from expectations.persisted_offsets import PersistedOffsets
 from expectations.quality_result import CheckSummary, QualityRunResult
 from expectations.quality_status import QualityStatus
@@ -59,6 +60,7 @@ from expectations.quality_summary import summary_folder, write_summary
 from expectations.quality_tables import QualityTables, QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
+from tidemark.log_position import position_type_for
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.quality_summary import json_values, write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
@@ -84,7 +86,9 @@ def run_quality(
     """Check ``hours`` (starts of sealed event-time hours, ms since the epoch, UTC; may be empty:
     then only the stream-wide stall and retention checks run) of ``stream``, write the reports
     and return what was found. ``log_bounds`` maps each partition of the log to its bounds now;
-    ``now_ms`` is the time the stall rules judge at.
+    ``now_ms`` is the time the stall rules judge at. A Kinesis stream's bounds are
+    connectors.log_bounds.ShardLogBounds; its positions are sequence numbers, checked through its
+    PositionType (never subtracted).
 
     ``damage``: commits of the lake's log that removed or rewrote rows of some of ``hours``
     (expectations.lake_damage); a hole or loss found in such an hour names the operation, and
@@ -103,6 +107,7 @@ def run_quality(
     tables = QualityTables(spark, stream)
     tables.require()
     settings = stream.quality
+    position_type = position_type_for(stream.source.kind)
     log.info(
         {
             "event": "quality_run_started",
@@ -123,10 +128,10 @@ def run_quality(
     scopes = hour_scopes(entries, hours_ms)
 
     scan_bounds = _scan_bounds(scopes)
-    offsets = PersistedOffsets(spark, tables.read, scan_bounds) if scan_bounds else None
+    offsets = PersistedOffsets(spark, tables.read, scan_bounds, position_type) if scan_bounds else None
     try:
         with stages.time("completeness"):
-            range_facts = completeness.facts(entries, scopes, offsets) if offsets is not None else []
+            range_facts = completeness.facts(entries, scopes, offsets, position_type) if offsets is not None else []
         with stages.time("uniqueness"):
             span_counts = (
                 offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None and not sweep else {}
@@ -155,18 +160,33 @@ def run_quality(
             if not sweep
         ]
     with stages.time("retention"):
-        retention_facts = retention.facts(positions, earliest, completeness.candidate_holes(range_facts))
+        holes = completeness.candidate_holes(range_facts)
+        retention_facts = (
+            retention.facts(positions, earliest, holes)
+            if position_type.dense
+            else retention.kinesis_facts(positions, dict(log_bounds), holes, position_type)
+        )
     with stages.time("stall"):
-        stall_facts = stall.facts(entries, partitions, settings.stall_rules(), now_ms, log_ends, positions)
+        stall_facts = stall.facts(
+            entries,
+            partitions,
+            settings.stall_rules(),
+            now_ms,
+            log_ends,
+            positions,
+            position_type,
+            dict(log_bounds),
+            finished_partitions(entries),
+        )
 
     project = GxProject(gx_dir)
     plan = [
-        (completeness.family(), range_facts),
-        (retention.family(), retention_facts),
+        (completeness.family(position_type), range_facts),
+        (retention.family(position_type), retention_facts),
         (gaps.family(settings), gap_facts),
         (uniqueness.family(), uniqueness_facts),
         (late_and_quarantine.family(settings), volume_facts),
-        (stall.family(), [] if sweep else stall_facts),
+        (stall.family(position_type), [] if sweep else stall_facts),
     ]
     outcomes: dict[str, FamilyOutcome] = {}
     checks = []
@@ -213,6 +233,7 @@ def run_quality(
                 hours_ms,
                 hour_counts,
                 span_counts.get((None, partition), NO_COUNT),
+                position_type,
             )
             for partition in partitions
         ]
@@ -221,7 +242,7 @@ def run_quality(
             for quality in partition_results
             if (
                 request := recovery_request(
-                    stream.name, quality, [f for f in found if f.partition == quality.partition]
+                    stream.name, quality, [f for f in found if f.partition == quality.partition], position_type
                 )
             )
         )
@@ -356,15 +377,17 @@ class _Stages:
 # --- command line ------------------------------------------------------------------------------
 
 
-def read_log_bounds(stream: StreamConfig) -> dict:
-    """Every partition of the stream's topic → its LogBounds, asked of Kafka now."""
-    from connectors.kafka_log import KafkaLog
+def read_log_bounds(stream: StreamConfig, ledger: list[LedgerEntry] | None = None) -> dict:
+    """Every partition of the stream's log → its bounds, asked of the log now
+    (connectors.log_bounds). A Kinesis shard is probed at the lake's live position: ``ledger``
+    (the ledger's entries) says where that is and which shards are FINISHED."""
+    from connectors.log_bounds import read_log_bounds as ask_the_log
 
-    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
-    try:
-        return kafka.partition_bounds()
-    finally:
-        kafka.close()
+    if ledger is None:
+        return ask_the_log(stream)
+    partitions = {entry.partition for entry in ledger}
+    positions = {p: position for p in partitions if (position := live_position(ledger, p)) is not None}
+    return ask_the_log(stream, positions, finished_partitions(ledger))
 
 
 def parse_hours(text: str) -> list[int]:
@@ -459,8 +482,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
         try:
-            log_bounds = read_log_bounds(stream)
-        except ValueError as error:  # the configured topic does not exist
+            if position_type_for(stream.source.kind).dense:
+                log_bounds = read_log_bounds(stream)
+            else:  # Kinesis answers only at a position: the lake's
+                log_bounds = read_log_bounds(stream, read_ledger(tables.read("ledger")))
+        except ValueError as error:  # the configured topic or stream does not exist
             return _refuse(f"stream {stream.name!r}: {error}")
         with _reading_around_missing_files(spark, any(d.kind is DamageKind.FILES_MISSING for d in found.damage)):
             result = run_quality(

@@ -8,6 +8,11 @@ A recovery request replays a partition's holes and, for STOP and STALL, [positio
 (not when the whole job is silent: running it is the cure); never lost offsets. It asks the
 recover DAG to restart the live job (``restart_live``) whenever a STOP or STALL verdict names the
 live job as the cause, whatever else the partition has.
+
+A Kinesis shard's lag is MillisBehindLatest (ms) from the probe at its position, never a
+difference of sequence numbers; its log end is the end of what that probe read, so the unread
+range a STOP or STALL asks to replay is the records the run saw unread, and ``restart_live``
+(the live job reads on from its position) does the rest.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from expectations.offset_spans import offsets_in, spans_text
 from expectations.persisted_offsets import ScopeCount
 from expectations.quality_result import PartitionQuality
 from expectations.quality_status import QualityStatus, worst
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.quality_summary import HourSummary
 from tidemark.recovery_request import MAX_REASON_CHARS, RecoveryRequest, split_by_retention
@@ -49,6 +55,7 @@ def partition_quality(
     hours_ms: list[int],
     hour_counts: dict[tuple[int, int], HourCounts],
     all_hours: ScopeCount,
+    positions: PositionType = KAFKA_OFFSETS,
 ) -> PartitionQuality:
     holes = merge_ranges(span for finding in found for span in finding.holes)
     recoverable, lost_holes = split_by_retention(holes, bounds.earliest) if bounds is not None else (holes, [])
@@ -73,7 +80,7 @@ def partition_quality(
         position=position,
         log_earliest=None if bounds is None else bounds.earliest,
         log_end=None if bounds is None else bounds.end,
-        lag=None if bounds is None or position is None else max(bounds.end - position, 0),
+        lag=_lag(bounds, position, positions),
         partition_watermark_ms=None if newest is None else newest.partition_watermark_ms,
         holes=tuple(merge_ranges(recoverable)),
         hole_ranges=tuple(hole_ranges[key] for key in sorted(hole_ranges)),
@@ -84,7 +91,18 @@ def partition_quality(
     )
 
 
-def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding]) -> RecoveryRequest | None:
+def _lag(bounds, position: int | None, positions: PositionType) -> int | None:
+    """Kafka: offsets between the position and the log end. Kinesis: MillisBehindLatest (ms)."""
+    if bounds is None or position is None:
+        return None
+    if not positions.dense:
+        return getattr(bounds, "millis_behind_latest", None)
+    return max(bounds.end - position, 0)
+
+
+def recovery_request(
+    stream: str, quality: PartitionQuality, found: list[Finding], positions: PositionType = KAFKA_OFFSETS
+) -> RecoveryRequest | None:
     """Replay the partition's recoverable holes, and for STOP/STALL [position, log end); never
     what is lost (below the earliest retained offset). A STOP of a silent job (no ledger row at
     all) asks for no replay: the persist job, once it runs, reads from the position itself, and a
@@ -96,7 +114,13 @@ def recovery_request(stream: str, quality: PartitionQuality, found: list[Finding
     ranges = list(quality.holes)
     why = []
     if quality.holes:
-        why.append(f"{offsets_in(quality.holes)} offsets missing from the lake: {spans_text(quality.holes)}")
+        if positions.dense:
+            why.append(f"{offsets_in(quality.holes)} offsets missing from the lake: {spans_text(quality.holes)}")
+        else:
+            why.append(
+                f"records missing from the lake in {len(quality.holes)} {positions.name} ranges: "
+                f"{spans_text(quality.holes)}"
+            )
     live_job_stopped = [f for f in found if f.check == stall.NAME and f.status in _RECOVER_STATUSES]
     stalled = [f for f in live_job_stopped if not f.job_silent]
     if stalled and quality.position is not None and quality.log_end is not None and quality.log_end > quality.position:

@@ -10,6 +10,12 @@ Facts, one row per partition with a live position and known log bounds:
 Rules: ``position >= earliest_retained`` (otherwise [position, earliest) was never read and is
 gone: LOST) and ``missing_below_earliest == 0`` (a hole that can no longer be replayed: LOST).
 Runs on every quality run, also when no hour is checked.
+
+A Kinesis stream has no "earliest retained offset" to compare with: the log says which sequence
+range at the live position expired unread (connectors.kinesis_log.KinesisLog.lost_to_retention:
+[position, first retained), or to the shard's end when nothing is retained), and how many
+records it held is unknowable (sequence numbers are sparse). Its facts (``kinesis_facts``) carry
+that range and the shard id; the rules are the same two, over 0/1 and a count of ranges.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from expectations.check_family import CheckFamily, FamilyOutcome, Finding, rule, unexpected_rows
 from expectations.offset_spans import offsets_in, spans_text
 from expectations.quality_status import QualityStatus
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.offset_coverage import OffsetRange
 from tidemark.recovery_request import split_by_retention
 
@@ -31,18 +38,36 @@ class RetentionFacts:
     position: int
     earliest: int
     lost_holes: tuple[OffsetRange, ...]
+    positions: PositionType = KAFKA_OFFSETS
+    shard_id: str | None = None  # Kinesis: the shard
+    lost_unread: object | None = None  # Kinesis: the LostSequences expired at the position, or None
 
     @property
     def never_read(self) -> tuple[OffsetRange, ...]:
+        if not self.positions.dense and self.lost_unread is None:
+            return ()
         return (OffsetRange(self.position, self.earliest),) if self.earliest > self.position else ()
 
     def row(self, row_id: int) -> tuple:
-        return (row_id, self.partition, self.position, self.earliest, offsets_in(self.lost_holes))
+        if self.positions.dense:
+            return (row_id, self.partition, self.position, self.earliest, offsets_in(self.lost_holes))
+        lost = self.lost_unread
+        return (
+            row_id,
+            self.partition,
+            self.shard_id,
+            str(self.position),
+            None if lost is None or lost.end is None else str(lost.end),
+            0 if lost is None else 1,
+            len(self.lost_holes),
+        )
 
 
-def family() -> CheckFamily:
+def family(positions: PositionType = KAFKA_OFFSETS) -> CheckFamily:
     import great_expectations.expectations as gxe
 
+    if not positions.dense:
+        return _sequence_family()
     return CheckFamily(
         name=NAME,
         columns=(
@@ -75,6 +100,60 @@ def family() -> CheckFamily:
     )
 
 
+def _sequence_family() -> CheckFamily:
+    import great_expectations.expectations as gxe
+
+    return CheckFamily(
+        name=NAME,
+        columns=(
+            ("row_id", "INT"),
+            ("source_partition", "INT"),
+            ("shard_id", "STRING"),
+            ("position", "STRING"),
+            ("first_retained", "STRING"),
+            ("expired_unread", "INT"),
+            ("lost_hole_ranges", "INT"),
+        ),
+        index_columns=("row_id", "source_partition", "shard_id"),
+        expectations=(
+            rule(
+                gxe.ExpectColumnValuesToBeBetween,
+                "position_still_retained",
+                "No sequence range at the shard's live read position expired before it was read "
+                "(the stream's RetentionPeriodHours).",
+                column="expired_unread",
+                min_value=0,
+                max_value=0,
+            ),
+            rule(
+                gxe.ExpectColumnValuesToBeBetween,
+                "no_hole_below_earliest",
+                "No sequence range missing from the lake lies below the shard's first retained record.",
+                column="lost_hole_ranges",
+                min_value=0,
+                max_value=0,
+            ),
+        ),
+    )
+
+
+def kinesis_facts(
+    positions: dict[int, int | None], bounds: dict, holes: dict[int, list[OffsetRange]], sequence_type: PositionType
+) -> list[RetentionFacts]:
+    """Shards with a live position and bounds (connectors.log_bounds.ShardLogBounds), in order;
+    a finished shard (closed, read to its end) can lose nothing unread."""
+    rows = []
+    for partition in sorted(positions):
+        position, shard = positions[partition], bounds.get(partition)
+        if position is None or shard is None or (shard.finished and shard.lost is None):
+            continue
+        _, lost = split_by_retention(holes.get(partition, []), shard.earliest)
+        rows.append(
+            RetentionFacts(partition, position, shard.earliest, tuple(lost), sequence_type, shard.shard_id, shard.lost)
+        )
+    return rows
+
+
 def facts(
     positions: dict[int, int | None], earliest: dict[int, int], holes: dict[int, list[OffsetRange]]
 ) -> list[RetentionFacts]:
@@ -92,6 +171,9 @@ def facts(
 def findings(outcome: FamilyOutcome, rows: list[RetentionFacts]) -> list[Finding]:
     found = []
     for fact in unexpected_rows(outcome, "position_still_retained", rows):
+        if not fact.positions.dense:
+            found.append(_expired_unread(fact))
+            continue
         found.append(
             Finding(
                 fact.partition,
@@ -104,6 +186,19 @@ def findings(outcome: FamilyOutcome, rows: list[RetentionFacts]) -> list[Finding
             )
         )
     for fact in unexpected_rows(outcome, "no_hole_below_earliest", rows):
+        if not fact.positions.dense:
+            found.append(
+                Finding(
+                    fact.partition,
+                    NAME,
+                    QualityStatus.LOST,
+                    f"sequence numbers {spans_text(fact.lost_holes)} of shard {fact.shard_id} are missing from the "
+                    f"lake and below its first retained record (sequence number {fact.earliest}): they can no longer "
+                    "be recovered",
+                    lost=fact.lost_holes,
+                )
+            )
+            continue
         found.append(
             Finding(
                 fact.partition,
@@ -115,3 +210,17 @@ def findings(outcome: FamilyOutcome, rows: list[RetentionFacts]) -> list[Finding
             )
         )
     return found
+
+
+def _expired_unread(fact: RetentionFacts) -> Finding:
+    lost = fact.lost_unread
+    end = "the shard's end (it retains no record after the position)" if lost.end is None else str(lost.end)
+    return Finding(
+        fact.partition,
+        NAME,
+        QualityStatus.LOST,
+        f"sequence numbers [{fact.position}, {end}) of shard {fact.shard_id} expired before they were read "
+        f"(the stream's RetentionPeriodHours; read position {fact.position}): how many records they held is "
+        "unknown (sequence numbers are sparse; possibly none)",
+        lost=fact.never_read,
+    )
