@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.kinesis_access import KinesisAccess
-from tidemark.shard_lineage import ShardInfo, is_finished, shard_from_listing, shard_id_of, waiting_for
+from tidemark.shard_lineage import ShardInfo, is_finished, partition_of, shard_from_listing, shard_id_of, waiting_for
 
 log = logging.getLogger(__name__)
 
@@ -929,3 +929,75 @@ def read_range(
         iterator = page.get("NextShardIterator")
         if iterator is None or (not page.get("Records") and page.get("MillisBehindLatest") == 0):
             return
+
+
+def first_records_at(
+    stream: str,
+    region: str,
+    endpoint: str | None,
+    shard_ids: Iterable[str],
+    timestamp_ms: int | None,
+    *,
+    client=None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    max_calls_per_second: float = 5.0,
+    max_workers: int = 16,
+) -> dict[int, LoggedRecord | None]:
+    """Kinesis's time index, asked of the service: per shard (by partition), the first record whose
+    ApproximateArrivalTimestamp is at or after ``timestamp_ms`` (ms, UTC), as
+    LoggedRecord(sequence, arrival ms); ``timestamp_ms`` None asks for the first retained record
+    (TRIM_HORIZON). None for a shard that holds no such record now: it is caught up (an empty page
+    with MillisBehindLatest 0) or closed and read to its end before one.
+
+    AT_TIMESTAMP is the *arrival* time Kinesis stamped, never a producer's event time; a time
+    older than the trim horizon answers the first retained record. Empty pages with
+    MillisBehindLatest > 0 are followed (the records are further on); throttling backs off and
+    retries; an expired iterator is asked for again. Shards are asked concurrently (at most
+    ``max_workers`` at a time), each call within the per-shard rate. Raises
+    KinesisUnavailableError (or a subclass) naming the stream, shard and endpoint.
+    """
+    import datetime
+
+    api = _Api(
+        client if client is not None else kinesis_client(region, endpoint, max_workers),
+        stream,
+        _where(region, endpoint),
+        clock,
+        sleep,
+        max_calls_per_second,
+    )
+    if timestamp_ms is None:
+        ask = {"ShardIteratorType": "TRIM_HORIZON"}
+    else:
+        at = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
+        ask = {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": at}
+
+    def iterator(shard_id: str) -> str:
+        answer = api.call("get_shard_iterator", shard_id, None, StreamName=stream, ShardId=shard_id, **ask)
+        return answer["ShardIterator"]
+
+    def first(shard_id: str) -> LoggedRecord | None:
+        current = iterator(shard_id)
+        while True:
+            page = api.call("get_records", shard_id, None, ShardIterator=current, Limit=100)
+            if page is _EXPIRED:
+                current = iterator(shard_id)
+                continue
+            for raw in page.get("Records", []):
+                record = _record(raw)
+                # Kinesis answers at or after the time; a record stamped a fraction of a
+                # millisecond earlier than asked is not "at or after" in milliseconds.
+                if timestamp_ms is None or record.arrival_ms >= timestamp_ms:
+                    return LoggedRecord(record.sequence, record.arrival_ms)
+            following = page.get("NextShardIterator")
+            if following is None or (not page.get("Records") and page.get("MillisBehindLatest") == 0):
+                return None
+            current = following
+
+    shard_ids = list(shard_ids)
+    if not shard_ids:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
+        answers = list(pool.map(first, shard_ids))
+    return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}

@@ -41,10 +41,15 @@ class BackfillRequestError(ParamError):
 
 
 class BackfillRequest(RequestValue, frozen=True, forbid_unknown_fields=True):
-    """Backfill event time [start_ms, end_ms) (ms since the epoch, UTC) of ``partitions`` of
-    ``stream`` into its tables (``shadow`` None) or into the shadow table set ``shadow``;
-    ``compare`` (shadow only): compare the shadow set with live afterwards. ``partitions`` are
-    sorted and distinct (at least one); a list given for them is kept as a tuple."""
+    """Backfill [start_ms, end_ms) (ms since the epoch, UTC) of ``partitions`` of ``stream`` into
+    its tables (``shadow`` None) or into the shadow table set ``shadow``; ``compare`` (shadow
+    only): compare the shadow set with live afterwards. ``partitions`` are sorted and distinct; a
+    list given for them is kept as a tuple. Empty: every partition the log has, which for a
+    Kinesis stream is known only when the job lists its shards (they change with resharding);
+    ``check_backfill_request`` fills in a Kafka topic's.
+
+    The times are the log's: a Kafka record's timestamp, a Kinesis record's arrival time
+    (ApproximateArrivalTimestamp, Kinesis's only time index), never the payload's event time."""
 
     error_type: ClassVar[type[ParamError]] = BackfillRequestError
     kind: ClassVar[str] = "backfill request"
@@ -60,9 +65,7 @@ class BackfillRequest(RequestValue, frozen=True, forbid_unknown_fields=True):
         msgspec.structs.force_setattr(self, "partitions", tuple(self.partitions))
         if self.start_ms >= self.end_ms:
             raise ValueError("a backfill range needs start < end")
-        if not self.partitions:
-            raise ValueError("a backfill reads at least one partition")
-        if list(self.partitions) != sorted(set(self.partitions)) or self.partitions[0] < 0:
+        if list(self.partitions) != sorted(set(self.partitions)) or (self.partitions and self.partitions[0] < 0):
             raise ValueError(f"partitions must be distinct, sorted and >= 0, got {list(self.partitions)}")
         if self.shadow is not None and not _SHADOW_NAME.match(self.shadow):
             raise ValueError(
@@ -78,15 +81,17 @@ class BackfillRequest(RequestValue, frozen=True, forbid_unknown_fields=True):
 
 
 def check_backfill_request(request: BackfillRequest, streams: Mapping[str, StreamConfig]) -> BackfillRequest:
-    """``request`` if its stream is configured and every partition exists in that stream;
-    BackfillRequestError naming ``stream`` or ``partitions`` otherwise."""
+    """``request`` if its stream is configured and every partition can exist in that stream (a
+    Kafka topic's empty ``partitions`` filled in with all of them); BackfillRequestError naming
+    ``stream`` or ``partitions`` otherwise. A Kinesis shard number is checked against the stream's
+    listing by the job (no network here)."""
     stream = streams.get(request.stream)
     if stream is None:
         raise BackfillRequestError(
             "stream", f"unknown stream {request.stream!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
-    _partitions(list(request.partitions), stream)
-    return request
+    partitions = _partitions(list(request.partitions), stream)
+    return request if partitions == request.partitions else msgspec.structs.replace(request, partitions=partitions)
 
 
 def parse_backfill_request(
@@ -96,7 +101,8 @@ def parse_backfill_request(
 
     ``stream``: a configured stream. ``start``, ``end``: ISO-8601 times with a UTC offset, start
     before end, end not after ``now_ms`` (records that do not exist yet cannot be backfilled).
-    ``partitions``: empty (all), a list of ints, or "0,2"; each in [0, partitions of the stream).
+    ``partitions``: empty (all), a list of ints, or "0,2"; each in [0, partitions of the topic),
+    or a shard's number for a Kinesis stream (empty stays empty: the job lists the shards).
     ``target``: "events" (the stream's tables, insert-only) or "shadow". ``shadow_name``: the
     shadow table set's name (lowercase letters, digits, _); empty: named after ``run_name``.
     ``compare``: true or false (absent: false); it only applies to a shadow target.
@@ -155,7 +161,8 @@ def _time(param: str, value: Any) -> int:
 
 
 def _partitions(value: Any, stream: StreamConfig) -> tuple[int, ...]:
-    every = tuple(range(stream.source.partitions))
+    kinesis = stream.source.kind == "kinesis"
+    every = () if kinesis else tuple(range(stream.source.partitions))
     if value in (None, "", []):
         return every
     items = [item.strip() for item in value.split(",")] if isinstance(value, str) else value
@@ -166,7 +173,8 @@ def _partitions(value: Any, stream: StreamConfig) -> tuple[int, ...]:
         if isinstance(item, bool) or not (isinstance(item, int) or (isinstance(item, str) and item.isdigit())):
             raise BackfillRequestError("partitions", f"{item!r} is not a partition number")
         partition = int(item)
-        if partition not in every:
+        # A Kinesis shard is numbered by its id: the job refuses one the stream does not list.
+        if not kinesis and partition not in every:
             raise BackfillRequestError(
                 "partitions",
                 f"partition {partition} is outside [0, {len(every)}): stream {stream.name!r} has {len(every)} partitions",

@@ -19,10 +19,11 @@ from tidemark.recovery_request import RecoveryRequest
 
 class LostSpan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Records of the range the log no longer holds in ``partition``: ``offsets`` [first,
-    earliest retained) (first None: the lake never saw that part), event times [start, end)."""
+    earliest retained) (first None: the lake never saw that part; earliest None: the partition
+    retains nothing, a Kinesis shard quiet for longer than its retention), log times [start, end)."""
 
     partition: int
-    offsets: tuple[int | None, int]
+    offsets: tuple[int | None, int | None]
     event_time: tuple[str, str]
 
 
@@ -57,7 +58,13 @@ class BackfillResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
     text), the records routed to events, late and quarantine, the wall time and rate, the event
     hours written, ``inserted``/``commit_conflicts_retried`` (into events only: rows this run's
     own commits inserted; None for a shadow set), the lost parts and the comparison with live
-    (None unless the request asked for it)."""
+    (None unless the request asked for it).
+
+    ``window_by`` says which time [start, end) is of: None for a Kafka topic (the records' log
+    timestamps, as before it existed), for a Kinesis stream the records' arrival time
+    (ApproximateArrivalTimestamp through AT_TIMESTAMP), which is not their event time. ``ranges``
+    are then shard sequence numbers, and ``partitions`` every shard the stream listed when the
+    request named none."""
 
     stream: str
     start: str
@@ -77,6 +84,7 @@ class BackfillResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
     commit_conflicts_retried: int | None
     lost: tuple[LostSpan, ...]
     comparison: ComparisonWithLive | None
+    window_by: str | None = None
 
     def to_json(self) -> dict:
         """The JSON-able mapping: the backfill task's XCom."""

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from tidemark.log_position import position_type_for
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.param_error import ParamError
 from tidemark.request_value import RequestValue
@@ -87,14 +88,18 @@ class RecoveryRequest(RequestValue, frozen=True, forbid_unknown_fields=True):
 
 
 def check_recovery_request(request: RecoveryRequest, streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
-    """``request`` if its stream is configured and its partition exists in that stream;
-    RecoveryRequestError naming ``stream`` or ``partition`` otherwise."""
+    """``request`` if its stream is configured and its partition can exist in that stream;
+    RecoveryRequestError naming ``stream`` or ``partition`` otherwise.
+
+    A Kafka topic's partitions are 0 … partitions − 1. A Kinesis stream's shards are numbered by
+    their ids and change with resharding, so any shard number passes here (no network at parse
+    time); the recovery job checks the shard against the stream's listing before any work."""
     stream = streams.get(request.stream)
     if stream is None:
         raise RecoveryRequestError(
             "stream", f"unknown stream {request.stream!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
-    if request.partition >= stream.source.partitions:
+    if stream.source.kind == "kafka" and request.partition >= stream.source.partitions:
         raise RecoveryRequestError(
             "partition",
             f"partition {request.partition} is outside [0, {stream.source.partitions}): "
@@ -131,12 +136,12 @@ def parse_recovery_form(params: Mapping[str, Any], streams: Mapping[str, StreamC
         raise RecoveryRequestError(
             "stream", f"unknown stream {name!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
+    source = streams[name].source
     partition = _whole_number("partition", params.get("partition"))
     if partition < 0:
-        raise RecoveryRequestError(
-            "partition", f"partition {partition} is outside [0, {streams[name].source.partitions})"
-        )
-    ranges = _merged(_parse_ranges(params.get("ranges")))
+        hint = f"is outside [0, {source.partitions})" if source.kind == "kafka" else f"is not {source.partition_hint}"
+        raise RecoveryRequestError("partition", f"partition {partition} {hint}")
+    ranges = _merged(_parse_ranges(params.get("ranges"), position_type_for(source.kind).name))
     reason = params.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise RecoveryRequestError("reason", "say why this recovery runs (a non-empty text)")
@@ -178,9 +183,10 @@ def order_by_retention_deadline(
     return sorted(items, key=lambda item: (item[2] is None, item[2] or 0, item[0], item[1].start))
 
 
-def _parse_ranges(value: Any) -> list[OffsetRange]:
+def _parse_ranges(value: Any, position: str = "offset") -> list[OffsetRange]:
+    """Ranges of ``position``s (what the stream's log calls them: offset, sequence number)."""
     if value is None:
-        raise RecoveryRequestError("ranges", "required: the offset ranges to replay, e.g. 100-200,300-350")
+        raise RecoveryRequestError("ranges", f"required: the {position} ranges to replay, e.g. 100-200,300-350")
     if not isinstance(value, str):
         raise RecoveryRequestError("ranges", f"expected text like 100-200,300-350, got {type(value).__name__}")
     ranges = []
@@ -189,10 +195,12 @@ def _parse_ranges(value: Any) -> list[OffsetRange]:
             continue
         match = _RANGE_TEXT.match(part)
         if not match:
-            raise RecoveryRequestError("ranges", f"{part!r} is not start-end with whole-number offsets, e.g. 100-200")
+            raise RecoveryRequestError(
+                "ranges", f"{part!r} is not start-end with whole-number {position}s, e.g. 100-200"
+            )
         start, end = int(match.group(1)), int(match.group(2))
         if start < 0 or end < 0:
-            raise RecoveryRequestError("ranges", f"{part}: offsets are never negative")
+            raise RecoveryRequestError("ranges", f"{part}: {position}s are never negative")
         if start >= end:
             raise RecoveryRequestError(
                 "ranges", f"{part}: start after end; a range is start-end with start < end, end exclusive"

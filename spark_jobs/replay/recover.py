@@ -29,6 +29,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -40,6 +41,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[2])
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
+from tidemark.log_position import position_type_for  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
     OffsetRange,
@@ -79,41 +81,54 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
+    from connectors.kinesis_log import KinesisStreamNotFoundError, KinesisUnavailableError
     from spark_jobs.persist.pipeline import LiveBatchInFlightError
 
     try:
         result = recover(
             stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point
         )
-    except (PartitionLimitError, LakeStorageError) as error:
+    except (PartitionLimitError, LakeStorageError, RecoveryRequestError, KinesisStreamNotFoundError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
-    except LiveBatchInFlightError as error:
+    except (LiveBatchInFlightError, KinesisUnavailableError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 1
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_bytes(result.encode())
     if result.lost:
-        log.error(
-            {
-                "event": "offsets_lost",
-                "stream": stream.name,
-                "partition": request.partition,
-                "lost": [list(span) for span in result.lost],
-                "detail": "these offsets left the log (retention) before they were persisted: they cannot be "
-                "recovered; every other range was",
-            }
-        )
+        log.error({"event": "offsets_lost", "stream": stream.name, **lost_report(stream, request.partition, result)})
         return EXIT_LOST
     return 0
+
+
+def lost_report(stream: StreamConfig, partition: int, result: RecoveryResult) -> dict:
+    """The log line's fields for ranges that left the log before they were persisted, in the
+    log's words: a Kafka topic's offsets, a Kinesis stream's shard and sequence numbers (as text:
+    56 digits do not survive a JSON reader that parses numbers as doubles)."""
+    position = position_type_for(stream.source.kind).name
+    fields = {"partition": partition, "position": position, "lost": [list(span) for span in result.lost]}
+    spans = ", ".join(f"[{start}, {end})" for start, end in result.lost)
+    where, count = f"Kafka topic {stream.source.log_name!r}, partition {partition}", ""
+    if stream.source.kind == "kinesis":
+        from tidemark.shard_lineage import shard_id_of
+
+        fields["shard_id"] = shard_id_of(partition)
+        fields["lost"] = [[str(start), str(end)] for start, end in result.lost]
+        where = f"Kinesis stream {stream.source.log_name!r}, shard {shard_id_of(partition)}"
+        count = " (sequence numbers are sparse: how many records they held is unknown, possibly none)"
+    fields["detail"] = (
+        f"{position}s {spans} of {where} left the log (retention) before they were persisted{count}: they cannot be "
+        "recovered; every other range was"
+    )
+    return fields
 
 
 def recover(
     stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int, crash_point: CrashPoint | None = None
 ) -> RecoveryResult:
     """Replay ``request``; returns what was recovered and what was lost (tidemark.recovery_result)."""
-    from connectors.kafka_log import KafkaLog
     from connectors.lake_storage_check import check_lake_storage
     from connectors.spark_session import lake_spark_session
     from spark_jobs.lake.tables import LakeTables
@@ -122,17 +137,10 @@ def recover(
     check_topic_partitions(stream)
     check_lake_storage(stream)
     partition = request.partition
-    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
-    try:
-        bounds = kafka.bounds(partition)
-        recoverable, lost = split_by_retention(request.ranges, bounds.earliest)
-        # Nothing past the readable end exists yet: recovery never waits for records.
-        recoverable = [OffsetRange(r.start, min(r.end, bounds.end)) for r in recoverable if r.start < bounds.end]
-        oldest_first = order_by_retention_deadline(
-            [(partition, r, _first_record_time(kafka, partition, r)) for r in recoverable]
-        )
-    finally:
-        kafka.close()
+    planned = (
+        plan_kinesis_recovery(stream, request) if stream.source.kind == "kinesis" else _plan_kafka(stream, request)
+    )
+    oldest_first, lost = planned.oldest_first, planned.lost
     log.info(
         {
             "event": "recovery_planned",
@@ -140,7 +148,7 @@ def recover(
             "partition": partition,
             "reason": request.reason,
             "restart_live": request.restart_live,
-            "earliest_retained_offset": bounds.earliest,
+            **planned.log_fields,
             "recoverable": [[r.start, r.end] for _, r, _ in oldest_first],
             "lost": [[r.start, r.end] for r in lost],
         }
@@ -194,6 +202,81 @@ def recover(
         lost=tuple((r.start, r.end) for r in lost),
         event_hours=tuple(sorted(event_hours)),
         finished_at=format_optional_event_time(int(time.time() * 1000)),
+    )
+
+
+@dataclass(frozen=True)
+class RecoveryPlan:
+    """What the log says can be replayed: (partition, range, oldest record time) oldest first,
+    the ranges already gone (retention), and what the planning log line adds for this log."""
+
+    oldest_first: list[tuple[int, OffsetRange, int | None]]
+    lost: list[OffsetRange]
+    log_fields: dict = field(default_factory=dict)
+
+
+def _plan_kafka(stream: StreamConfig, request: RecoveryRequest) -> RecoveryPlan:
+    """Offsets below the earliest retained offset are lost; nothing past the readable end exists yet."""
+    from connectors.kafka_log import KafkaLog
+
+    partition = request.partition
+    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
+    try:
+        bounds = kafka.bounds(partition)
+        recoverable, lost = split_by_retention(request.ranges, bounds.earliest)
+        # Nothing past the readable end exists yet: recovery never waits for records.
+        recoverable = [OffsetRange(r.start, min(r.end, bounds.end)) for r in recoverable if r.start < bounds.end]
+        oldest_first = order_by_retention_deadline(
+            [(partition, r, _first_record_time(kafka, partition, r)) for r in recoverable]
+        )
+    finally:
+        kafka.close()
+    return RecoveryPlan(oldest_first, lost, {"earliest_retained_offset": bounds.earliest})
+
+
+def plan_kinesis_recovery(
+    stream: StreamConfig, request: RecoveryRequest, *, client=None, clock=time.time, sleep=time.sleep
+) -> RecoveryPlan:
+    """Sequence ranges [start, end) of one shard. The shard must be listed (open, or closed and
+    still retained); the part of a range below the shard's first retained record (its trim
+    horizon) expired and is lost, naming the shard and the sequence range. How many records a
+    lost range held is unknowable (sequence numbers are sparse), possibly none.
+
+    No record time is asked for: within a shard arrival times rise with sequence numbers, so the
+    lowest range is the oldest, and a request names one shard. ``client``, ``clock`` (seconds),
+    ``sleep``: a test's fake Kinesis and time; by default the stream's client."""
+    from connectors.kinesis_log import KinesisLog, kinesis_client
+    from tidemark.shard_lineage import shard_id_of
+
+    source, partition = stream.source, request.partition
+    client = client if client is not None else kinesis_client(source.region, source.endpoint)
+    kinesis = KinesisLog(source.stream, source.region, source.endpoint, client=client, clock=clock, sleep=sleep)
+    try:
+        shards = kinesis.shards(refresh=True)
+        if partition not in shards:
+            raise RecoveryRequestError(
+                "partition",
+                f"Kinesis stream {source.stream!r} lists no shard {shard_id_of(partition)} (partition {partition}): "
+                "it expired whole (RetentionPeriodHours) or never existed, so nothing of it can be replayed; "
+                f"listed shards: {', '.join(str(p) for p in sorted(shards)) or '(none)'}",
+            )
+        # The trim horizon is read whatever the lake remembers (lake_began_ms=0: a stream younger
+        # than its retention has lost nothing and is not asked).
+        expired = kinesis.lost_to_retention({partition: request.ranges[0].start}, lake_began_ms=0)
+    finally:
+        kinesis.close()
+    if not expired:
+        first_retained = request.ranges[0].start
+    elif expired[0].end is None:
+        first_retained = request.ranges[-1].end  # nothing at or after the first range is retained
+    else:
+        first_retained = expired[0].end
+    recoverable, lost = split_by_retention(request.ranges, first_retained)
+    shard = shards[partition]
+    return RecoveryPlan(
+        order_by_retention_deadline([(partition, r, None) for r in recoverable]),
+        lost,
+        {"shard_id": shard.shard_id, "first_retained_sequence": str(first_retained) if expired else None},
     )
 
 

@@ -1,8 +1,14 @@
-"""Compare a shadow table set's ``events`` with live's over offset ranges (tidemark.reconciliation).
+"""Compare a shadow table set's ``events`` with live's over position ranges (tidemark.reconciliation).
 
 One full outer join on (source_partition, source_offset), restricted to the ranges the backfill
 read; what comes back to the driver is one row per (partition, event hour) and the ranges of
-offsets missing in live, never the records.
+positions missing in live, never the records.
+
+Missing rows become ranges as gaps and islands. Kafka's offsets are dense: consecutive offsets
+share offset − rank. Kinesis sequence numbers are sparse (and 64-digit text in the lake), so
+consecutive means consecutive among the shadow's own rows: a run of missing rows with no row
+live holds between them, by rank in the shadow's order, is one range [first missing, last
+missing + 1).
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ from tidemark.stream_config import StreamConfig
 
 def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int, tuple[int, int]]) -> Reconciliation:
     """Compare ``shadow``'s events with the stream's over ``ranges`` ({partition: (start, end)})."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     if not ranges:
@@ -60,22 +65,7 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
         .orderBy("source_partition", "hour_ms")
         .collect()
     )
-    # Offsets missing in live as ranges (gaps and islands): consecutive offsets share offset − rank.
-    islands = (
-        joined.where(missing)
-        .withColumn(
-            "island",
-            F.col("source_offset")
-            - F.row_number().over(Window.partitionBy("source_partition").orderBy("source_offset")),
-        )
-        .groupBy("source_partition", "island")
-        .agg(F.min("source_offset").alias("start"), (F.max("source_offset") + 1).alias("end"))
-        .orderBy("source_partition", "start")
-        .collect()
-    )
-    missing_ranges: dict[int, list[OffsetRange]] = {}
-    for row in islands:
-        missing_ranges.setdefault(row.source_partition, []).append(OffsetRange(row.start, row.end))
+    missing_ranges = missing_position_ranges(joined, missing, live.positions)
     return Reconciliation(
         stream.name,
         tuple(
@@ -92,3 +82,33 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
         ),
         {p: tuple(rs) for p, rs in missing_ranges.items()},
     )
+
+
+def missing_position_ranges(joined, missing, positions) -> dict[int, list[OffsetRange]]:
+    """The positions of ``joined``'s ``missing`` rows as ranges per partition (gaps and islands)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_position = Window.partitionBy("source_partition").orderBy("source_offset")
+    if positions.dense:
+        # Consecutive offsets share offset − rank.
+        islands = joined.where(missing).withColumn("island", F.col("source_offset") - F.row_number().over(by_position))
+    else:
+        # Consecutive among the shadow's rows share (rank among them) − (rank among the missing).
+        islands = (
+            joined.where(F.col("shadow_hour").isNotNull())
+            .withColumn("shadow_rank", F.row_number().over(by_position))
+            .where(missing)
+            .withColumn("island", F.col("shadow_rank") - F.row_number().over(by_position))
+        )
+    rows = (
+        islands.groupBy("source_partition", "island")
+        .agg(F.min("source_offset").alias("first"), F.max("source_offset").alias("last"))
+        .orderBy("source_partition", "first")
+        .collect()
+    )
+    ranges: dict[int, list[OffsetRange]] = {}
+    for row in rows:
+        first, last = positions.from_column(row.first), positions.from_column(row.last)
+        ranges.setdefault(row.source_partition, []).append(OffsetRange(first, last + 1))
+    return ranges
