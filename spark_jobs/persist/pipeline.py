@@ -310,6 +310,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         "commit_conflicts_retried": persist_batch.conflicts_retried,
         "resumed_from_ledger": resumed is not None,
     }
+    if stream.source.kind == "kinesis":
+        # The driver's Kinesis reader counts the calls Kinesis throttled (backed off, never
+        # failed): a throttled run and a slow one look alike otherwise.
+        summary["throttled_calls"] = _source_report(query.recentProgress).get("throttled_calls", 0)
     log.info(
         {
             "event": "query_finished",
@@ -318,6 +322,22 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         }
     )
     return summary
+
+
+def _source_report(progress) -> dict:
+    """What the source said of itself in the newest progress report (its reportLatestOffset), or {}."""
+    import json
+
+    for report in reversed(progress or []):
+        for source in report.sources or []:
+            text = source.latestOffset
+            try:
+                value = json.loads(text) if isinstance(text, str) else text
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return {}
 
 
 def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:

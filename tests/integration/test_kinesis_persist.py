@@ -23,7 +23,7 @@ from harness.kinesis_stream import (
     read_lake,
     write_kinesis_stream_config,
 )
-from harness.persist_job import batches_persisted, kill_after_batches, run_persist, start_persist
+from harness.persist_job import kill_after_batches, run_persist, start_persist
 
 pytestmark = pytest.mark.integration
 
@@ -160,31 +160,6 @@ def test_sigkill_mid_run_then_restart_loses_and_duplicates_nothing(kinesis, tmp_
     _assert_ledger_accounts_for(put, lake)
 
 
-class _SourceProgress:
-    """Spark's progress reports of one query name: the source's reportLatestOffset, as dicts."""
-
-    def __init__(self, query_name: str):
-        from pyspark.sql.streaming import StreamingQueryListener
-
-        reports = self.reports = []
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event):
-                pass
-
-            def onQueryProgress(self, event):
-                if event.progress.name == query_name:
-                    reports.extend(json.loads(source.latestOffset) for source in event.progress.sources)
-
-            def onQueryIdle(self, event):
-                pass
-
-            def onQueryTerminated(self, event):
-                pass
-
-        self.listener = Listener()
-
-
 def test_half_the_get_records_calls_throttled_loses_nothing_and_counts_them(kinesis, spark, tmp_path):
     stream = "kpersist_throttle"
     kinesis.create_stream(stream, 2)
@@ -193,31 +168,19 @@ def test_half_the_get_records_calls_throttled_loses_nothing_and_counts_them(kine
     now_ms = int(time.time() * 1000)
     put = put_telemetry(client, stream, _wave(now_ms - 20 * MINUTE_MS, now_ms - MINUTE_MS, 300))
 
-    progress = _SourceProgress("tidemark_live_telemetry")
-    spark.streams.addListener(progress.listener)
-    try:
-        run_persist(
-            conf,
-            "--max-records-per-batch",
-            "100",
-            log=tmp_path / "throttled.log",
-            environment={**kinesis.environment, "TIDEMARK_CHAOS_THROTTLE": "telemetry:0.5"},
-        )
-        # Progress reaches listeners asynchronously: wait for the report of every batch that ran.
-        ran = len(batches_persisted(tmp_path / "throttled.log"))
-        deadline = time.monotonic() + 10
-        while len(progress.reports) < ran and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        spark.streams.removeListener(progress.listener)
+    run_persist(
+        conf,
+        "--max-records-per-batch",
+        "100",
+        log=tmp_path / "throttled.log",
+        environment={**kinesis.environment, "TIDEMARK_CHAOS_THROTTLE": "telemetry:0.5"},
+    )
 
     lake = read_lake(tmp_path)
     _assert_every_record_once(put, lake)
     assert lake.rows["late"] == [] and lake.rows["quarantine"] == []
     _assert_ledger_accounts_for(put, lake)
-    # The job's own log says nothing of throttling yet (a line at query end is proposed): the count
-    # is in the source's progress report (reportLatestOffset), the one place it is told today.
-    throttled = [report.get("throttled_calls") for report in progress.reports]
-    assert throttled and all(isinstance(n, int) for n in throttled), progress.reports
-    assert throttled == sorted(throttled), f"a running count since the query started: {throttled}"
-    assert throttled[-1] > 0, f"no throttled call counted in {progress.reports}"
+    # The job says how many calls Kinesis throttled (backed off, never failed), in its last line.
+    text = (tmp_path / "throttled.log").read_text()
+    finished = [json.loads(line[line.index("{") :]) for line in text.splitlines() if '"query_finished"' in line]
+    assert finished and finished[-1]["throttled_calls"] > 0, finished
