@@ -616,7 +616,7 @@ class KinesisLog:
             if page is None:
                 return
             pages += 1
-            self._absorb(state, page)
+            self._absorb(state, page, limit)
 
     def _iterator(self, shard: ShardInfo, state: _Shard) -> str | None:
         fresh = self._clock() - state.iterator_issued_s < ITERATOR_LIFETIME_S
@@ -657,7 +657,7 @@ class KinesisLog:
                 shard_id=shard.shard_id,
             ) from None
 
-    def _absorb(self, state: _Shard, page: Mapping) -> None:
+    def _absorb(self, state: _Shard, page: Mapping, limit: int) -> None:
         raw = page.get("Records", [])
         state.append([_record(record) for record in raw])
         state.millis_behind_latest = page.get("MillisBehindLatest")
@@ -669,10 +669,14 @@ class KinesisLog:
             # The new iterator continues after the page's last record: at read_end (records
             # below read_end, seen only after a TRIM_HORIZON fallback, are dropped by append).
             state.iterator, state.iterator_at, state.iterator_issued_s = following, state.read_end, self._clock()
-        if raw:
-            state.caught_up = False
-        elif state.millis_behind_latest == 0:
+        # At the tip: MillisBehindLatest 0 on an empty page, or on a page short of its limit (its
+        # records reach the tip: asking again only to get an empty page would cost a call per
+        # shard and planning, the call budget Kinesis shares among all consumers). A full page
+        # may stop short of the tip whatever it says.
+        if state.millis_behind_latest == 0 and len(raw) < limit:
             state.caught_up = True
+        elif raw:
+            state.caught_up = False
         # An empty page with MillisBehindLatest > 0 is not idleness: the records are further on.
 
     # -- what the planner sees ---------------------------------------------------------------
