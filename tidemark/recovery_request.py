@@ -19,6 +19,10 @@ request is in one canonical form whoever wrote it.
 the partition (a STOP or STALL verdict), so the recover DAG starts a persist run once the ranges
 are replayed; ``reason`` is for people and the ledger's log only.
 
+On a Kinesis stream the partition is a shard's number and the ranges are sequence numbers (56
+digits in the wild: JSON carries them as exact integers, the form as digits); any shard number
+passes here, and the recovery job checks it against the stream's listing.
+
 Retention decides what can still be replayed: offsets below a partition's earliest retained
 offset are lost and must be reported as lost, never skipped silently; what is left goes oldest
 record first, because those records leave the log first.

@@ -16,6 +16,13 @@ routed under the G that was in force for those offsets (the live ledger row that
 range's start, or the live job's current G), which recovery never moves. Its ledger rows say
 mode=recovery; the live job, reading those offsets later, writes insert-only where they overlap.
 
+On a Kinesis stream (``source.kind: kinesis``) the partition is a shard (its id's number) and the
+ranges are sequence numbers [start, end), as the ledger holds them: the shard must be listed
+(open, or closed and still retained; one that is not is refused naming it), the part of a range
+below the shard's first retained record (its trim horizon) is lost, reported with the shard and
+the sequence range (how many records it held is unknowable: sequence numbers are sparse), and the
+rest is read by the same Kinesis source, each range by sequence number in the Spark tasks.
+
 Exit status: 0 every range recovered; 3 some offsets were already lost (the result lists them;
 every recoverable range was still recovered first); 2 bad arguments or configuration (the
 message names the param); 1 a failure while running.
