@@ -38,7 +38,8 @@ CREDENTIALS = (SMTP_LOGIN, SMTP_PASSWORD, HOOK_LOGIN, HOOK_PASSWORD)
 def _conf(tmp_path: Path, streams: dict[str, dict | tuple[dict, dict]]) -> Path:
     """streams.yaml with the shipped stream under each name: its alerts, and sections updated."""
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
-    shipped = document["streams"].pop("telemetry")
+    shipped = document["streams"]["telemetry"]
+    document["streams"] = {}  # only the test's streams
     for name, value in streams.items():
         alerts, updates = value if isinstance(value, tuple) else (value, {})
         stream = json.loads(json.dumps(shipped))

@@ -67,13 +67,19 @@ def described(airflow_environment) -> dict:
 
 def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["import_errors"] == {}
-    # The shipped conf/streams.yaml has one stream, telemetry: one DAG of each kind for it, nothing else.
+    # The shipped conf/streams.yaml has two streams: telemetry (Kafka, with the offline-device
+    # detector) and rides (Kinesis, without): one DAG of each kind per stream, nothing else.
     assert described["dag_ids"] == [
+        "tidemark_backfill__rides",
         "tidemark_backfill__telemetry",
         "tidemark_offline_devices__telemetry",
+        "tidemark_persist__rides",
         "tidemark_persist__telemetry",
+        "tidemark_quality__rides",
         "tidemark_quality__telemetry",
+        "tidemark_recover__rides",
         "tidemark_recover__telemetry",
+        "tidemark_sweep__rides",
         "tidemark_sweep__telemetry",
     ]
     assert described["backfill_tasks"] == ["backfill", "recovery_requests", "trigger_recovery", "validate", "verdict"]

@@ -37,6 +37,7 @@ def write_stream_config(tmp_path: Path, bootstrap: str, topic: str, partitions: 
     stream["source"].update(bootstrap_servers=bootstrap, topic=topic, partitions=partitions)
     stream["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "checkpoints")}
     stream["persist"].update(persist)
+    document["streams"] = {"telemetry": stream}  # the test's stream only: no other stream's lake to set
     path = tmp_path / "streams.yaml"
     path.write_text(yaml.safe_dump(document))
     return path

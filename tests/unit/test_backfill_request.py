@@ -18,7 +18,8 @@ def streams(tmp_path_factory):
     import yaml
 
     document = yaml.safe_load((Path(__file__).resolve().parents[2] / "conf" / "streams.yaml").read_text())
-    document["streams"]["telemetry"]["lake"] = {"root": "/lake", "checkpoint_root": "/checkpoints"}
+    for stream in document["streams"].values():
+        stream["lake"] = {"root": "/lake", "checkpoint_root": "/checkpoints"}
     path = tmp_path_factory.mktemp("conf") / "streams.yaml"
     path.write_text(yaml.safe_dump(document))
     return load_streams(path)

@@ -64,9 +64,9 @@ def test_no_stream_named_while_several_are_configured_lists_them(cli_home, capsy
     assert "name one of the configured streams: orders, telemetry" in " ".join(capsys.readouterr().err.split())
 
 
-def test_the_only_configured_stream_is_the_default(cli_home, capsys):
+def test_the_only_configured_stream_is_the_default(cli_home, capsys, tmp_path):
     # Past the stream argument, report looks for the stream's summary and names where.
-    assert main(["report"]) == 1
+    assert main(["--conf", str(streams_file(tmp_path, ["telemetry"])), "report"]) == 1
     assert (
         f"no quality summary of stream 'telemetry' in {cli_home / 'reports' / 'telemetry' / 'runs'}"
         in capsys.readouterr().err
@@ -225,3 +225,8 @@ def test_create_kinesis_stream_on_a_loopback_that_is_not_up_says_how_to_start_it
         f"error: The loopback Kinesis does not answer on http://127.0.0.1:{os.environ['TIDEMARK_KINESIS_PORT']}: "
         "start it with `tidemark up kinesis` (or `tidemark up`), then create the stream."
     )
+
+
+def test_with_several_streams_configured_a_command_names_them_all_when_none_is_given(cli_home, capsys):
+    assert main(["report"]) == 2  # the shipped file: telemetry (Kafka) and rides (Kinesis)
+    assert "name one of the configured streams: rides, telemetry" in capsys.readouterr().err

@@ -59,7 +59,7 @@ def test_bad_arguments_exit_2_with_a_message(capsys, argv, message):
 
 def test_an_unknown_stream_names_the_configured_ones(capsys):
     error = run_expecting_usage_error(capsys, ["--stream", "nope", "backlog", "--hours", "1"])
-    assert "no stream named 'nope'; configured streams: telemetry" in error
+    assert "no stream named 'nope'; configured streams: rides, telemetry" in error
 
 
 def test_a_missing_configuration_file_says_which(capsys, tmp_path):

@@ -42,7 +42,7 @@ def test_environment_overrides_the_default(tmp_path):
 
 def test_missing_required_environment_variable_names_key_and_variable(tmp_path):
     with pytest.raises(
-        StreamConfigError, match=r"streams\.telemetry\.lake\.root: environment variable TIDEMARK_LAKE_ROOT"
+        StreamConfigError, match=r"streams\.(telemetry|rides)\.lake\.root: environment variable TIDEMARK_LAKE_ROOT"
     ):
         _load(tmp_path, _shipped(), {"TIDEMARK_CHECKPOINT_ROOT": "/c"})
 
@@ -117,7 +117,7 @@ def test_payload_field_may_not_shadow_tidemark_columns(tmp_path):
 
 
 def test_unknown_stream_lists_the_configured_ones():
-    with pytest.raises(StreamConfigError, match="no stream named 'clicks'; configured streams: telemetry"):
+    with pytest.raises(StreamConfigError, match="no stream named 'clicks'; configured streams: rides, telemetry"):
         load_stream(REPO / "conf" / "streams.yaml", "clicks", ENV)
 
 
