@@ -99,7 +99,14 @@ def down(services: tuple[str, ...]) -> int:
 @click.option(
     "--hours", type=click.IntRange(min=1), default=3, show_default=True, help="Simulated hours of backlog to produce."
 )
-def demo(hours: int) -> int:
+@click.option(
+    "--stream",
+    "stream_name",
+    default="telemetry",
+    show_default=True,
+    help="The configured stream to run it on: telemetry (Kafka) or rides (Kinesis, on the loopback Kinesis).",
+)
+def demo(hours: int, stream_name: str) -> int:
     """Start everything, produce a backlog, run the persist, quality and backfill DAGs, report.
 
     The same as `make demo`. Run it again and it adds another backlog.
@@ -107,10 +114,11 @@ def demo(hours: int) -> int:
     \b
     Example:
       tidemark demo --hours 2
+      tidemark demo --stream rides     # the same on the Kinesis stream
     """
     from tidemark_cli.demo import run_demo
 
-    return run_demo(hours=hours)
+    return run_demo(hours=hours, stream_name=stream_name)
 
 
 @cli.command("services", short_help="Show whether the embedded stack's services run.")

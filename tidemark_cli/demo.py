@@ -6,6 +6,9 @@ prints per partition what was produced, persisted and quarantined, then where th
 Idempotent: run it again and it adds another backlog and persists it; that backlog starts after
 the stream's global watermark (tidemark_cli.demo_backlog), so none of it is late.
 
+``--stream rides`` runs the same demo on the Kinesis stream of the shipped configuration, on the
+stack's loopback Kinesis: the same generator, DAGs and reports, per shard instead of partition.
+
 The demo lives in the CLI, not in the stack: it starts the stack's services, then reads the lake
 (connectors.lake_reader) and the quality summary (tidemark.quality_summary) as a user would.
 """
@@ -33,17 +36,23 @@ from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.demo_backlog import demo_backlog
 
 DEMO_STREAM = "telemetry"
+MINUTE_MS = 60_000
 
 
-def run_demo(hours: int = 3, bad_records: int = 14) -> int:
+def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STREAM) -> int:
     from tidemark.duration import format_duration_ms
     from tidemark.event_time_text import format_event_time
     from tidemark.stream_config import load_stream
 
     ensure_jars(jars_root(), GROUPS)
-    _step("Starting the local Kafka broker")
-    kafka = KafkaBroker.from_environment()
-    print(kafka.start())
+    stream = load_stream(os.environ["TIDEMARK_CONF"], stream_name)
+    kinesis = stream.source.kind == "kinesis"
+    if kinesis:
+        _start_kinesis_stream(stream)
+    else:
+        _step("Starting the local Kafka broker")
+        kafka = KafkaBroker.from_environment()
+        print(kafka.start())
     if os.environ.get("TIDEMARK_LAKE_STORE") == "s3":
         from stack.loopback_s3 import LoopbackS3
 
@@ -53,8 +62,8 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())
 
-    stream = load_stream(os.environ["TIDEMARK_CONF"], DEMO_STREAM)
-    create_topic(stream.source.bootstrap_servers, stream.source.topic, stream.source.partitions)
+    if not kinesis:
+        create_topic(stream.source.bootstrap_servers, stream.source.topic, stream.source.partitions)
 
     reports = tidemark_home() / "reports"
     reports.mkdir(parents=True, exist_ok=True)
@@ -67,13 +76,14 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         )
         if backlog.note:
             print(backlog.note)
+        produced_from_ms = int(time.time() * 1000)
         _run(
             [
                 sys.executable,
                 "-m",
                 "generator",
                 "--stream",
-                DEMO_STREAM,
+                stream.name,
                 "backlog",
                 "--hours",
                 f"{backlog.hours:.6f}",
@@ -88,8 +98,13 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
             ],
             quiet=True,
         )
+        if kinesis:
+            # Kinesis windows are by arrival time (AT_TIMESTAMP), and the whole backlog arrived
+            # now: the backfill below reads the minutes it was produced in.
+            arrived = {"arrived_from": produced_from_ms, "arrived_until": int(time.time() * 1000) + MINUTE_MS}
+            (reports / f"arrived_{stream.name}.json").write_text(json.dumps(arrived) + "\n")
 
-    dag_id = f"tidemark_persist__{DEMO_STREAM}"
+    dag_id = f"tidemark_persist__{stream.name}"
     _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)")
     password = airflow.admin_password()
     if password is None:
@@ -105,9 +120,13 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         raise CommandFailed(f"the run {run_id} ended {state}; its task log is in the UI: {airflow.url}/dags/{dag_id}")
     print(f"Run {run_id}: {state}")
 
-    _step("Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread")
-    report_file = reports / f"persist_{DEMO_STREAM}.json"
-    _run([sys.executable, "-m", "spark_jobs.persist.report", "--stream", DEMO_STREAM, "--json", str(report_file)])
+    _step(
+        "Per shard: its state, records read, persisted, late, quarantined, how far behind the shard's tip"
+        if kinesis
+        else "Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread"
+    )
+    report_file = reports / f"persist_{stream.name}.json"
+    _run([sys.executable, "-m", "spark_jobs.persist.report", "--stream", stream.name, "--json", str(report_file)])
     print(
         f"late: records whose event time was more than the allowed lateness "
         f"({format_duration_ms(stream.event_time.allowed_lateness_ms)}) behind the global watermark when read (their "
@@ -115,31 +134,42 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         f"watermark each met."
     )
 
-    quality_dag = f"tidemark_quality__{DEMO_STREAM}"
+    quality_dag = f"tidemark_quality__{stream.name}"
     _step(f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)")
-    for dag in (quality_dag, f"tidemark_recover__{DEMO_STREAM}"):
+    for dag in (quality_dag, f"tidemark_recover__{stream.name}"):
         api.wait_for_dag(dag)
         api.unpause(dag)
     quality_run = api.trigger(quality_dag)
     quality_state = api.wait_for_run(quality_dag, quality_run)
-    summary_html = _print_quality_summary(reports / DEMO_STREAM / "runs")
+    summary_html = _print_quality_summary(reports / stream.name / "runs")
     print(f"Run {quality_run}: {quality_state} (it fails while a partition is not OK, and triggers its recovery)")
 
-    backfill_dag = f"tidemark_backfill__{DEMO_STREAM}"
-    _step(f"Running the DAG {backfill_dag}: the backlog's hours read again into a shadow table set, compared with live")
-    generated = json.loads((reports / "generated.json").read_text())
+    backfill_dag = f"tidemark_backfill__{stream.name}"
+    if kinesis:
+        _step(
+            f"Running the DAG {backfill_dag}: the minutes the backlog arrived in (Kinesis windows are by arrival "
+            "time) read again into a shadow table set, compared with live"
+        )
+        arrived = json.loads((reports / f"arrived_{stream.name}.json").read_text())
+        window = {
+            "start": format_event_time(arrived["arrived_from"] // MINUTE_MS * MINUTE_MS),
+            "end": format_event_time(arrived["arrived_until"] // MINUTE_MS * MINUTE_MS),
+        }
+    else:
+        _step(
+            f"Running the DAG {backfill_dag}: the backlog's hours read again into a shadow table set, compared with live"
+        )
+        generated = json.loads((reports / "generated.json").read_text())
+        window = {"start": generated["window_start"], "end": generated["window_end"]}
     api.wait_for_dag(backfill_dag)
     api.unpause(backfill_dag)
-    backfill_run = api.trigger(
-        backfill_dag,
-        {"start": generated["window_start"], "end": generated["window_end"], "target": "shadow", "compare": True},
-    )
+    backfill_run = api.trigger(backfill_dag, {**window, "target": "shadow", "compare": True})
     backfill_state = api.wait_for_run(backfill_dag, backfill_run)
     _print_backfill(api.return_value(backfill_dag, backfill_run, "backfill"))
     print(f"Run {backfill_run}: {backfill_state} (it fails when the backfill and live differ, and triggers recovery)")
 
     if stream.offline_devices is not None:
-        detector_dag = f"tidemark_offline_devices__{DEMO_STREAM}"
+        detector_dag = f"tidemark_offline_devices__{stream.name}"
         _step(
             f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)"
         )
@@ -155,11 +185,11 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         )
 
     # Not a Path: pathlib would fold s3a://bucket into s3a:/bucket.
-    lake = f"{stream.lake.root.rstrip('/')}/{DEMO_STREAM}"
+    lake = f"{stream.lake.root.rstrip('/')}/{stream.name}"
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
         f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
-        f"Watermarks:  {airflow.url}/tidemark/streams/{DEMO_STREAM}  (per partition; in the UI under Browse, "
+        f"Watermarks:  {airflow.url}/tidemark/streams/{stream.name}  (per partition; in the UI under Browse, "
         f"'tidemark watermarks')\n"
         f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals}}\n"
         f"Reports:     {report_file}\n"
@@ -169,6 +199,34 @@ def run_demo(hours: int = 3, bad_records: int = 14) -> int:
         f"Stop with:   tidemark down  (or make down)"
     )
     return 0
+
+
+def _start_kinesis_stream(stream) -> None:
+    """Start the loopback Kinesis and create the demo's stream. Its streams live in memory: a stream
+    created anew cannot be the one an existing lake was read from (its sequence numbers start
+    again), so that lake and its checkpoints are moved aside, and the demo starts a fresh one."""
+    import shutil
+
+    from stack.loopback_kinesis import LoopbackKinesis
+
+    _step("Starting the loopback Kinesis (moto's server on 127.0.0.1)")
+    kinesis = LoopbackKinesis.from_environment()
+    print(kinesis.start())
+    client = kinesis.client()
+    existed = stream.source.stream in client.list_streams().get("StreamNames", [])
+    print(kinesis.create_stream(stream.source.stream, stream.source.shards))
+    if existed:
+        return
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for folder in (stream.table_path(""), stream.checkpoint_path(""), str(tidemark_home() / "reports" / stream.name)):
+        path = Path(folder.rstrip("/"))
+        if path.exists() and not folder.startswith("s3"):
+            aside = path.with_name(f"{path.name}.before-{stamp}")
+            shutil.move(str(path), str(aside))
+            print(
+                f"The Kinesis stream {stream.source.stream!r} is new (the loopback Kinesis keeps streams in memory): "
+                f"the lake read from the old one is kept at {aside}"
+            )
 
 
 def _print_backfill(xcom: dict | None) -> None:
