@@ -2,7 +2,7 @@
 (then returns as its XCom, and pushes for the LOST alarm). One Struct on both sides of the
 spark-submit boundary, so neither reads the other's JSON by string keys.
 
-Offsets are [start, end), end exclusive. ``lost`` is a list of [start, end] pairs (the shape the
+Positions (Kafka offsets, Kinesis sequence numbers) are [start, end), end exclusive. ``lost`` is a list of [start, end] pairs (the shape the
 quality summary and the alarms use for spans); times are ISO-8601 UTC text.
 """
 
