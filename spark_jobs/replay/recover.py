@@ -283,7 +283,11 @@ def plan_kinesis_recovery(
     return RecoveryPlan(
         order_by_retention_deadline([(partition, r, None) for r in recoverable]),
         lost,
-        {"shard_id": shard.shard_id, "first_retained_sequence": str(first_retained) if expired else None},
+        {
+            "shard_id": shard.shard_id,
+            # None: nothing expired below the first range, or nothing after it is retained at all.
+            "first_retained_sequence": str(expired[0].end) if expired and expired[0].end is not None else None,
+        },
     )
 
 

@@ -200,6 +200,12 @@ def test_a_recovery_range_below_the_trim_horizon_is_lost_naming_the_shard_and_th
     kept = RecoveryRequest("telemetry", 0, (OffsetRange(puts[1], puts[2]),), "test")
     plan = plan_kinesis_recovery(stream, kept, client=kinesis, clock=clock, sleep=clock.sleep)
     assert ([r for _, r, _ in plan.oldest_first], plan.lost) == ([OffsetRange(puts[1], puts[2])], [])
+    # A shard quiet for longer than the retention retains nothing: the whole range expired.
+    quiet = kinesis.shards["shardId-000000000001"].starting
+    silent = RecoveryRequest("telemetry", 1, (OffsetRange(quiet + 5, quiet + 10**21),), "test")
+    plan = plan_kinesis_recovery(stream, silent, client=kinesis, clock=clock, sleep=clock.sleep)
+    assert (plan.oldest_first, plan.lost) == ([], [OffsetRange(quiet + 5, quiet + 10**21)])
+    assert plan.log_fields["first_retained_sequence"] is None
     gone = RecoveryRequest("telemetry", 7, (OffsetRange(puts[1], puts[2]),), "test")
     with pytest.raises(RecoveryRequestError, match=r"^param 'partition': Kinesis stream 'scooter-telemetry' lists no "):
         plan_kinesis_recovery(stream, gone, client=kinesis, clock=clock)
@@ -242,3 +248,21 @@ def test_arrival_times_reach_kinesis_as_utc_datetimes(resharded):
     first_records_at(STREAM, "us-east-1", None, ["shardId-000000000004"], T + 1, client=kinesis, clock=clock)
     (call,) = [c for c in kinesis.calls if c[0] == "GetShardIterator"]
     assert call[2:] == ("AT_TIMESTAMP", dt.datetime(2026, 11, 22, 0, 0, 0, 1000, tzinfo=dt.UTC))
+
+
+def test_lost_sequences_are_reported_by_shard_and_as_text(tmp_path):
+    from spark_jobs.replay.recover import lost_report
+    from tidemark.recovery_result import RecoveryResult
+
+    stream = _streams(tmp_path)["telemetry"]
+    start, end = (
+        49590338271490256608559692538361571095921575989136588898,
+        49590338271490256608559692538361571095921575989136599999,
+    )
+    result = RecoveryResult("telemetry", 3, "test", (), 0, 0, ((start, end),), (), "2026-11-22T00:00:00.000Z")
+    report = lost_report(stream, 3, result)
+    assert report["lost"] == [[str(start), str(end)]] and report["shard_id"] == "shardId-000000000003"
+    assert report["detail"].startswith(
+        f"sequence numbers [{start}, {end}) of Kinesis stream {STREAM!r}, shard shardId-000000000003 left the log"
+    )
+    assert "how many records they held is unknown" in report["detail"]
