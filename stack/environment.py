@@ -136,6 +136,11 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         "TIDEMARK_S3_PORT": str(s3_port(environ)),
         "TIDEMARK_KINESIS_PORT": str(kinesis_port(environ)),
         "TIDEMARK_KINESIS_ENDPOINT": f"http://{LOOPBACK}:{kinesis_port(environ)}",
+        # The loopback Kinesis's own identity (not anyone's secret): the processes the CLI starts
+        # (the persistence report, `tidemark status`) read a Kinesis stream without Airflow, where
+        # the stream's aws_conn_id connection lives (tidemark.kinesis_access reads these names).
+        "TIDEMARK_KINESIS_ACCESS_KEY_ID": LOOPBACK_KINESIS_IDENTITY[0],
+        "TIDEMARK_KINESIS_SECRET_ACCESS_KEY": LOOPBACK_KINESIS_IDENTITY[1],
         **_lake_location(store, home, s3_port(environ)),
         "TIDEMARK_JARS": str(home / "jars"),
         "TIDEMARK_AIRFLOW_PORT": str(api),
