@@ -184,3 +184,27 @@ def test_half_the_get_records_calls_throttled_loses_nothing_and_counts_them(kine
     text = (tmp_path / "throttled.log").read_text()
     finished = [json.loads(line[line.index("{") :]) for line in text.splitlines() if '"query_finished"' in line]
     assert finished and finished[-1]["throttled_calls"] > 0, finished
+
+
+def test_a_missing_stream_or_a_silent_endpoint_stops_the_job_before_spark_naming_it(loopback_kinesis, tmp_path):
+    from harness.persist_job import run_in_process
+    from spark_jobs.persist.job import main
+    from stack.ports import free_port
+
+    cases = {
+        "missing": (loopback_kinesis.endpoint, "no-such-stream", "'no-such-stream'"),
+        "silent": (f"http://127.0.0.1:{free_port()}", "telemetry", "did not answer ListShards for stream 'telemetry'"),
+    }
+    for case, (endpoint, stream, named) in cases.items():
+        folder = tmp_path / case
+        folder.mkdir()
+        conf = write_kinesis_stream_config(folder, endpoint, stream, 2)
+        log = folder / "job.log"
+        started = time.monotonic()
+        code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf)], log, loopback_kinesis.environment)
+        text = log.read_text()
+        assert code == 2, text[-3000:]
+        assert named in text and endpoint in text, text[-3000:]
+        assert "tidemark-persist" not in text, "Spark started for a stream it cannot read"
+        assert time.monotonic() - started < 30
+        assert not (folder / "lake").exists(), "nothing written"
