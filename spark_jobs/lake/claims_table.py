@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from tidemark.live_routing import RoutedRange
 from tidemark.table_schemas import claims_columns, ddl
-from tidemark.write_claims import ClaimedRange, claim_rows, earliest_claim_routing
+from tidemark.write_claims import NO_WATERMARK_MS, ClaimedRange, claim_rows, earliest_claim_routing
 
 CLAIMS = "claims"
 
@@ -53,7 +53,8 @@ class ClaimsTable:
         now = datetime.now(UTC)
         column = self._tables.positions.to_column
         rows = [
-            (stream_name, claim_id, writer, mode, p, column(start), column(end), _timestamp(g), now)
+            # NO_WATERMARK_MS (live routed them before G existed) is stored as "no G": null.
+            (stream_name, claim_id, writer, mode, p, column(start), column(end), _timestamp(_stored(g)), now)
             for p, start, end, g in claim_rows(ranges, live_routed, own_global_watermark_ms)
         ]
         if not rows:
@@ -132,6 +133,10 @@ class ClaimsTable:
             for r in rows
         ]
         return sorted(claims)
+
+
+def _stored(g: int | None) -> int | None:
+    return None if g == NO_WATERMARK_MS else g
 
 
 def _timestamp(ms: int | None) -> datetime | None:

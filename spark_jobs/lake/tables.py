@@ -27,6 +27,7 @@ from tidemark.table_schemas import (
     ledger_columns,
     quarantine_columns,
 )
+from tidemark.write_claims import NO_WATERMARK_MS
 
 _log = logging.getLogger("tidemark.lake_tables")
 
@@ -363,7 +364,10 @@ class LakeTables:
 
     def live_routing(self, ranges: dict[int, tuple[int, int]]) -> LiveRouting:
         """The G live routed each offset of ``ranges`` ({partition: (start, end)}) under: the live
-        ledger rows overlapping them (rows written before the ledger kept G are left out)."""
+        ledger rows overlapping them. A row without G is a batch planned before G existed (the
+        live job's first): nothing in it was late, so its offsets are routed under
+        NO_WATERMARK_MS, not under live's latest G, which would send them to late on replay.
+        (Rows of a ledger older than its global_watermark column read the same way.)"""
         from functools import reduce
 
         from delta.tables import DeltaTable
@@ -383,12 +387,18 @@ class LakeTables:
         )
         rows = (
             self.read("ledger")
-            .where((F.col("mode") == "live") & F.col("global_watermark").isNotNull() & overlapping)
+            .where((F.col("mode") == "live") & overlapping)
             .select("source_partition", "start_offset", "end_offset", F.unix_millis("global_watermark").alias("g"))
             .collect()
         )
         return LiveRouting(
-            RoutedRange(r.source_partition, position(r.start_offset), position(r.end_offset), r.g) for r in rows
+            RoutedRange(
+                r.source_partition,
+                position(r.start_offset),
+                position(r.end_offset),
+                NO_WATERMARK_MS if r.g is None else r.g,
+            )
+            for r in rows
         )
 
     def read(self, table: str):

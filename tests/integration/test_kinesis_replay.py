@@ -81,6 +81,7 @@ def test_a_hole_of_one_shard_hour_is_found_by_an_arrival_time_backfill_and_recov
     from spark_jobs.replay.recover import main as recover_main
     from spark_jobs.replay.shadow_comparison import compare_with_live
     from tidemark.backfill_request import BackfillRequest
+    from tidemark.offset_coverage import OffsetRange
     from tidemark.recovery_request import RecoveryRequest
     from tidemark.stream_config import load_stream
 
@@ -147,6 +148,32 @@ def test_a_hole_of_one_shard_hour_is_found_by_an_arrival_time_backfill_and_recov
     recovery_rows = [row for row in lake.ledger_of(shard) if row["mode"] == "recovery"]
     assert recovery_rows and recovery_rows[0]["start_offset"] == deleted[0]
     assert recovery_rows[-1]["end_offset"] <= deleted[-1] + 1
+
+    # Records the live job's first batch persisted (planned before any G existed) are recovered
+    # into events, where live had them: not routed under live's latest G into late.
+    first = persisted["first"]
+    first_shard = max({r.partition for r in first}, key=lambda p: sum(r.partition == p for r in first))
+    gone = sorted(r.sequence for r in first if r.partition == first_shard)
+    DeltaTable.forPath(spark, stream.table_path("events")).delete(
+        f"source_partition = {first_shard} AND event_time < timestamp_millis({hour})"
+    )
+    code = run_in_process(
+        recover_main,
+        [
+            "--conf",
+            str(persisted["conf"]),
+            "--request",
+            RecoveryRequest("telemetry", first_shard, (OffsetRange(gone[0], gone[-1] + 1),), "test").encode(),
+            "--result",
+            str(folder / "recovered-first.json"),
+        ],
+        folder / "recover-first.log",
+        persisted["env"],
+    )
+    assert code == 0, (folder / "recover-first.log").read_text()[-3000:]
+    lake = read_lake(folder)
+    assert lake.rows["late"] == [], "a first-batch record recovered into late"
+    assert Counter(lake.rows["events"]) == Counter(r.position for r in persisted["first"] + second), "each once"
 
     # The shadow set now equals live over the backfill's ranges.
     again = compare_with_live(spark, stream, "arrivals", {int(p): tuple(r) for p, r in expected_ranges.items()})
