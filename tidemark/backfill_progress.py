@@ -4,6 +4,10 @@ Progress is measured from positions, not from counts kept in memory: a backfill 
 kill reports where it stands, not what this process has read. The time left is extrapolated from
 the rate since the end of this process's first batch, so a resumed run does not count the
 offsets its predecessor read as its own speed. Time comes from an injected clock (seconds).
+
+Only dense positions (Kafka offsets) measure how much is left: a Kinesis sequence range's
+width says nothing of its records. With sparse positions (``dense=False``) progress is the
+shards finished and the records read; the offsets and the time left are None (unknown).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ProgressReport:
-    offsets_done: int
-    offsets_total: int
+    offsets_done: int | None  # None: positions are not counts (Kinesis)
+    offsets_total: int | None
     records: int  # data records read by this process
     partitions_done: int
     partitions: int
@@ -25,6 +29,9 @@ class ProgressReport:
 
     @property
     def fraction(self) -> float:
+        """Offsets read of all; with sparse positions, partitions finished of all."""
+        if self.offsets_total is None:
+            return 1.0 if self.partitions == 0 else self.partitions_done / self.partitions
         return 1.0 if self.offsets_total == 0 else self.offsets_done / self.offsets_total
 
     def to_json(self) -> dict:
@@ -45,9 +52,10 @@ class ProgressReport:
         when ``data`` is not such a report."""
         done, _, partitions = str(data["partitions_done"]).partition("/")
         rate, left = data.get("records_per_second"), data.get("estimated_seconds_left")
+        done_offsets, total_offsets = data["offsets_done"], data["offsets_total"]
         return cls(
-            int(data["offsets_done"]),
-            int(data["offsets_total"]),
+            None if done_offsets is None else int(done_offsets),
+            None if total_offsets is None else int(total_offsets),
             int(data["records"]),
             int(done),
             int(partitions),
@@ -59,8 +67,11 @@ class ProgressReport:
 class BackfillProgress:
     """Fed each batch's end positions; ``ranges`` is {partition: (start, end)} of the whole run."""
 
-    def __init__(self, ranges: dict[int, tuple[int, int]], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, ranges: dict[int, tuple[int, int]], clock: Callable[[], float] = time.monotonic, dense: bool = True
+    ):
         self._ranges = dict(ranges)
+        self._dense = dense
         self._positions = {p: start for p, (start, _) in self._ranges.items()}
         self._clock = clock
         self._started: float | None = None
@@ -87,6 +98,8 @@ class BackfillProgress:
         left = None if seconds <= 0 or read_here <= 0 else (total - done) * seconds / read_here
         rate = None if seconds <= 0 else (self._records - self._records_at_start) / seconds
         finished = sum(1 for p, (_, end) in self._ranges.items() if self._positions[p] >= end)
+        if not self._dense:
+            return ProgressReport(None, None, self._records, finished, len(self._ranges), rate, None)
         return ProgressReport(done, total, self._records, finished, len(self._ranges), rate, left)
 
     def _done(self) -> int:

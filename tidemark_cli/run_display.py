@@ -102,6 +102,10 @@ def _tasks_view(snapshot: RunSnapshot) -> dict:
 
 
 def _offsets_view(report: ProgressReport) -> dict:
+    detail = f"{report.records:,} records, partitions {report.partitions_done}/{report.partitions}"
+    if report.offsets_total is None:
+        # Sequence numbers are not counts (Kinesis): the bar counts shards finished.
+        return {"total": report.partitions or 1, "completed": report.partitions_done or 0, "detail": detail}
     # A plan with no offsets is done as soon as it starts: show a full bar, not an empty one.
     total = report.offsets_total or 1
     done = report.offsets_done if report.offsets_total else 1

@@ -333,7 +333,7 @@ def backfill(
     counted = {"batches": 0, "records": 0, "late": 0, "quarantined": 0}
     summary = {"event_hours": [], "inserted": 0, "commit_conflicts_retried": 0}
     if bounds:
-        tracker = BackfillProgress(bounds)
+        tracker = BackfillProgress(bounds, dense=position_type_for(stream.source.kind).dense)
 
         def progress(ranges, totals) -> None:
             counted["batches"] += 1

@@ -47,3 +47,19 @@ def test_a_report_read_back_from_its_json_is_the_report_with_whole_number_rate_a
     report = progress.batch_read({0: 1000, 1: 300}, records=1000)
 
     assert ProgressReport.from_json(report.to_json()) == ProgressReport(1300, 1500, 1300, 1, 2, 100.0, 2.0)
+
+
+def test_sparse_positions_report_shards_finished_and_records_never_a_width_of_sequence_numbers():
+    from tidemark.backfill_progress import BackfillProgress, ProgressReport
+
+    first = 49590338271490256608559692538361571095921575989136588898
+    ranges = {0: (first, first + 10**30), 1: (first * 3, first * 3 + 10**20)}
+    clock = iter([0.0, 10.0]).__next__
+    tracker = BackfillProgress(ranges, clock, dense=False)
+    tracker.batch_read({0: first + 5, 1: first * 3 + 10**20}, 400)
+    report = tracker.batch_read({0: first + 7}, 100)
+
+    assert (report.offsets_done, report.offsets_total, report.seconds_left) == (None, None, None)
+    assert (report.records, report.partitions_done, report.partitions, report.fraction) == (500, 1, 2, 0.5)
+    assert report.records_per_second == 10.0
+    assert ProgressReport.from_json(report.to_json()) == report
