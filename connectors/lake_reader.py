@@ -89,6 +89,7 @@ def read_stream_overview(
         last_sealed_hour_ms=_last_sealed_hour(stream),
         log_ends=log_ends,
         oldest_unread_ms=oldest_unread,
+        positions=position_type_for(stream.source.kind),
     )
     return overview if not notes else _with_notes(overview, notes)
 

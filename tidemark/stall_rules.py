@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tidemark.duration import format_duration_ms
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 
 
 class StallStatus(str, Enum):
@@ -116,32 +117,55 @@ def partition_stall_status(
     rules: StallRules,
     now_ms: int,
     current_log_end: int | None = None,
+    positions: PositionType = KAFKA_OFFSETS,
 ) -> StallVerdict:
     """The partition's status at ``now_ms`` from its live ledger rows (any order, any number:
     the newest ``rules.window`` count, STOP (a) reads them all). ``current_log_end`` is the log's readable end now (Kafka:
     the last stable offset, as in the ledger's log_end_offset), when the caller asked the log; it
-    is what reveals a dead job on a partition that kept producing after the job's last row."""
+    is what reveals a dead job on a partition that kept producing after the job's last row.
+
+    ``positions``: the stream's position type. Rules that compare positions use their order only
+    and hold for every log; WARN ("the lag grew") needs lags that are counts, which a sparse
+    position type (Kinesis sequence numbers) does not give, so it is not judged there; and the
+    sentences name positions in the log's own words, unread records without a count."""
+    words = _Words(positions)
     history = sorted(observations, key=lambda o: o.read_time_ms)
     rows = history[-rules.window :]
     if not rows:
         return StallVerdict(StallStatus.OK, "no ledger rows yet", 0)
     verdict = (
-        _held_by_alignment(rows)
-        or _frozen_while_log_grows(history, rules, len(rows))
-        or _dead_job(rows, rules, now_ms, current_log_end)
-        or _stalled(rows)
+        _held_by_alignment(rows, words)
+        or _frozen_while_log_grows(history, rules, len(rows), words)
+        or _dead_job(rows, rules, now_ms, current_log_end, words)
+        or _stalled(rows, words)
         or _lagging(rows, rules)
-        or _lag_increasing(rows)
+        or (_lag_increasing(rows) if positions.dense else None)
     )
     if verdict is not None:
         return verdict
     newest = rows[-1]
+    if not positions.dense:
+        unread = "records unread" if newest.lag > 0 else "caught up"
+        return StallVerdict(StallStatus.OK, f"read up to {words.at(newest.position)}, {unread}", len(rows))
     return StallVerdict(
         StallStatus.OK, f"read up to offset {newest.position} with a lag of {newest.lag} offsets", len(rows)
     )
 
 
-def _dead_job(rows, rules, now_ms, current_log_end) -> StallVerdict | None:
+@dataclass(frozen=True)
+class _Words:
+    """How a verdict names positions and unread records in the log's own terms."""
+
+    positions: PositionType
+
+    def at(self, position: int) -> str:
+        return f"{self.positions.name} {position}"
+
+    def unread(self, lag: int) -> str:
+        return f"{lag} offsets unread" if self.positions.dense else "records unread"
+
+
+def _dead_job(rows, rules, now_ms, current_log_end, words) -> StallVerdict | None:
     newest = rows[-1]
     silent_ms = now_ms - newest.read_time_ms
     log_end = newest.log_end if current_log_end is None else current_log_end
@@ -150,27 +174,27 @@ def _dead_job(rows, rules, now_ms, current_log_end) -> StallVerdict | None:
     return StallVerdict(
         StallStatus.STOP,
         f"no ledger row for {format_duration_ms(silent_ms)} (stall timeout {format_duration_ms(rules.stall_timeout_ms)}) "
-        f"while the log reaches offset {log_end} beyond the read position {newest.position}: the job is not running",
+        f"while the log reaches {words.at(log_end)} beyond the read position {newest.position}: the job is not running",
         len(rows),
         job_silent=True,
     )
 
 
-def _held_by_alignment(rows) -> StallVerdict | None:
+def _held_by_alignment(rows, words) -> StallVerdict | None:
     newest = rows[-1]
     w, g = newest.partition_watermark_ms, newest.global_watermark_ms
     if w is None or g is None or w <= g or newest.lag == 0:
         return None
     return StallVerdict(
         StallStatus.OK,
-        f"waiting at offset {newest.position} with {newest.lag} offsets unread: its watermark is "
+        f"waiting at {words.at(newest.position)} with {words.unread(newest.lag)}: its watermark is "
         f"{format_duration_ms(w - g)} ahead of the global watermark, so aligned reading pauses it until the "
         "partition holding the global watermark catches up",
         len(rows),
     )
 
 
-def _frozen_while_log_grows(history, rules, window_rows) -> StallVerdict | None:
+def _frozen_while_log_grows(history, rules, window_rows, words) -> StallVerdict | None:
     newest = history[-1]
     first = len(history) - 1
     while first > 0 and history[first - 1].position == newest.position:
@@ -181,21 +205,21 @@ def _frozen_while_log_grows(history, rules, window_rows) -> StallVerdict | None:
         return None
     return StallVerdict(
         StallStatus.STOP,
-        f"read position stuck at offset {newest.position} for {format_duration_ms(frozen_ms)} "
+        f"read position stuck at {words.at(newest.position)} for {format_duration_ms(frozen_ms)} "
         f"(stall timeout {format_duration_ms(rules.stall_timeout_ms)}) while the log end grew from "
         f"{since.log_end} to {newest.log_end}",
         window_rows,
     )
 
 
-def _stalled(rows) -> StallVerdict | None:
+def _stalled(rows, words) -> StallVerdict | None:
     if len(rows) < 2 or any(r.position != rows[0].position for r in rows) or any(r.lag == 0 for r in rows):
         return None
     span_ms = rows[-1].read_time_ms - rows[0].read_time_ms
     return StallVerdict(
         StallStatus.STALL,
-        f"read position constant at offset {rows[0].position} across {len(rows)} rows "
-        f"({format_duration_ms(span_ms)}) with {rows[-1].lag} offsets unread",
+        f"read position constant at {words.at(rows[0].position)} across {len(rows)} rows "
+        f"({format_duration_ms(span_ms)}) with {words.unread(rows[-1].lag)}",
         len(rows),
     )
 

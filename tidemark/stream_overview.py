@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.stall_rules import LedgerObservation, StallRules, StallStatus, StallVerdict, partition_stall_status
 
 # The statuses that mean "look here", worst first.
@@ -105,6 +106,7 @@ def build_stream_overview(
     log_ends: Mapping[int, int] | None = None,
     oldest_unread_ms: Mapping[int, int | None] | None = None,
     max_chart_points: int = 300,
+    positions: PositionType = KAFKA_OFFSETS,
 ) -> StreamOverview:
     """The overview at ``now_ms``. ``points``: the live ledger rows of the charted window (at
     least the last ``rules.window`` per partition, and the last stall timeout for STOP).
@@ -125,6 +127,7 @@ def build_stream_overview(
             now_ms,
             None if log_ends is None else log_ends.get(partition),
             (oldest_unread_ms or {}).get(partition),
+            positions,
         )
         for partition in shown
     )
@@ -170,6 +173,7 @@ def _partition_overview(
     now_ms: int,
     log_end_now: int | None,
     oldest_unread_ms: int | None,
+    positions: PositionType = KAFKA_OFFSETS,
 ) -> PartitionOverview:
     if not rows:
         return PartitionOverview(
@@ -185,7 +189,9 @@ def _partition_overview(
             None,
         )
     newest = rows[-1]
-    verdict: StallVerdict = partition_stall_status([r.observation() for r in rows], rules, now_ms, log_end_now)
+    verdict: StallVerdict = partition_stall_status(
+        [r.observation() for r in rows], rules, now_ms, log_end_now, positions
+    )
     status = newest.reading_status if verdict.status is StallStatus.OK else verdict.status.value
     log_end = newest.log_end if log_end_now is None else log_end_now
     lag = max(log_end - newest.position, 0)

@@ -255,3 +255,23 @@ def test_a_partition_stuck_while_the_job_ran_stays_a_partition_stop_once_the_job
     assert verdict.status is StallStatus.STOP
     assert verdict.job_silent is False
     assert verdict.reason.startswith("read position stuck at offset 0")
+
+
+def test_a_frozen_shard_is_judged_by_order_and_named_in_sequence_numbers_without_a_count():
+    from dataclasses import replace
+
+    from tidemark.log_position import KINESIS_SEQUENCE_NUMBERS
+
+    # The same freeze on a Kinesis shard: sparse 56-digit positions, ends the driver read ahead.
+    base = 49590338271490256608559692538361571095921575989136588898
+    shard = [replace(r, position=base + r.position * 10**20, log_end=base + r.log_end * 10**20) for r in FROZEN]
+
+    stall = partition_stall_status(shard[:8], RULES, _at(35), positions=KINESIS_SEQUENCE_NUMBERS)
+    stop = partition_stall_status(shard, RULES, _at(40), positions=KINESIS_SEQUENCE_NUMBERS)
+
+    assert (stall.status, stop.status) == (StallStatus.STALL, StallStatus.STOP)
+    assert f"sequence number {base + 500 * 10**20}" in stall.reason and "records unread" in stall.reason
+    assert "offset" not in stall.reason + stop.reason
+    # "The lag grew" needs counts: a growing gap of sequence numbers is not one.
+    growing = partition_stall_status(shard[:6], RULES, _at(25), positions=KINESIS_SEQUENCE_NUMBERS)
+    assert growing.status == StallStatus.OK and growing.reason.endswith("records unread")
