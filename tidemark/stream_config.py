@@ -180,18 +180,7 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
                 f"{self.max_partitions} is below the topic's {self.partitions} partitions (source.partitions); "
                 f"suggested: {suggested_partition_limit(self.partitions)}",
             )
-        if self.read_tasks == 0:
-            raise ConfigRuleError(
-                "read_tasks",
-                "0 read tasks cannot read anything; suggested: leave it unset (the cluster's parallelism) or 1 and up",
-            )
-        if self.read_tasks is not None and self.read_tasks > self.max_partitions:
-            raise ConfigRuleError(
-                "read_tasks",
-                f"{self.read_tasks} read tasks cannot all be used with at most {self.max_partitions} partitions "
-                f"(a task reads one partition at least); suggested: leave it unset (the cluster's parallelism) "
-                f"or at most {self.max_partitions}",
-            )
+        _check_read_tasks(self.read_tasks, self.max_partitions, "partitions")
 
 
 class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
@@ -262,18 +251,23 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
                 f"{self.max_partitions} is below the stream's {self.shards} shards (source.shards); "
                 f"suggested: {suggested_partition_limit(self.shards)}",
             )
-        if self.read_tasks == 0:
-            raise ConfigRuleError(
-                "read_tasks",
-                "0 read tasks cannot read anything; suggested: leave it unset (the cluster's parallelism) or 1 and up",
-            )
-        if self.read_tasks is not None and self.read_tasks > self.max_partitions:
-            raise ConfigRuleError(
-                "read_tasks",
-                f"{self.read_tasks} read tasks cannot all be used with at most {self.max_partitions} shards "
-                f"(a task reads one shard at least); suggested: leave it unset (the cluster's parallelism) "
-                f"or at most {self.max_partitions}",
-            )
+        _check_read_tasks(self.read_tasks, self.max_partitions, "shards")
+
+
+def _check_read_tasks(read_tasks: int | None, max_partitions: int, unit: str) -> None:
+    """source.read_tasks must read something and can use at most one task per partition (shard)."""
+    if read_tasks == 0:
+        raise ConfigRuleError(
+            "read_tasks",
+            "0 read tasks cannot read anything; suggested: leave it unset (the cluster's parallelism) or 1 and up",
+        )
+    if read_tasks is not None and read_tasks > max_partitions:
+        raise ConfigRuleError(
+            "read_tasks",
+            f"{read_tasks} read tasks cannot all be used with at most {max_partitions} {unit} "
+            f"(a task reads one {unit[:-1]} at least); suggested: leave it unset (the cluster's parallelism) "
+            f"or at most {max_partitions}",
+        )
 
 
 # The kinds of log a stream may be read from; ``source.kind`` in the file says which.

@@ -35,20 +35,17 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
 
 from spark_jobs.kafka_source.options import SOURCE_NAME, KafkaSourceOptions
-from spark_jobs.kafka_source.rows import PartitionRange, range_batch, record_batch, summary_batch
-from tidemark.batch_planner import BatchPlanner
-from tidemark.chaos_freeze import freeze_partitions
+from spark_jobs.kafka_source.rows import arrow_schema, range_batch, record_batch
+from spark_jobs.log_source import PartitionRange, PlannedReading, summary_batch
 from tidemark.event_time_text import format_event_time
 from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus
-from tidemark.pinned_watermark import pin_global_watermark
 from tidemark.planned_range import RAW_RECORD_SCHEMA, PlannedRange
 from tidemark.source_state import PartitionState, SourceState
 
@@ -84,20 +81,14 @@ class KafkaLogSource(DataSource):
         return self._decoded_spec
 
 
-class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class KafkaLogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans and reads offset ranges. Lives in the driver for the query's life (planning), and is
     pickled to the tasks for ``read`` (which touches no driver state)."""
 
     def __init__(self, options: KafkaSourceOptions, clock=time.time):
         self._options = options
-        self._planner = BatchPlanner(
-            options.max_out_of_orderness_ms,
-            options.max_drift_ms,
-            options.idle_timeout_ms,
-            options.max_future_skew_ms,
-            options.alignment,
-            clock,
-            open_transaction_timeout_ms=options.open_transaction_timeout_ms,
+        self._planner = self._new_planner(
+            options, clock, open_transaction_timeout_ms=options.open_transaction_timeout_ms
         )
         self._clock = clock
         self._log = None
@@ -153,11 +144,6 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise ValueError(f"topic {self._options.topic!r} has no partition {missing[0]}")
         return sorted(self._options.offset_bounds)
 
-    def getDefaultReadLimit(self) -> ReadLimit:
-        if self._options.max_records_per_batch is None:
-            return ReadAllAvailable()
-        return ReadMaxRows(self._options.max_records_per_batch)
-
     def prepareForTriggerAvailableNow(self) -> None:
         log = self._kafka()
         self._available_now_target = {p: b.end for p, b in log.partition_bounds(self._partition_ids(log)).items()}
@@ -198,10 +184,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         feedback = self._feedback(previous.plan_seq)
         max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         planned = self._planner.plan_batch(previous, log_ends, feedback, log, max_records, unstable_ends)
-        if planned is not previous and self._options.pinned_global_watermark_ms is not None:
-            planned = pin_global_watermark(previous, planned, log_ends, self._options.pinned_global_watermark_ms)
-        if planned is not previous and self._options.frozen_partitions:
-            planned = freeze_partitions(previous, planned, self._options.frozen_partitions)
+        planned = self._switched(previous, planned, log_ends)
         if planned is previous:
             return start
         self._log_open_transactions(previous, planned)
@@ -270,13 +253,6 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     }
                 )
 
-    def _feedback(self, plan_seq: int) -> dict:
-        if self._options.feedback_dir is None or plan_seq < 0:
-            return {}
-        from spark_jobs.persist.event_time_feedback import read_feedback
-
-        return read_feedback(self._options.feedback_dir, plan_seq) or {}
-
     def _log_ends(self, bounds: dict) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
         """The readable end of every partition of ``bounds`` ({partition: LogBounds}), capped at
         the available_now target, and the partitions where an open transaction holds the readable
@@ -329,9 +305,6 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._log.close()
             self._log = None
 
-    def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
-
     # -- reading (tasks) -----------------------------------------------------------------------
     def read(self, task: ReadTask) -> Iterator:
         """Every range row of the task, then the records of all its ranges (one reader for all),
@@ -351,7 +324,7 @@ class KafkaLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # After the records: what they held per (partition, aligned step) (tidemark.step_counts).
         counts = decoder.step_counts() if decoder is not None else []
         if counts:
-            yield decoder.decode(summary_batch(pa, counts))
+            yield decoder.decode(summary_batch(pa, counts, arrow_schema(pa)))
 
     def __getstate__(self):
         # The driver's Kafka client stays in the driver.

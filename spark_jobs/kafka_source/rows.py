@@ -7,24 +7,8 @@ tidemark.planned_range.RAW_RECORD_SCHEMA); a column a kind does not use is null.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from spark_jobs.log_source import PartitionRange
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
-from tidemark.step_counts import SUMMARY_ROW
-
-
-@dataclass(frozen=True)
-class PartitionRange:
-    """Offsets [start, end) of one Kafka partition in a batch (start == end: nothing to read)."""
-
-    partition: int
-    start: int
-    end: int
-    log_end: int
-    read_time_ms: int
-    # The planned range as text (tidemark.planned_range.PlannedRange): carried in the range row
-    # so the persist job routes and seals with exactly the planned state.
-    planned_range: str
 
 
 def arrow_schema(pa):
@@ -46,22 +30,6 @@ def arrow_schema(pa):
             ("step_id", pa.int64()),
             ("global_watermark_ms", pa.int64()),
         ]
-    )
-
-
-def summary_batch(pa, counts: list):
-    """One summary row per tidemark.step_counts.StepCounts: its text in ``step_counts``."""
-    return pa.RecordBatch.from_pylist(
-        [
-            {
-                "row_kind": SUMMARY_ROW,
-                "source_partition": step.partition,
-                "step_id": step.seq,
-                "step_counts": step.to_text(),
-            }
-            for step in counts
-        ],
-        schema=arrow_schema(pa),
     )
 
 

@@ -37,21 +37,17 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
 
-from spark_jobs.kafka_source.rows import PartitionRange
 from spark_jobs.kinesis_source.options import SOURCE_NAME, KinesisSourceOptions
-from spark_jobs.kinesis_source.rows import range_batch, record_batch, summary_batch
-from tidemark.batch_planner import BatchPlanner
-from tidemark.chaos_freeze import freeze_partitions
+from spark_jobs.kinesis_source.rows import arrow_schema, range_batch, record_batch
+from spark_jobs.log_source import PartitionRange, PlannedReading, summary_batch
 from tidemark.log_position import KINESIS_SEQUENCE_NUMBERS
 from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus
-from tidemark.pinned_watermark import pin_global_watermark
 from tidemark.planned_range import PlannedRange, raw_record_schema
 from tidemark.source_state import PartitionState, SourceState
 
@@ -131,20 +127,13 @@ def kinesis_client_for(options: KinesisSourceOptions, max_workers: int = 16):
     return InjectedThrottling(client, options.injected_throttling) if options.injected_throttling else client
 
 
-class KinesisLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class KinesisLogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans and reads sequence ranges. Lives in the driver for the query's life (planning), and
     is pickled to the tasks for ``read`` (which touches no driver state)."""
 
     def __init__(self, options: KinesisSourceOptions, clock=time.time):
         self._options = options
-        self._planner = BatchPlanner(
-            options.max_out_of_orderness_ms,
-            options.max_drift_ms,
-            options.idle_timeout_ms,
-            options.max_future_skew_ms,
-            options.alignment,
-            clock,
-        )
+        self._planner = self._new_planner(options, clock)
         self._clock = clock
         self._log = None
         # Set by prepareForTriggerAvailableNow: records that arrived after the run started are
@@ -200,11 +189,6 @@ class KinesisLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             initial = dataclasses.replace(initial, global_watermark_ms=self._options.pinned_global_watermark_ms)
         return initial.to_offset(self._options.stream)
 
-    def getDefaultReadLimit(self) -> ReadLimit:
-        if self._options.max_records_per_batch is None:
-            return ReadAllAvailable()
-        return ReadMaxRows(self._options.max_records_per_batch)
-
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now_cutoff_ms = self._now_ms()
 
@@ -246,10 +230,7 @@ class KinesisLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log_ends, held, finished = self._log_ends(log, positions)
         feedback = self._feedback(previous.plan_seq)
         planned = self._planner.plan_batch(previous, log_ends, feedback, log, max_records, None, held, finished)
-        if planned is not previous and self._options.pinned_global_watermark_ms is not None:
-            planned = pin_global_watermark(previous, planned, log_ends, self._options.pinned_global_watermark_ms)
-        if planned is not previous and self._options.frozen_partitions:
-            planned = freeze_partitions(previous, planned, self._options.frozen_partitions)
+        planned = self._switched(previous, planned, log_ends)
         if planned is previous:
             return start
         return planned.to_offset(self._options.stream)
@@ -311,13 +292,6 @@ class KinesisLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         _logger.error(log_line)
         raise RetentionLossError(message, tuple(lost))
 
-    def _feedback(self, plan_seq: int) -> dict:
-        if self._options.feedback_dir is None or plan_seq < 0:
-            return {}
-        from spark_jobs.persist.event_time_feedback import read_feedback
-
-        return read_feedback(self._options.feedback_dir, plan_seq) or {}
-
     def reportLatestOffset(self) -> dict | None:
         """What the driver holds of every shard, for Spark's progress report."""
         if self._log is None:
@@ -373,9 +347,6 @@ class KinesisLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._log.close()
             self._log = None
 
-    def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
-
     # -- reading (tasks) -----------------------------------------------------------------------
     def read(self, task: ReadTask) -> Iterator:
         """Every range row of the task, then the records of all its ranges, then, when decoding,
@@ -413,7 +384,7 @@ class KinesisLogReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 yield decode(record_batch(pa, partition, planned, held))
         counts = decoder.step_counts() if decoder is not None else []
         if counts:
-            yield decoder.decode(summary_batch(pa, counts))
+            yield decoder.decode(summary_batch(pa, counts, arrow_schema(pa)))
 
     def __getstate__(self):
         # The driver's Kinesis client and buffers stay in the driver.

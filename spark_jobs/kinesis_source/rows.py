@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import bisect
 
-from spark_jobs.kafka_source.rows import PartitionRange
+from spark_jobs.log_source import PartitionRange
 from tidemark.log_position import position_key
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
-from tidemark.step_counts import SUMMARY_ROW
 
 
 def arrow_schema(pa):
@@ -80,22 +79,6 @@ def record_batch(pa, partition: PartitionRange, planned: PlannedRange, records):
             pa.nulls(count, pa.string()),
             pa.array([steps[i].seq for i in which], pa.int64()),
             pa.array([steps[i].global_watermark_ms for i in which], pa.int64()),
-        ],
-        schema=arrow_schema(pa),
-    )
-
-
-def summary_batch(pa, counts: list):
-    """One summary row per tidemark.step_counts.StepCounts: its text in ``step_counts``."""
-    return pa.RecordBatch.from_pylist(
-        [
-            {
-                "row_kind": SUMMARY_ROW,
-                "source_partition": step.partition,
-                "step_id": step.seq,
-                "step_counts": step.to_text(),
-            }
-            for step in counts
         ],
         schema=arrow_schema(pa),
     )

@@ -134,40 +134,14 @@ def source_options(
         routing.ranges() if routing else (),
         source_kind=stream.source.kind,
     )
-    if stream.source.kind == "kinesis":
-        from spark_jobs.kinesis_source.options import KinesisSourceOptions
-
-        return KinesisSourceOptions(
-            stream=stream.source.stream,
-            region=stream.source.region,
-            endpoint=stream.source.endpoint,
-            max_records_per_batch=run.max_records_per_batch,
-            alignment=run.align and stream.source.log_timestamp_is_event_time,
-            max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
-            max_drift_ms=tolerances.max_drift_ms,
-            idle_timeout_ms=tolerances.idle_timeout_ms,
-            max_future_skew_ms=tolerances.max_future_skew_ms,
-            feedback_dir=feedback_dir,
-            offset_bounds=run.offset_bounds,
-            pinned_global_watermark_ms=run.pinned_global_watermark_ms,
-            resume_from=resume_from,
-            frozen_partitions=run.frozen_partitions,
-            decode=decode,
-            read_tasks=stream.source.read_tasks or read_tasks,
-            max_partitions=stream.source.max_partitions,
-            injected_throttling=run.injected_throttling,
-        )
-    return KafkaSourceOptions(
-        bootstrap_servers=stream.source.bootstrap_servers,
-        topic=stream.source.topic,
-        starting_offsets=stream.source.starting_offsets,
+    # What every log's source is told the same way: the run, the event-time rules, the decoder.
+    common = dict(
         max_records_per_batch=run.max_records_per_batch,
         alignment=run.align and stream.source.log_timestamp_is_event_time,
         max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
         max_drift_ms=tolerances.max_drift_ms,
         idle_timeout_ms=tolerances.idle_timeout_ms,
         max_future_skew_ms=tolerances.max_future_skew_ms,
-        open_transaction_timeout_ms=stream.source.open_transaction_timeout_ms,
         feedback_dir=feedback_dir,
         offset_bounds=run.offset_bounds,
         pinned_global_watermark_ms=run.pinned_global_watermark_ms,
@@ -176,6 +150,23 @@ def source_options(
         decode=decode,
         read_tasks=stream.source.read_tasks or read_tasks,
         max_partitions=stream.source.max_partitions,
+    )
+    if stream.source.kind == "kinesis":
+        from spark_jobs.kinesis_source.options import KinesisSourceOptions
+
+        return KinesisSourceOptions(
+            stream=stream.source.stream,
+            region=stream.source.region,
+            endpoint=stream.source.endpoint,
+            injected_throttling=run.injected_throttling,
+            **common,
+        )
+    return KafkaSourceOptions(
+        bootstrap_servers=stream.source.bootstrap_servers,
+        topic=stream.source.topic,
+        starting_offsets=stream.source.starting_offsets,
+        open_transaction_timeout_ms=stream.source.open_transaction_timeout_ms,
+        **common,
     )
 
 
