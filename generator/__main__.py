@@ -140,8 +140,10 @@ def _check_destination_flags(args: argparse.Namespace, stream: StreamConfig, par
 def _kinesis_sink(args: argparse.Namespace, stream: StreamConfig, shards_needed: int) -> tuple[KinesisSink, dict, str]:
     """The sink of a Kinesis stream, what the summary says of it, and how the start line names it.
 
-    Credentials: the Airflow AWS connection source.aws_conn_id names (read through Airflow, as the
-    DAGs' tasks read it), else boto3's default chain; never shown."""
+    Credentials: the TIDEMARK_KINESIS_* keys of this process's environment (the embedded stack
+    sets the loopback's; under Airflow the operator writes them from source.aws_conn_id), else
+    boto3's default chain; never shown. The generator is a tool beside the platform: it reads no
+    Airflow connection itself."""
     source = stream.source
     if args.kinesis_stream or args.kinesis_endpoint:
         overrides = {
@@ -150,20 +152,9 @@ def _kinesis_sink(args: argparse.Namespace, stream: StreamConfig, shards_needed:
         }
         source = msgspec.structs.replace(source, **overrides)
     try:
-        if source.aws_conn_id:
-            from tidemark_airflow.aws_connection import apply_kinesis_connection
-
-            apply_kinesis_connection(source.aws_conn_id)
         access = KinesisAccess.from_source(source)
     except KinesisAccessError as error:
         raise KinesisSinkError(f"the credentials for Kinesis stream {source.stream!r}: {error}") from None
-    except Exception as error:  # Airflow's own error for a connection it does not know names it
-        if not source.aws_conn_id or "conn" not in str(error).lower():
-            raise
-        raise KinesisSinkError(
-            f"the AWS connection {source.aws_conn_id!r} (source.aws_conn_id) of Kinesis stream {source.stream!r} "
-            f"could not be read: {type(error).__name__}: {error}"
-        ) from None
     sink = KinesisSink(access, shards_needed)
     where = access.endpoint or f"region {access.region}"
     destination = {"kinesis_stream": access.stream, "region": access.region, "endpoint": access.endpoint}
