@@ -28,7 +28,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -1004,4 +1004,87 @@ def first_records_at(
         return {}
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
         answers = list(pool.map(first, shard_ids))
+    return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}
+
+
+# How far back ``shard_tips`` looks for a shard's newest record, widening until it finds one (ms):
+# a busy shard answers within the first minute, a quiet one within the retention.
+TIP_LOOKBACKS_MS = (60_000, 15 * 60_000, 2 * 3_600_000, 24 * 3_600_000, 7 * 24 * 3_600_000)
+
+
+def shard_tips(
+    stream: str,
+    region: str,
+    endpoint: str | None,
+    shard_ids: Iterable[str],
+    *,
+    client=None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    max_calls_per_second: float = 5.0,
+    max_workers: int = 16,
+    lookbacks_ms: Sequence[int] = TIP_LOOKBACKS_MS,
+) -> dict[int, int | None]:
+    """Per shard (by partition), the exclusive end of its records now: its newest record's
+    sequence number + 1 (None: no record retained within the longest look back).
+
+    Kinesis names no shard's newest sequence number. The newest records are found from their
+    arrival: AT_TIMESTAMP a minute ago, read to the tip (a page at MillisBehindLatest 0 that is
+    not full, or an empty one); none, then further back (``lookbacks_ms``). The cost is reading
+    what arrived in the first window that holds a record: for a recovery request of a stalled
+    shard, which must name everything unread up to now, not only what a probe read. Shards are
+    asked concurrently; the rate, throttling and errors as ``first_records_at``."""
+    import datetime
+
+    api = _Api(
+        client if client is not None else kinesis_client(region, endpoint, max_workers),
+        stream,
+        _where(region, endpoint),
+        clock,
+        sleep,
+        max_calls_per_second,
+    )
+
+    def newest_since(shard_id: str, since_ms: int) -> int | None:
+        at = datetime.datetime.fromtimestamp(since_ms / 1000, tz=datetime.UTC)
+        ask = {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": at}
+        current = api.call("get_shard_iterator", shard_id, None, StreamName=stream, ShardId=shard_id, **ask)[
+            "ShardIterator"
+        ]
+        newest = None
+        while True:
+            page = api.call("get_records", shard_id, None, ShardIterator=current, Limit=10_000)
+            if page is _EXPIRED:
+                current = api.call(
+                    "get_shard_iterator",
+                    shard_id,
+                    None,
+                    StreamName=stream,
+                    ShardId=shard_id,
+                    ShardIteratorType="AFTER_SEQUENCE_NUMBER" if newest is not None else "AT_TIMESTAMP",
+                    **({"StartingSequenceNumber": str(newest)} if newest is not None else {"Timestamp": at}),
+                )["ShardIterator"]
+                continue
+            records = page.get("Records", [])
+            if records:
+                newest = _record(records[-1]).sequence
+            following = page.get("NextShardIterator")
+            at_tip = page.get("MillisBehindLatest") == 0 and len(records) < 10_000
+            if following is None or at_tip:
+                return newest
+            current = following
+
+    def tip(shard_id: str) -> int | None:
+        now_ms = int(clock() * 1000)
+        for lookback in lookbacks_ms:
+            newest = newest_since(shard_id, now_ms - lookback)
+            if newest is not None:
+                return newest + 1
+        return None
+
+    shard_ids = list(shard_ids)
+    if not shard_ids:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
+        answers = list(pool.map(tip, shard_ids))
     return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}

@@ -5,11 +5,12 @@
 
 - Kafka: connectors.kafka_log.LogBounds from ListOffsets (earliest retained offset, last stable
   offset), unchanged; ``positions`` are not needed.
-- Kinesis: ShardLogBounds, one per listed shard and per position given. Kinesis has no API for a
-  shard's newest sequence number, so ``end`` is not the shard's tip: one GetRecords of at most
-  ``probe_records`` records at the lake's position says whether unread records exist
-  (``end`` > position, ``unread``) and how far behind the shard's tip the position is
-  (``millis_behind_latest``, ms). ``earliest`` is the first retained sequence number when a
+- Kinesis: ShardLogBounds, one per listed shard and per position given. One GetRecords of at most
+  ``PROBE_RECORDS`` records at the lake's position says whether unread records exist and how far
+  behind the shard's tip the position is (``millis_behind_latest``, ms). Kinesis has no API for
+  a shard's newest sequence number either: for a shard with unread records, ``end`` is its tip
+  found from the newest arrivals (connectors.kinesis_log.shard_tips), so a recovery of
+  [position, end) replays everything unread at the check, as Kafka's log end does. ``earliest`` is the first retained sequence number when a
   retention check found records expired unread at the position (``lost``), else the shard's
   starting sequence number. Nothing here subtracts sequence numbers.
 
@@ -35,8 +36,8 @@ PROBE_RECORDS = 10
 class ShardLogBounds:
     """A Kinesis shard as the checks see it at the lake's ``position`` (sequence numbers as ints).
 
-    ``end``: exclusive end of what the probe read (``position`` when it read nothing): more than
-    ``position`` exactly when unread records exist. ``caught_up``: the probe's last page was empty
+    ``end``: exclusive end of the shard's records now when unread records exist (its tip), else
+    ``position``: more than ``position`` exactly when unread records exist. ``caught_up``: the probe's last page was empty
     with MillisBehindLatest 0. ``millis_behind_latest``: how far (ms) the position is behind the
     shard's tip, as Kinesis reported it (None: not asked, e.g. a finished shard).
     ``finished``: closed and read to its end (the ledger's FINISHED, or the probe found its end).
@@ -98,7 +99,7 @@ def read_log_bounds(
 
 
 def _kinesis_bounds(stream, positions: Mapping[int, int], finished: set[int], check_retention, client, clock, sleep):
-    from connectors.kinesis_log import KinesisLog, KinesisStreamNotFoundError, kinesis_client
+    from connectors.kinesis_log import KinesisLog, KinesisStreamNotFoundError, kinesis_client, shard_tips
 
     source = stream.source
     own_client = client is None
@@ -117,6 +118,10 @@ def _kinesis_bounds(stream, positions: Mapping[int, int], finished: set[int], ch
         log.fill(probed, None, PROBE_RECORDS)
         read = log.bounds()
         first_unread = log.next_records(probed)
+        unread = [shards[p].shard_id for p, position in probed.items() if p in read and read[p].end > position]
+        tips = shard_tips(
+            source.stream, source.region, source.endpoint, unread, client=client, clock=clock, sleep=sleep
+        )
         lost = {}
         if check_retention:
             checked = {p: position for p, position in at.items() if p in positions and p not in finished}
@@ -162,7 +167,7 @@ def _kinesis_bounds(stream, positions: Mapping[int, int], finished: set[int], ch
             shard.shard_id,
             positions.get(partition),
             earliest,
-            max(bounds.end, position),
+            max(bounds.end, position, tips.get(partition) or position),
             bounds.caught_up,
             bounds.millis_behind_latest,
             finished=bounds.finished,

@@ -172,7 +172,7 @@ class FakeKinesis:
             }
         }
 
-    def get_shard_iterator(self, StreamName, ShardId, ShardIteratorType, StartingSequenceNumber=None):
+    def get_shard_iterator(self, StreamName, ShardId, ShardIteratorType, StartingSequenceNumber=None, Timestamp=None):
         self._enter("GetShardIterator", ShardId, ShardIteratorType, StartingSequenceNumber)
         if StreamName != self.stream:
             raise _error("ResourceNotFoundException", "GetShardIterator", f"Stream {StreamName} not found.")
@@ -185,6 +185,10 @@ class FakeKinesis:
             first = int(StartingSequenceNumber)
         elif ShardIteratorType == "AFTER_SEQUENCE_NUMBER":
             first = int(StartingSequenceNumber) + 1
+        elif ShardIteratorType == "AT_TIMESTAMP":
+            # The first retained record that arrived at or after the time, past the last when none did.
+            at_ms = round(Timestamp.timestamp() * 1000)
+            first = next((seq for seq, arrival, _, _ in shard.retained() if arrival >= at_ms), shard.next_sequence)
         else:
             raise _error("InvalidArgumentException", "GetShardIterator", ShardIteratorType)
         if StartingSequenceNumber is not None and int(StartingSequenceNumber) < shard.starting:

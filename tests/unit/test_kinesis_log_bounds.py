@@ -98,3 +98,16 @@ def test_a_stream_that_does_not_exist_is_a_value_error_naming_it(stream, kinesis
     kinesis.fail["ListShards"] = "ResourceNotFoundException"
     with pytest.raises(ValueError, match="rides"):
         _bounds(stream, kinesis, clock, {})
+
+
+def test_a_stalled_shards_end_is_its_tip_not_what_the_probe_read(stream, kinesis, clock):
+    # 150 records unread, the newest three hours old: the probe reads 10, the tip is found by
+    # looking back from now over widening arrival windows, so a recovery of [position, end) is
+    # everything unread at the check (Lyft's stalled shard), not the probe's ten.
+    kinesis.add_shard(0)
+    put = kinesis.put(0, *[T0 - 3 * HOUR_MS - 150_000 + i * 1_000 for i in range(150)])
+    bounds = _bounds(stream, kinesis, clock, {0: put[0]})
+
+    assert bounds[0].unread and bounds[0].end == put[-1] + 1
+    windows = [call[2] for call in kinesis.calls if call[0] == "GetShardIterator"]
+    assert windows.count("AT_TIMESTAMP") == 4  # 1 min, 15 min, 2 h: nothing; 24 h: the newest
