@@ -86,21 +86,56 @@ def put_telemetry(client, stream: str, records: Sequence[tuple[str, int]]) -> li
     """Put (device id, event time in ms) telemetry records, in order, partition key = device id,
     at most 500 per PutRecords call; a record the call reports failed is sent again (with backoff)
     until it is accepted. Returns every record as Kinesis accepted it."""
+    return _put_entries(client, stream, [(device, at_ms, None) for device, at_ms in records])
+
+
+def shard_hash_keys(client, stream: str) -> dict[int, str]:
+    """Each open shard's partition number → its StartingHashKey: an ExplicitHashKey that lands a
+    record in that shard whatever its partition key."""
+    shards, token = [], None
+    while True:
+        page = client.list_shards(NextToken=token) if token else client.list_shards(StreamName=stream)
+        shards += page["Shards"]
+        token = page.get("NextToken")
+        if not token:
+            break
+    return {
+        int(shard["ShardId"].removeprefix("shardId-")): shard["HashKeyRange"]["StartingHashKey"]
+        for shard in shards
+        if "EndingSequenceNumber" not in shard["SequenceNumberRange"]
+    }
+
+
+def put_telemetry_on_shards(client, stream: str, records: Sequence[tuple[int, str, int]]) -> list[PutRecord]:
+    """Put (shard's partition number, device id, event time in ms) telemetry records, in order,
+    each pinned to its shard by ExplicitHashKey = the shard's StartingHashKey (the partition key,
+    the device id, then decides nothing); retried as ``put_telemetry`` retries. Fails the test
+    when a record lands in another shard than asked. Returns every record as Kinesis accepted it."""
+    hash_keys = shard_hash_keys(client, stream)
+    unknown = sorted({partition for partition, _, _ in records} - set(hash_keys))
+    assert not unknown, f"{stream!r} has no open shard {unknown}; it has {sorted(hash_keys)}"
+    put = _put_entries(client, stream, [(device, at_ms, hash_keys[partition]) for partition, device, at_ms in records])
+    landed = Counter(r.partition for r in put)
+    asked = Counter(partition for partition, _, _ in records)
+    assert landed == asked, f"records landed in shards {dict(landed)}, asked for {dict(asked)}"
+    return put
+
+
+def _put_entries(client, stream: str, entries: Sequence[tuple[str, int, str | None]]) -> list[PutRecord]:
+    """(device id, event time in ms, ExplicitHashKey or None) entries put in order, 500 a call,
+    the refused ones sent again with backoff until Kinesis accepts them."""
     put: list[PutRecord] = []
-    for first in range(0, len(records), _PUT_BATCH):
-        pending = list(records[first : first + _PUT_BATCH])
+    for first in range(0, len(entries), _PUT_BATCH):
+        pending = list(entries[first : first + _PUT_BATCH])
         for attempt in range(_PUT_ATTEMPTS):
-            answer = client.put_records(
-                StreamName=stream,
-                Records=[{"Data": telemetry_value(device, at_ms), "PartitionKey": device} for device, at_ms in pending],
-            )
+            answer = client.put_records(StreamName=stream, Records=[_entry(*entry) for entry in pending])
             failed = []
-            for (device, at_ms), result in zip(pending, answer["Records"]):
+            for entry, result in zip(pending, answer["Records"]):
                 if "ErrorCode" in result:
-                    failed.append((device, at_ms))
+                    failed.append(entry)
                 else:
                     partition = int(result["ShardId"].removeprefix("shardId-"))
-                    put.append(PutRecord(partition, int(result["SequenceNumber"]), device, at_ms))
+                    put.append(PutRecord(partition, int(result["SequenceNumber"]), entry[0], entry[1]))
             if not failed:
                 break
             pending = failed
@@ -108,6 +143,13 @@ def put_telemetry(client, stream: str, records: Sequence[tuple[str, int]]) -> li
         else:
             raise AssertionError(f"{len(pending)} records were still refused by {stream!r} after {_PUT_ATTEMPTS} tries")
     return put
+
+
+def _entry(device: str, at_ms: int, hash_key: str | None) -> dict:
+    entry = {"Data": telemetry_value(device, at_ms), "PartitionKey": device}
+    if hash_key is not None:
+        entry["ExplicitHashKey"] = hash_key
+    return entry
 
 
 @dataclass(frozen=True)
