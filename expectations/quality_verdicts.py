@@ -10,9 +10,10 @@ recover DAG to restart the live job (``restart_live``) whenever a STOP or STALL 
 live job as the cause, whatever else the partition has.
 
 A Kinesis shard's lag is MillisBehindLatest (ms) from the probe at its position, never a
-difference of sequence numbers; its log end is the end of what that probe read, so the unread
-range a STOP or STALL asks to replay is the records the run saw unread, and ``restart_live``
-(the live job reads on from its position) does the rest.
+difference of sequence numbers; its log end, for a shard with unread records, is its tip at the
+check (connectors.log_bounds), so the range a STOP or STALL asks to replay is everything unread
+then, as Kafka's log end gives; ``restart_live`` (the live job reads on from its position) takes
+what arrives after.
 """
 
 from __future__ import annotations
