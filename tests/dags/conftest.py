@@ -38,3 +38,12 @@ def airflow_environment(tmp_path_factory) -> dict[str, str]:
     )
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     return environment
+
+
+@pytest.fixture
+def receivers():
+    """A loopback SMTP server and HTTP receiver the stream's alerts: points at (harness.alarm_receivers)."""
+    from harness.alarm_receivers import alarm_receivers
+
+    with alarm_receivers() as running:
+        yield running

@@ -26,6 +26,7 @@ import yaml
 from test_quality_and_recovery_dags import _latest_summary, _quality_run
 
 from harness.airflow_process import dag_runs, dags_test
+from harness.alarm_receivers import HOOK_LOGIN, HOOK_PASSWORD, SMTP_LOGIN, SMTP_PASSWORD, alerts_section
 from harness.kinesis_stream import (
     put_telemetry_on_shards,
     python_workers_environment,
@@ -75,7 +76,7 @@ def _hour(ms: int) -> str:
 
 
 def test_a_frozen_shard_of_eight_is_reported_recovered_and_then_ok(
-    airflow_environment, loopback_kinesis, spark, tmp_path
+    airflow_environment, loopback_kinesis, spark, tmp_path, receivers
 ):
     stream_name = "dag_kinesis_lyft"
     loopback_kinesis.create_stream(stream_name, SHARDS)
@@ -89,6 +90,7 @@ def test_a_frozen_shard_of_eight_is_reported_recovered_and_then_ok(
     # being read must be told by its rows (STALL), not by the job's silence (STOP of a silent job,
     # which asks for no replay).
     document["streams"]["telemetry"]["quality"] = {"stall_timeout": "30m", "stall_window": 6}
+    document["streams"]["telemetry"]["alerts"] = alerts_section()
     conf.write_text(yaml.safe_dump(document))
     lateness_ms = 10 * MINUTE_MS
     assert document["streams"]["telemetry"]["event_time"]["allowed_lateness"] == "10m"
@@ -100,16 +102,24 @@ def test_a_frozen_shard_of_eight_is_reported_recovered_and_then_ok(
         **loopback_kinesis.environment,
         "TIDEMARK_CONF": str(conf),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        **receivers.connections(),
     }
     freeze = {"TIDEMARK_CHAOS_FREEZE": f"telemetry:{FROZEN}"}
 
     # Shard 5 stops being read: two persist runs read nothing from it while records keep arriving.
-    # The first goes through Airflow (the switch and the keys reach the job through the operator's
-    # spark-submit); the second, the same job, runs in this process.
+    # Both are the job the persist DAG submits, run in this process (the Kafka loop,
+    # test_quality_and_recovery_dags, shows the chaos switch reaching it through the operator); the
+    # quality and recover DAGs below take the loopback's keys through the operator's spark-submit.
     stopped_at = time.monotonic()
-    first = dags_test({**environment, **freeze}, "tidemark_persist__telemetry")
-    assert first.returncode == 0, first.output[-8000:]
-    assert "chaos_freeze" in first.output
+    with python_workers_environment(spark, loopback_kinesis.environment):
+        run_persist(
+            conf,
+            "--mode",
+            "available_now",
+            log=tmp_path / "first_frozen_run.log",
+            environment={**loopback_kinesis.environment, **freeze},
+        )
+    assert "chaos_freeze" in (tmp_path / "first_frozen_run.log").read_text()
     put += put_telemetry_on_shards(client, stream_name, _records(now_ms - HOUR_MS + 1_000, 30))
     with python_workers_environment(spark, loopback_kinesis.environment):
         run_persist(
@@ -180,6 +190,14 @@ def test_a_frozen_shard_of_eight_is_reported_recovered_and_then_ok(
         if run_id not in recover_runs_before
     }
     assert list(triggered.values()) == [request], "the quality run triggered one recovery, with the request it reported"
+
+    # A person is told, once for the run, by e-mail and by webhook: the stream, shard 5, STALL; no
+    # credential of either connection in either message.
+    (mail,), (post,) = receivers.mails, receivers.posts
+    assert f"Subject: [tidemark] telemetry: partition {FROZEN} STALL" in mail.text
+    assert [(p["partition"], p["status"]) for p in post.body["partitions"]] == [(FROZEN, "STALL")]
+    for secret in (SMTP_LOGIN, SMTP_PASSWORD, HOOK_LOGIN, HOOK_PASSWORD):
+        assert secret not in mail.text and secret not in post.text
 
     # Recovery (as triggered): replays shard 5's range, restarts the live job (STALL: the live job
     # was the cause).

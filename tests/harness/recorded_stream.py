@@ -84,8 +84,13 @@ def write_recorded_stream(spark, broker, folder: Path, now_ms: int) -> RecordedS
 def _write_conf(folder: Path, bootstrap: str, topic: str) -> Path:
     """streams.yaml with the telemetry stream's settings under two names: the recorded one,
     and one the persist job never wrote (its page must say so)."""
+    import re
+
     telemetry = (REPO / "conf" / "streams.yaml").read_text()
     body = telemetry[telemetry.index("  telemetry:") :]
+    # Up to the next stream of the shipped file (a line "  <name>:" at the streams' indent).
+    following = re.search(r"^  [a-z_]+:\s*$", body[len("  telemetry:") :], re.MULTILINE)
+    body = body[: len("  telemetry:") + following.start()] if following else body
     recorded = body.replace("  telemetry:", f"  {STREAM}:", 1).replace("topic: telemetry", f"topic: {topic}", 1)
     unwritten = body.replace("  telemetry:", f"  {UNWRITTEN}:", 1).replace(
         "topic: telemetry", f"topic: {topic}_unwritten", 1
