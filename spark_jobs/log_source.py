@@ -34,6 +34,28 @@ class PartitionRange:
     planned_range: str
 
 
+def raw_arrow_schema(pa, position):
+    """tidemark.planned_range.raw_record_schema as Arrow, its three position columns of Arrow type
+    ``position`` (Kafka: int64 offsets; Kinesis: string sequence keys)."""
+    return pa.schema(
+        [
+            ("row_kind", pa.string()),
+            ("source_partition", pa.int32()),
+            ("source_offset", position),
+            ("log_timestamp_ms", pa.int64()),
+            ("record_key", pa.binary()),
+            ("value", pa.binary()),
+            ("range_end", position),
+            ("log_end_offset", position),
+            ("read_time_ms", pa.int64()),
+            ("planned_range", pa.string()),
+            ("step_counts", pa.string()),
+            ("step_id", pa.int64()),
+            ("global_watermark_ms", pa.int64()),
+        ]
+    )
+
+
 def summary_batch(pa, counts: list, schema):
     """One summary row per tidemark.step_counts.StepCounts (its text in ``step_counts``), in the
     source's Arrow ``schema``."""

@@ -9,11 +9,16 @@ types and constraints checked, when the query builds its reader.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import msgspec
 
 SPEC_OPTION = "spec"
+
+# Field types the sources' options share: counts, and durations in ms.
+Count = Annotated[int, msgspec.Meta(ge=1)]
+Milliseconds = Annotated[int, msgspec.Meta(ge=0)]
+PositiveMilliseconds = Annotated[int, msgspec.Meta(ge=1)]
 
 Spec = TypeVar("Spec", bound=msgspec.Struct)
 

@@ -5,19 +5,15 @@ reader, then carried to the tasks with the pickled reader."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Literal
 
 import msgspec
 
 from spark_jobs.persist.decode_stage import DecodeSpec
-from spark_jobs.source_spec import spec_from_options, spec_options
+from spark_jobs.source_spec import Count, Milliseconds, PositiveMilliseconds, spec_from_options, spec_options
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS
 
 SOURCE_NAME = "tidemark_kafka"
-
-_Count = Annotated[int, msgspec.Meta(ge=1)]
-_Milliseconds = Annotated[int, msgspec.Meta(ge=0)]
-_PositiveMilliseconds = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class KafkaSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -43,21 +39,21 @@ class KafkaSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     bootstrap_servers: str
     topic: str
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    max_records_per_batch: _Count | None = None
+    max_records_per_batch: Count | None = None
     alignment: bool = True
-    max_out_of_orderness_ms: _Milliseconds = 0
-    max_drift_ms: _PositiveMilliseconds = 900_000
-    idle_timeout_ms: _PositiveMilliseconds = 300_000
-    max_future_skew_ms: _Milliseconds = 300_000
-    open_transaction_timeout_ms: _PositiveMilliseconds = 900_000
+    max_out_of_orderness_ms: Milliseconds = 0
+    max_drift_ms: PositiveMilliseconds = 900_000
+    idle_timeout_ms: PositiveMilliseconds = 300_000
+    max_future_skew_ms: Milliseconds = 300_000
+    open_transaction_timeout_ms: PositiveMilliseconds = 900_000
     feedback_dir: str | None = None
     offset_bounds: dict[int, tuple[int, int]] | None = None
-    pinned_global_watermark_ms: _Milliseconds | None = None
+    pinned_global_watermark_ms: Milliseconds | None = None
     resume_from: dict | None = None
     frozen_partitions: tuple[int, ...] = ()
     decode: DecodeSpec | None = None
-    read_tasks: _Count = 1
-    max_partitions: _Count = DEFAULT_MAX_PARTITIONS
+    read_tasks: Count = 1
+    max_partitions: Count = DEFAULT_MAX_PARTITIONS
 
     def __post_init__(self):
         for required in ("bootstrap_servers", "topic"):

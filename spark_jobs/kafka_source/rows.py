@@ -7,30 +7,14 @@ tidemark.planned_range.RAW_RECORD_SCHEMA); a column a kind does not use is null.
 
 from __future__ import annotations
 
-from spark_jobs.log_source import PartitionRange
+from spark_jobs.log_source import PartitionRange, raw_arrow_schema
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
 
 
 def arrow_schema(pa):
-    """The Arrow schema of every row the source yields undecoded: the columns of
-    tidemark.planned_range.RAW_RECORD_SCHEMA, in its order."""
-    return pa.schema(
-        [
-            ("row_kind", pa.string()),
-            ("source_partition", pa.int32()),
-            ("source_offset", pa.int64()),
-            ("log_timestamp_ms", pa.int64()),
-            ("record_key", pa.binary()),
-            ("value", pa.binary()),
-            ("range_end", pa.int64()),
-            ("log_end_offset", pa.int64()),
-            ("read_time_ms", pa.int64()),
-            ("planned_range", pa.string()),
-            ("step_counts", pa.string()),
-            ("step_id", pa.int64()),
-            ("global_watermark_ms", pa.int64()),
-        ]
-    )
+    """The Arrow schema of every row the source yields undecoded: tidemark.planned_range's raw
+    columns, positions as int64 offsets."""
+    return raw_arrow_schema(pa, pa.int64())
 
 
 def range_batch(pa, ranges: tuple[PartitionRange, ...]):

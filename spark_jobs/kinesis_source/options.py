@@ -10,14 +10,11 @@ from typing import Annotated
 import msgspec
 
 from spark_jobs.persist.decode_stage import DecodeSpec
-from spark_jobs.source_spec import spec_from_options, spec_options
+from spark_jobs.source_spec import Count, Milliseconds, PositiveMilliseconds, spec_from_options, spec_options
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS
 
 SOURCE_NAME = "tidemark_kinesis"
 
-_Count = Annotated[int, msgspec.Meta(ge=1)]
-_Milliseconds = Annotated[int, msgspec.Meta(ge=0)]
-_PositiveMilliseconds = Annotated[int, msgspec.Meta(ge=1)]
 _Fraction = Annotated[float, msgspec.Meta(ge=0.0, lt=1.0)]
 
 
@@ -41,20 +38,20 @@ class KinesisSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     stream: str
     region: str
     endpoint: str | None = None
-    max_records_per_batch: _Count | None = None
+    max_records_per_batch: Count | None = None
     alignment: bool = True
-    max_out_of_orderness_ms: _Milliseconds = 0
-    max_drift_ms: _PositiveMilliseconds = 900_000
-    idle_timeout_ms: _PositiveMilliseconds = 300_000
-    max_future_skew_ms: _Milliseconds = 300_000
+    max_out_of_orderness_ms: Milliseconds = 0
+    max_drift_ms: PositiveMilliseconds = 900_000
+    idle_timeout_ms: PositiveMilliseconds = 300_000
+    max_future_skew_ms: Milliseconds = 300_000
     feedback_dir: str | None = None
     offset_bounds: dict[int, tuple[int, int]] | None = None
-    pinned_global_watermark_ms: _Milliseconds | None = None
+    pinned_global_watermark_ms: Milliseconds | None = None
     resume_from: dict | None = None
     frozen_partitions: tuple[int, ...] = ()
     decode: DecodeSpec | None = None
-    read_tasks: _Count = 1
-    max_partitions: _Count = DEFAULT_MAX_PARTITIONS
+    read_tasks: Count = 1
+    max_partitions: Count = DEFAULT_MAX_PARTITIONS
     max_calls_per_second: Annotated[float, msgspec.Meta(gt=0.0, le=5.0)] = 5.0
     injected_throttling: _Fraction = 0.0
 

@@ -11,30 +11,15 @@ from __future__ import annotations
 
 import bisect
 
-from spark_jobs.log_source import PartitionRange
+from spark_jobs.log_source import PartitionRange, raw_arrow_schema
 from tidemark.log_position import position_key
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
 
 
 def arrow_schema(pa):
-    """tidemark.planned_range.raw_record_schema(KINESIS_SEQUENCE_NUMBERS) as Arrow."""
-    return pa.schema(
-        [
-            ("row_kind", pa.string()),
-            ("source_partition", pa.int32()),
-            ("source_offset", pa.string()),
-            ("log_timestamp_ms", pa.int64()),
-            ("record_key", pa.binary()),
-            ("value", pa.binary()),
-            ("range_end", pa.string()),
-            ("log_end_offset", pa.string()),
-            ("read_time_ms", pa.int64()),
-            ("planned_range", pa.string()),
-            ("step_counts", pa.string()),
-            ("step_id", pa.int64()),
-            ("global_watermark_ms", pa.int64()),
-        ]
-    )
+    """The Arrow schema of every row the source yields undecoded: tidemark.planned_range's raw
+    columns, positions as string sequence keys."""
+    return raw_arrow_schema(pa, pa.string())
 
 
 def range_batch(pa, ranges: tuple[PartitionRange, ...]):
