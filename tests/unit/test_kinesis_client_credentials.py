@@ -25,7 +25,7 @@ CONNECTION = {
 
 
 class _Sent(Exception):
-    pass
+    """Raised by the request hook: the signed request is looked at, never sent."""
 
 
 @pytest.fixture(autouse=True)
