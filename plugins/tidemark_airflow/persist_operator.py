@@ -17,6 +17,14 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
     adds one event of ``sealed_hours_asset(stream)`` per hour the run newly sealed, none if it
     sealed none, and returns their extras. A missing or untrustworthy summary fails the task
     without retries: a rerun would not list the hours this run sealed.
+
+    Nothing new, no Spark: with ``skip_when_nothing_new`` (the default), a bounded run
+    (available_now) first looks at the log's bounds against the lake's ledger without Spark
+    (connectors.persist_look, about a second). When no partition's log end moved past its
+    ledger position and no partition's status would change, the job would plan no batch: the
+    task says so in one log line and ends, sealing nothing and returning no events, as the job
+    would. A ledger or a log that cannot be read, a chaos switch or a test's crash point runs
+    the job (the line says why). Continuous runs always run the job.
     """
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "mode")
@@ -28,11 +36,13 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
         conf_path: str,
         mode: str | None = None,
         max_records_per_batch: int | None = None,
+        skip_when_nothing_new: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/persist/job.py", **kwargs)
         self.mode = mode
         self.max_records_per_batch = max_records_per_batch
+        self.skip_when_nothing_new = skip_when_nothing_new
 
     def execute(self, context: Any) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
@@ -50,6 +60,9 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
                 f"events: add outlets=[sealed_hours_alias({stream.name!r})] "
                 "(from tidemark_airflow.sealed_hour_assets) to the operator."
             )
+
+        if self._nothing_new(stream):
+            return []
 
         with tempfile.TemporaryDirectory(prefix=f"tidemark-persist-{stream.name}-") as folder:
             summary_path = Path(folder) / "run-summary.json"
@@ -75,3 +88,33 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
             summary.global_watermark and format_watermark(summary.global_watermark),
         )
         return extras
+
+    def _nothing_new(self, stream) -> bool:
+        """True when the Spark-free look finds nothing for the job to do (it logs one line either
+        way): see the class docstring."""
+        import os
+        import time
+
+        from connectors.persist_look import look_before_persist
+
+        if not self.skip_when_nothing_new or (self.mode or stream.persist.mode) != "available_now":
+            return False
+        started = time.monotonic()
+        switches = [name for name in _RUN_SWITCHES if os.environ.get(name, "").strip()]
+        if switches:
+            self.log.info("Stream %s: %s is set: running the job without looking first", stream.name, switches[0])
+            return False
+        look = look_before_persist(stream)
+        seconds = time.monotonic() - started
+        if look.nothing_new:
+            self.log.info(
+                "Stream %s: nothing new, no Spark job started: %s (looked in %.1f s)", stream.name, look.reason, seconds
+            )
+        else:
+            self.log.info("Stream %s: running the job: %s (looked in %.1f s)", stream.name, look.reason, seconds)
+        return look.nothing_new
+
+
+# Switches that make a run do something a look at the log cannot see: the chaos switches and a
+# test's crash point (spark_jobs/persist/job.py).
+_RUN_SWITCHES = ("TIDEMARK_CHAOS_FREEZE", "TIDEMARK_CHAOS_THROTTLE", "TIDEMARK_CRASH_AT")

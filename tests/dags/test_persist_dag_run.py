@@ -1,16 +1,16 @@
 """`airflow dags test` runs the persist DAG end to end: Airflow submits the job with spark-submit
-through the spark_default connection, against the real broker, into Delta."""
+through the spark_default connection, against the real broker, into Delta; the run after it, with
+nothing new in the topic, ends without Spark."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 
 import pytest
 
+from harness.airflow_process import dags_test_many
 from harness.persist_job import produce, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
@@ -33,14 +33,9 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
 
-    result = subprocess.run(
-        [sys.executable, "-m", "airflow", "dags", "test", "tidemark_persist__telemetry"],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    output = result.stdout + result.stderr
+    # Twice in one Airflow process: the second run finds nothing new and starts no Spark.
+    result, again = dags_test_many(environment, [["tidemark_persist__telemetry"], ["tidemark_persist__telemetry"]])
+    output = result.output
     assert result.returncode == 0, output[-5000:]
     assert "spark-submit" in output and "local[2]" in output, "submitted through the Spark provider's connection"
     # The task log is for people: tidemark's own lines, Spark's warnings, not Spark's INFO chatter
@@ -49,6 +44,13 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
     spark_info = re.findall(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO ", output)
     assert len(spark_info) <= 5, f"{len(spark_info)} Spark INFO lines in the task log"
     assert "Received command" not in output, "py4j's callback chatter"
+
+    assert again.returncode == 0, again.output[-5000:]
+    assert (
+        "nothing new, no Spark job started: the log ends equal the ledger's positions on all 4 partitions"
+        in again.output
+    )
+    assert "spark-submit" not in again.output and "batch_persisted" not in again.output
 
     lake = tmp_path / "lake" / "telemetry"
     events = spark.read.format("delta").load(str(lake / "events"))

@@ -1,0 +1,129 @@
+"""The Spark-free look before a scheduled persist run: the log's bounds now (Kafka's admin
+ListOffsets, or one probe per Kinesis shard) against the lake's ledger (``deltalake``), judged by
+tidemark.nothing_new. It takes about a second; a JVM takes ten before it reads anything.
+
+``look_before_persist(stream)`` never guesses: a ledger that cannot be read, or a log that does
+not answer, is an answer of its own ("run the job, because ...").
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from tidemark.log_position import position_type_for, position_value
+from tidemark.nothing_new import LedgerPartition, LogPartitionNow, PersistLook, look_for_work
+from tidemark.offset_coverage import LIVE_MODE
+from tidemark.partition_status import PartitionStatus
+from tidemark.stream_config import StreamConfig
+
+# The ledger columns the look needs: where each partition stands and how.
+_COLUMNS = ["source_partition", "end_offset", "read_time", "step_id", "partition_status", "global_watermark"]
+
+
+@dataclass(frozen=True)
+class LedgerStanding:
+    """The live ledger's furthest row per partition, and G (ms, UTC; None before the first)."""
+
+    partitions: dict[int, LedgerPartition]
+    global_watermark_ms: int | None
+
+
+def look_before_persist(stream: StreamConfig, now_ms: int | None = None, log_timeout_s: float = 10.0) -> PersistLook:
+    """Whether a live run of ``stream`` now has anything to do (tidemark.nothing_new). Reading
+    errors are answered "run the job" with the error in the reason, never "nothing new"."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    try:
+        standing = read_ledger_standing(stream)
+    except Exception as error:  # any reading error: the job decides, as it always did
+        return PersistLook(False, f"the ledger could not be read ({_brief(error)})")
+    if not standing.partitions:
+        return look_for_work({}, {}, None, stream.event_time.idle_timeout_ms, now_ms)
+    try:
+        log = _log_now(stream, standing, log_timeout_s)
+    except Exception as error:
+        return PersistLook(False, f"the log did not answer ({_brief(error)})")
+    return look_for_work(
+        standing.partitions,
+        log,
+        standing.global_watermark_ms,
+        stream.event_time.idle_timeout_ms,
+        now_ms,
+        position_type_for(stream.source.kind).name,
+    )
+
+
+def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
+    """Each partition's furthest live ledger row (largest end position, then newest read time and
+    step; the rule spark_jobs.persist.lake_resume resumes from) and the largest G of the live rows.
+    No ledger table: no partitions. Raises deltalake's and pyarrow's errors when it cannot be read."""
+    import pyarrow.compute as pc
+    from deltalake.exceptions import TableNotFoundError
+
+    from connectors.lake_storage import open_delta_table
+
+    try:
+        ledger = open_delta_table(stream.table_path("ledger"))
+    except TableNotFoundError:
+        return LedgerStanding({}, None)
+    live = ledger.to_pyarrow_table(columns=_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
+    if live.num_rows == 0:
+        return LedgerStanding({}, None)
+    newest_g = pc.max(live["global_watermark"]).as_py()
+    partitions: dict[int, LedgerPartition] = {}
+    furthest: dict[int, tuple] = {}
+    for row in live.select(["source_partition", "end_offset", "read_time", "step_id", "partition_status"]).to_pylist():
+        position = position_value(row["end_offset"])
+        key = (position, row["read_time"], row["step_id"] if row["step_id"] is not None else -1)
+        partition = row["source_partition"]
+        if partition not in furthest or key > furthest[partition]:
+            furthest[partition] = key
+            partitions[partition] = LedgerPartition(position, PartitionStatus(row["partition_status"]))
+    return LedgerStanding(partitions, None if newest_g is None else int(newest_g.timestamp() * 1000))
+
+
+def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -> dict[int, LogPartitionNow]:
+    if stream.source.kind == "kinesis":
+        from connectors.log_bounds import read_log_bounds
+
+        positions = {p: row.position for p, row in standing.partitions.items()}
+        finished = [p for p, row in standing.partitions.items() if row.status == PartitionStatus.FINISHED]
+        bounds = read_log_bounds(stream, positions, finished, check_retention=False)
+        # Kinesis tells no shard's last arrival here: an ACTIVE shard may turn IDLE (None).
+        return {
+            p: LogPartitionNow(
+                b.earliest,
+                b.end,
+                unstable=not b.caught_up and p not in finished,
+                finished=b.finished and p not in finished,
+            )
+            for p, b in bounds.items()
+            if b.listed or p in standing.partitions
+        }
+    from connectors.kafka_log import KafkaLog
+
+    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic, timeout_s=timeout_s)
+    try:
+        bounds = kafka.partition_bounds()
+        # Only an ACTIVE partition with nothing unread can change by the clock alone (turn IDLE):
+        # its last record's time decides it (one small read each; none when all are IDLE).
+        caught_up_active = {
+            p: b.end
+            for p, b in bounds.items()
+            if p in standing.partitions
+            and standing.partitions[p].status == PartitionStatus.ACTIVE
+            and b.end == standing.partitions[p].position
+            and b.written_end == b.end
+        }
+        last_produced = kafka.last_record_times(caught_up_active) if caught_up_active else {}
+    finally:
+        kafka.close()
+    return {
+        p: LogPartitionNow(b.earliest, b.end, unstable=b.written_end > b.end, last_produced_ms=last_produced.get(p))
+        for p, b in bounds.items()
+    }
+
+
+def _brief(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {text}"[:300]
