@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 TIDEMARK := $(VENV)/bin/tidemark
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install up down status demo test lint format unit bench bench-persist bench-alignment clean
+.PHONY: install up down status demo test lint format unit bench bench-idle bench-persist bench-alignment clean
 
 # Reinstall only when the dependency list changes.
 $(INSTALLED): pyproject.toml
@@ -53,10 +53,20 @@ format: install
 unit: install
 	$(PY) -m pytest tests/unit
 
-# Catch-up side by side (issue 9): tidemark vs Spark's own Kafka source, read and write ceilings,
-# sparse backlogs, memory, continuous latency; results in benchmarks/results/catch_up_side_by_side.*
+# Benchmarks by scenario (make bench SCENARIO=idle); results in benchmarks/results/.
+#   catch_up (default, issue 9): tidemark vs Spark's own Kafka source, read and write ceilings,
+#            sparse backlogs, memory, continuous latency (catch_up_side_by_side.*)
+#   idle     (issue 28): what an idle stream's scheduled runs cost, wall and CPU-seconds per run
+#            and per hour (idle_cost.json)
+SCENARIO ?= catch_up
+BENCH_catch_up := benchmarks/catch_up_side_by_side.py
+BENCH_idle := benchmarks/idle_cost.py
 bench: install
-	$(PY) benchmarks/catch_up_side_by_side.py
+	@test -n "$(BENCH_$(SCENARIO))" || { echo "make bench: no scenario '$(SCENARIO)' (scenarios: catch_up, idle)"; exit 2; }
+	$(PY) $(BENCH_$(SCENARIO))
+
+bench-idle:
+	$(MAKE) bench SCENARIO=idle
 
 bench-persist: install
 	$(PY) benchmarks/persist_throughput.py

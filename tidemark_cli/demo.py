@@ -34,6 +34,7 @@ from tidemark.backfill_result import BackfillResult
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.demo_backlog import demo_backlog
+from tidemark_cli.step_clock import StepClock
 
 DEMO_STREAM = "telemetry"
 MINUTE_MS = 60_000
@@ -44,21 +45,25 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     from tidemark.event_time_text import format_event_time
     from tidemark.stream_config import load_stream
 
+    clock = StepClock()
+    clock.step("jars")
     ensure_jars(jars_root(), GROUPS)
     stream = load_stream(os.environ["TIDEMARK_CONF"], stream_name)
     kinesis = stream.source.kind == "kinesis"
     if kinesis:
-        _start_kinesis_stream(stream)
+        _start_kinesis_stream(stream, clock)
     else:
-        _step("Starting the local Kafka broker")
+        _step("Starting the local Kafka broker", clock, "Kafka broker")
         kafka = KafkaBroker.from_environment()
         print(kafka.start())
     if os.environ.get("TIDEMARK_LAKE_STORE") == "s3":
         from stack.loopback_s3 import LoopbackS3
 
-        _step("Starting the loopback S3 (TIDEMARK_LAKE_STORE=s3: the lake and checkpoints go there)")
+        _step(
+            "Starting the loopback S3 (TIDEMARK_LAKE_STORE=s3: the lake and checkpoints go there)", clock, "loopback S3"
+        )
         print(LoopbackS3.from_environment().start())
-    _step("Starting Airflow")
+    _step("Starting Airflow", clock, "Airflow start")
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())
 
@@ -69,10 +74,16 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     reports.mkdir(parents=True, exist_ok=True)
     backlog = demo_backlog(int(time.time() * 1000), hours, last_global_watermark_ms(stream))
     if backlog is None:
-        _step("Producing nothing: the stream's global watermark is within the last minute (a demo just ran)")
+        _step(
+            "Producing nothing: the stream's global watermark is within the last minute (a demo just ran)",
+            clock,
+            "producing",
+        )
     else:
         _step(
-            f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)"
+            f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)",
+            clock,
+            "producing",
         )
         if backlog.note:
             print(backlog.note)
@@ -105,7 +116,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
             (reports / f"arrived_{stream.name}.json").write_text(json.dumps(arrived) + "\n")
 
     dag_id = f"tidemark_persist__{stream.name}"
-    _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)")
+    _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)", clock, "persist DAG run")
     password = airflow.admin_password()
     if password is None:
         raise CommandFailed(
@@ -123,7 +134,9 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     _step(
         "Per shard: its state, records read, persisted, late, quarantined, how far behind the shard's tip"
         if kinesis
-        else "Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread"
+        else "Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread",
+        clock,
+        "persistence report",
     )
     report_file = reports / f"persist_{stream.name}.json"
     _run([sys.executable, "-m", "spark_jobs.persist.report", "--stream", stream.name, "--json", str(report_file)])
@@ -135,7 +148,11 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     )
 
     quality_dag = f"tidemark_quality__{stream.name}"
-    _step(f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)")
+    _step(
+        f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)",
+        clock,
+        "quality DAG run",
+    )
     for dag in (quality_dag, f"tidemark_recover__{stream.name}"):
         api.wait_for_dag(dag)
         api.unpause(dag)
@@ -148,7 +165,9 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     if kinesis:
         _step(
             f"Running the DAG {backfill_dag}: the minutes the backlog arrived in (Kinesis windows are by arrival "
-            "time) read again into a shadow table set, compared with live"
+            "time) read again into a shadow table set, compared with live",
+            clock,
+            "backfill DAG run",
         )
         arrived = json.loads((reports / f"arrived_{stream.name}.json").read_text())
         window = {
@@ -157,7 +176,9 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
         }
     else:
         _step(
-            f"Running the DAG {backfill_dag}: the backlog's hours read again into a shadow table set, compared with live"
+            f"Running the DAG {backfill_dag}: the backlog's hours read again into a shadow table set, compared with live",
+            clock,
+            "backfill DAG run",
         )
         generated = json.loads((reports / "generated.json").read_text())
         window = {"start": generated["window_start"], "end": generated["window_end"]}
@@ -171,7 +192,9 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     if stream.offline_devices is not None:
         detector_dag = f"tidemark_offline_devices__{stream.name}"
         _step(
-            f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)"
+            f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)",
+            clock,
+            "offline-devices DAG run",
         )
         api.wait_for_dag(detector_dag)
         api.unpause(detector_dag)
@@ -198,10 +221,12 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
         f"{stream.backfill.reconcile_schedule} UTC)\n"
         f"Stop with:   tidemark down  (or make down)"
     )
+    print("\nWhere the demo's time went:")
+    print("\n".join(clock.lines()))
     return 0
 
 
-def _start_kinesis_stream(stream) -> None:
+def _start_kinesis_stream(stream, clock: StepClock) -> None:
     """Start the loopback Kinesis and create the demo's stream. Its streams live in memory: a stream
     created anew cannot be the one an existing lake was read from (its sequence numbers start
     again), so that lake and its checkpoints are moved aside, and the demo starts a fresh one."""
@@ -209,7 +234,7 @@ def _start_kinesis_stream(stream) -> None:
 
     from stack.loopback_kinesis import LoopbackKinesis
 
-    _step("Starting the loopback Kinesis (moto's server on 127.0.0.1)")
+    _step("Starting the loopback Kinesis (moto's server on 127.0.0.1)", clock, "loopback Kinesis")
     kinesis = LoopbackKinesis.from_environment()
     print(kinesis.start())
     client = kinesis.client()
@@ -279,7 +304,10 @@ def _print_quality_summary(runs: Path) -> Path | None:
     return summaries[-1].with_suffix(".html")
 
 
-def _step(text: str) -> None:
+def _step(text: str, clock: StepClock | None = None, timed_as: str | None = None) -> None:
+    """Say what the demo does next; with ``clock``, it is a new step named ``timed_as`` there."""
+    if clock is not None:
+        clock.step(timed_as or text)
     print(f"\n==> {text}", flush=True)
 
 
