@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,31 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
     Returns the job's summary (slices and records read, periods opened and closed, horizon). The
     task fails without retries when the stream has no ``offline_devices`` section or the job
     wrote no summary, and like any Spark job when spark-submit fails.
+
+    ``skip_when_nothing_new`` (default True): before a live run, look without Spark
+    (connectors.offline_devices_horizon: the seals table and the live checkpoint's last batch) and,
+    when the detector has already read the sealed horizon and fired its timers, start no Spark job:
+    one log line says what was compared and how long the look took, and the task returns a summary
+    of the real one's keys with zero batches, slices, records and periods (``query_id`` None,
+    ``read_until`` and ``horizon`` as the look found them). A look that cannot read the seals table
+    or the checkpoint, or finds anything to do, runs the job as before and says why in one line.
+    Backfills always run the job. False: every run submits the job (e.g. to benchmark the look).
     """
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "request")
 
-    def __init__(self, *, stream: str, conf_path: str, request: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        stream: str,
+        conf_path: str,
+        request: Any = None,
+        skip_when_nothing_new: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/offline_devices/job.py", **kwargs)
         self.request = request
+        self.skip_when_nothing_new = skip_when_nothing_new
 
     def execute(self, context: Any) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
@@ -38,6 +57,10 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
                 f"Stream {stream.name!r} has no offline_devices section in {self.conf_path}: add one to enable the detector."
             )
         request = OfflineDevicesRequest.from_json(self.request) if self.request else OfflineDevicesRequest("live")
+        if request.mode != BACKFILL and self.skip_when_nothing_new:
+            skipped = self.skip_if_nothing_new(stream)
+            if skipped is not None:
+                return skipped
         with tempfile.TemporaryDirectory(prefix=f"tidemark-offline-devices-{stream.name}-") as folder:
             result_path = Path(folder) / "result.json"
             arguments = ["--stream", stream.name, "--conf", self.conf_path, "--result", str(result_path)]
@@ -75,3 +98,38 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
                 result["read_until"],
             )
         return result
+
+    def skip_if_nothing_new(self, stream) -> dict | None:
+        """The summary of a live run that has nothing to do, decided without Spark; None when the
+        job must run (the reason is logged). One log line either way."""
+        from connectors.offline_devices_horizon import look_before_detecting
+        from tidemark.event_time_text import format_optional_event_time
+        from tidemark.offline_devices_request import LIVE
+        from tidemark_airflow.aws_connection import apply_aws_connection
+
+        started = time.monotonic()
+        try:
+            apply_aws_connection()  # the lake's S3 settings, as the job gets them in submit()
+        except Exception as error:  # the job's own submit names the connection and fails the task
+            self.log.info("Stream %s: could not read the lake's connection (%s): running the job", stream.name, error)
+            return None
+        look = look_before_detecting(stream)
+        seconds = time.monotonic() - started
+        if not look.nothing_new:
+            self.log.info("Stream %s: %s: running the job (looked in %.1f s)", stream.name, look.reason, seconds)
+            return None
+        self.log.info("Stream %s: %s; no Spark job started (%.1f s)", stream.name, look.reason, seconds)
+        return {
+            "stream": stream.name,
+            "mode": LIVE,
+            "query_id": None,
+            "output": stream.table_path("offline_devices"),
+            "batches": 0,
+            "slices": 0,
+            "records": 0,
+            "periods_opened": 0,
+            "periods_closed": 0,
+            "read_until": format_optional_event_time(look.read_until_ms),
+            "horizon": format_optional_event_time(look.sealed_horizon_ms),
+            "watermark": format_optional_event_time(None if look.read_until_ms is None else look.read_until_ms - 1),
+        }

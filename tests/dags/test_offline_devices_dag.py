@@ -1,5 +1,7 @@
 """`airflow dags test` on the offline-devices operator: a backfill request becomes the job's
-arguments; a job that writes no summary fails the task. Bad params: tests/dags/test_dag_params.py.
+arguments; a job that writes no summary fails the task; a live run with no new sealed hour starts
+no Spark job, and one after a new seal does (the look reads a real seals table and checkpoint
+files; the fake job writes them as the real one does: seals, Spark's offsets and commits). Bad params: tests/dags/test_dag_params.py.
 The job itself runs against the real broker and lake in
 tests/integration/test_offline_devices_determinism.py; spark-submit through the provider's
 connection is run end to end by the persist, quality, recover and backfill DAG tests, which share
@@ -19,9 +21,12 @@ REPO = Path(__file__).resolve().parents[2]
 # none), at the path the operator passed it.
 FAKE_JOB_DAGS = """
 import json
+import os
+from datetime import timedelta
+from pathlib import Path
 
 import pendulum
-from airflow.sdk import dag
+from airflow.sdk import dag, task
 
 from tidemark_airflow.offline_devices_operator import OfflineDevicesOperator
 
@@ -55,7 +60,62 @@ backfill = fake_dag(
     True,
 )
 no_summary = fake_dag("fake_offline_devices__no_summary", None, False)
+
+SEALS = os.path.join(os.environ["TIDEMARK_LAKE_ROOT"], "telemetry", "seals")
+CHECKPOINT = Path(os.environ["TIDEMARK_CHECKPOINT_ROOT"], "telemetry", "offline_devices")
+
+
+class FakeLiveJobOperator(OfflineDevicesOperator):
+    \"\"\"Stands in for the live job: reads the seals table up to its horizon and records it in the
+    live checkpoint as Spark does (the slice's batch, then the batch that fires its timers).\"\"\"
+
+    def run_spark_submit(self, context, args):
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        self.log.info("FAKE SPARK-SUBMIT %s", " ".join(args))
+        last = pc.max(DeltaTable(SEALS).to_pyarrow_table(columns=["hour"])["hour"]).as_py()
+        until = int((last + timedelta(hours=1)).timestamp() * 1000)
+        for folder in ("offsets", "commits"):
+            (CHECKPOINT / folder).mkdir(parents=True, exist_ok=True)
+        batch = len(list((CHECKPOINT / "offsets").iterdir()))
+        for batch_id, watermark in ((batch, until - 900_001), (batch + 1, until - 1)):
+            offset = {{"from_ms": until - 900_000, "until_ms": until, "horizon_ms": until, "events_version": 0}}
+            (CHECKPOINT / "offsets" / str(batch_id)).write_text(
+                "v1\\n" + json.dumps({{"batchWatermarkMs": watermark, "conf": {{}}}}) + "\\n" + json.dumps(offset)
+            )
+            (CHECKPOINT / "commits" / str(batch_id)).write_text("v1\\n" + json.dumps({{"nextBatchWatermarkMs": watermark}}))
+        with open(args[args.index("--result") + 1], "w") as summary_file:
+            json.dump({{"slices": 4, "records": 100, "read_until": until, "horizon": until, "periods_opened": 0,
+                       "periods_closed": 0, "output": "/lake/x"}}, summary_file)
+
+
+@dag(dag_id="fake_offline_devices__live", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"))
+def live():
+    FakeLiveJobOperator(task_id="detect", stream="telemetry", conf_path={conf_path!r})
+
+
+@dag(dag_id="fake_offline_devices__new_hour", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"))
+def new_hour():
+    @task
+    def seal_next_hour():
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable, write_deltalake
+
+        seals = DeltaTable(SEALS).to_pyarrow_table()
+        hour = pc.max(seals["hour"]).as_py() + timedelta(hours=1)
+        write_deltalake(SEALS, pa.Table.from_pylist([{{**seals.slice(0, 1).to_pylist()[0], "hour": hour}}], seals.schema), mode="append")
+
+    seal_next_hour() >> FakeLiveJobOperator(task_id="detect", stream="telemetry", conf_path={conf_path!r})
+
+
+live_dag = live()
+new_hour_dag = new_hour()
 """
+
+# 2026-11-25T01:00Z and 02:00Z sealed before the first run: its horizon is 03:00Z.
+SEALED_HOURS_MS = (1795568400000, 1795572000000)
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +123,44 @@ def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun
     """The two fake DAGs, each run once by ``airflow dags test``, in one Airflow process."""
     dags = tmp_path_factory.mktemp("fake-offline-devices-dags")
     (dags / "fake_offline_devices.py").write_text(FAKE_JOB_DAGS.format(conf_path=str(REPO / "conf" / "streams.yaml")))
-    environment = {**airflow_environment, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
-    dag_ids = ("fake_offline_devices__backfill", "fake_offline_devices__no_summary")
-    return dict(zip(dag_ids, dags_test_many(environment, [[dag_id] for dag_id in dag_ids])))
+    lake = tmp_path_factory.mktemp("fake-offline-devices-lake")
+    environment = {
+        **airflow_environment,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "TIDEMARK_LAKE_ROOT": str(lake / "lake"),
+        "TIDEMARK_CHECKPOINT_ROOT": str(lake / "checkpoints"),
+    }
+    write_seals(lake / "lake" / "telemetry" / "seals", SEALED_HOURS_MS)
+    # In this order: no_summary is the live detector's first run (no checkpoint yet); the two live
+    # runs share the checkpoint the first writes; new_hour seals a fourth hour, then detects.
+    runs = [
+        ("fake_offline_devices__backfill", ["fake_offline_devices__backfill"]),
+        ("fake_offline_devices__no_summary", ["fake_offline_devices__no_summary"]),
+        ("live_first", ["fake_offline_devices__live", "2026-11-26T01:00:00+00:00"]),
+        ("live_nothing_new", ["fake_offline_devices__live", "2026-11-26T02:00:00+00:00"]),
+        ("live_after_new_hour", ["fake_offline_devices__new_hour", "2026-11-26T03:00:00+00:00"]),
+    ]
+    return dict(zip((name for name, _ in runs), dags_test_many(environment, [arguments for _, arguments in runs])))
+
+
+def write_seals(path: Path, hours_ms) -> None:
+    """The seals table as the persist job leaves it (tidemark.table_schemas.SEALS_COLUMNS)."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    stamps = pa.array([datetime.fromtimestamp(h / 1000, UTC) for h in hours_ms], pa.timestamp("us", tz="UTC"))
+    table = pa.table(
+        {
+            "stream": ["telemetry"] * len(hours_ms),
+            "hour": stamps,
+            "sealed_at": stamps,
+            "global_watermark": stamps,
+            "micro_batch_id": pa.array(range(len(hours_ms)), pa.int64()),
+        }
+    )
+    write_deltalake(str(path), table)
 
 
 def test_a_backfill_request_becomes_the_jobs_arguments(fake_dag_runs):
@@ -81,3 +176,30 @@ def test_a_job_that_writes_no_summary_fails_the_task(fake_dag_runs):
     assert "new_state=failed" in run.output and "the offline-device job succeeded but wrote no summary" in run.output, (
         run.output[-5000:]
     )
+
+
+def test_a_live_run_with_no_new_sealed_hour_starts_no_spark_job(fake_dag_runs):
+    first, again = fake_dag_runs["live_first"], fake_dag_runs["live_nothing_new"]
+    assert first.returncode == 0, first.output[-5000:]
+    assert first.output.count("FAKE SPARK-SUBMIT") == 1
+    assert (
+        "the detector's checkpoint holds no batch yet: its first run starts the stream: running the job" in first.output
+    )
+    assert again.returncode == 0, again.output[-5000:]
+    assert "FAKE SPARK-SUBMIT" not in again.output and "Spark-Submit cmd" not in again.output
+    # The horizon the first run read: the end of the last hour sealed before it (02:00Z + 1 h).
+    assert (
+        "Stream telemetry: sealed horizon 2026-11-25T03:00:00.000Z already read by the detector's last run "
+        "(batch 1, read up to 2026-11-25T03:00:00.000Z, its timers fired); no Spark job started (" in again.output
+    ), again.output[-5000:]
+    assert "slices," not in again.output  # one line, not the job's summary line as well
+
+
+def test_a_live_run_after_a_new_sealed_hour_runs_the_job(fake_dag_runs):
+    run = fake_dag_runs["live_after_new_hour"]
+    assert run.returncode == 0, run.output[-5000:]
+    assert (
+        "hours are sealed up to 2026-11-25T04:00:00.000Z, the detector read up to 2026-11-25T03:00:00.000Z: "
+        "running the job" in run.output
+    )
+    assert run.output.count("FAKE SPARK-SUBMIT") == 1
