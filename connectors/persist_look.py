@@ -94,7 +94,9 @@ def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -
             p: LogPartitionNow(
                 b.earliest,
                 b.end,
-                unstable=not b.caught_up and p not in finished,
+                unsettled=None
+                if b.caught_up or p in finished
+                else "the probe ended behind the shard's tip (MillisBehindLatest > 0)",
                 finished=b.finished and p not in finished,
             )
             for p, b in bounds.items()
@@ -119,7 +121,12 @@ def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -
     finally:
         kafka.close()
     return {
-        p: LogPartitionNow(b.earliest, b.end, unstable=b.written_end > b.end, last_produced_ms=last_produced.get(p))
+        p: LogPartitionNow(
+            b.earliest,
+            b.end,
+            unsettled=f"a transaction is open past offset {b.end}" if b.written_end > b.end else None,
+            last_produced_ms=last_produced.get(p),
+        )
         for p, b in bounds.items()
     }
 

@@ -37,13 +37,13 @@ class LedgerPartition:
 class LogPartitionNow:
     """A partition of the log now. ``earliest``: first retained position. ``end``: the readable end
     (Kafka: the last stable offset; Kinesis: past the position exactly when unread records
-    exist). ``unstable``: a transaction is open past ``end`` (Kafka) or the reader cannot tell
-    yet (a Kinesis shard still behind its tip). ``last_produced_ms``: its last record's log time
+    exist). ``unsettled``: why ``end`` may not be the end a run would read to (a transaction
+    open past it; a Kinesis probe that ended behind the shard's tip), None when it is. ``last_produced_ms``: its last record's log time
     (None: not known). ``finished``: a closed shard read to its end (Kinesis)."""
 
     earliest: int
     end: int
-    unstable: bool = False
+    unsettled: str | None = None
     last_produced_ms: int | None = None
     finished: bool = False
 
@@ -93,8 +93,8 @@ def look_for_work(
                 False,
                 f"partition {partition}: the log ends at {bounds.end}, past the ledger's {position_name} {row.position}",
             )
-        if bounds.unstable:
-            return PersistLook(False, f"partition {partition}: its readable end is not settled (open transaction)")
+        if bounds.unsettled:
+            return PersistLook(False, f"partition {partition}: {bounds.unsettled}")
         if bounds.finished:
             return PersistLook(False, f"partition {partition}: closed and read to its end, not yet FINISHED")
         if row.status == PartitionStatus.ACTIVE:

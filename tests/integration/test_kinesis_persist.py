@@ -11,11 +11,15 @@ test_planner_sparse_positions.py): the loopback's are small integers.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
+from unittest import mock
 
 import pytest
+import yaml
 
+from connectors.persist_look import look_before_persist
 from harness.kinesis_stream import (
     PutRecord,
     put_telemetry,
@@ -24,6 +28,7 @@ from harness.kinesis_stream import (
     write_kinesis_stream_config,
 )
 from harness.persist_job import kill_after_batches, run_persist, start_persist
+from tidemark.stream_config import load_stream
 
 pytestmark = pytest.mark.integration
 
@@ -133,6 +138,23 @@ def test_split_and_merge_between_runs_every_record_once_parents_before_children(
                 f"child {child} first read in step {first['step_id']}, parent {parent} last read in step {last['step_id']}"
             )
             assert first["read_time"] >= last["read_time"]
+
+    # The Spark-free look before a scheduled run (connectors.persist_look). The children are
+    # ACTIVE and Kinesis tells no shard's last arrival: they may turn IDLE now, so the job runs.
+    with mock.patch.dict(os.environ, env):
+        assert "may turn IDLE" in look_before_persist(load_stream(conf, "telemetry")).reason
+        # With a short idle timeout a run marks every open shard IDLE; then nothing is new, the
+        # closed parents (FINISHED) included, until one record arrives.
+        settings = yaml.safe_load(conf.read_text())
+        settings["streams"]["telemetry"]["event_time"]["idle_timeout"] = "1s"
+        quick = tmp_path / "streams_idle.yaml"
+        quick.write_text(yaml.safe_dump(settings))
+        time.sleep(1.0)
+        run_persist(quick, log=tmp_path / "run3.log", environment=env)
+        idle = load_stream(quick, "telemetry")
+        assert look_before_persist(idle).nothing_new, look_before_persist(idle).reason
+        put_telemetry(client, stream, [(DEVICES[0], now_ms)])
+        assert not look_before_persist(idle).nothing_new
 
 
 def test_sigkill_mid_run_then_restart_loses_and_duplicates_nothing(kinesis, tmp_path):

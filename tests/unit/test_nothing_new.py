@@ -50,7 +50,8 @@ def test_what_the_look_cannot_judge_runs_the_job():
     assert "not in the ledger" in look(ledger, {0: LogPartitionNow(0, 120), 1: LogPartitionNow(0, 0)}).reason
     assert "not in the log" in look(ledger, {}).reason
     assert "left the log unread" in look(ledger, {0: LogPartitionNow(121, 125)}).reason
-    assert "open transaction" in look(ledger, {0: LogPartitionNow(0, 120, unstable=True)}).reason
+    unsettled = look(ledger, {0: LogPartitionNow(0, 120, unsettled="a transaction is open past offset 120")})
+    assert unsettled.reason == "partition 0: a transaction is open past offset 120"
     assert "not yet FINISHED" in look(ledger, {0: LogPartitionNow(0, 120, finished=True)}).reason
 
 
