@@ -32,13 +32,26 @@ def look_before_detecting(stream: StreamConfig) -> SealedHoursLook:
     try:
         horizon_ms = read_sealed_horizon_ms(stream)
     except Exception as error:  # any failure of the lake's storage: the job decides, not a guess
-        return SealedHoursLook(False, f"could not read the seals table at {stream.table_path('seals')} ({error})")
+        return SealedHoursLook(
+            False, f"could not read the seals table at {stream.table_path('seals')} ({_brief(error)})"
+        )
     checkpoint = stream.checkpoint_path("offline_devices")
     try:
         progress = read_detector_progress(checkpoint)
     except Exception as error:
-        return SealedHoursLook(False, f"could not read the detector's checkpoint at {checkpoint} ({error})")
+        return SealedHoursLook(False, f"could not read the detector's checkpoint at {checkpoint} ({_brief(error)})")
     return look_for_sealed_hours(horizon_ms, progress)
+
+
+def _brief(error: Exception, most: int = 300) -> str:
+    """The error's first line, for a one-line log: delta-rs's errors run to many lines, with
+    terminal colours and the whole signed request of a refused S3 call."""
+    import re
+
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    text = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def read_sealed_horizon_ms(stream: StreamConfig) -> int | None:

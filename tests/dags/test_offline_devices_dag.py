@@ -110,7 +110,13 @@ def new_hour():
     seal_next_hour() >> FakeLiveJobOperator(task_id="detect", stream="telemetry", conf_path={conf_path!r})
 
 
+@dag(dag_id="fake_offline_devices__look_off", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"))
+def look_off():
+    FakeLiveJobOperator(task_id="detect", stream="telemetry", conf_path={conf_path!r}, skip_when_nothing_new=False)
+
+
 live_dag = live()
+look_off_dag = look_off()
 new_hour_dag = new_hour()
 """
 
@@ -132,12 +138,14 @@ def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun
     }
     write_seals(lake / "lake" / "telemetry" / "seals", SEALED_HOURS_MS)
     # In this order: no_summary is the live detector's first run (no checkpoint yet); the two live
-    # runs share the checkpoint the first writes; new_hour seals a fourth hour, then detects.
+    # runs share the checkpoint the first writes; look_off submits with nothing new; new_hour seals
+    # a fourth hour, then detects.
     runs = [
         ("fake_offline_devices__backfill", ["fake_offline_devices__backfill"]),
         ("fake_offline_devices__no_summary", ["fake_offline_devices__no_summary"]),
         ("live_first", ["fake_offline_devices__live", "2026-11-26T01:00:00+00:00"]),
         ("live_nothing_new", ["fake_offline_devices__live", "2026-11-26T02:00:00+00:00"]),
+        ("live_look_off", ["fake_offline_devices__look_off", "2026-11-26T02:30:00+00:00"]),
         ("live_after_new_hour", ["fake_offline_devices__new_hour", "2026-11-26T03:00:00+00:00"]),
     ]
     return dict(zip((name for name, _ in runs), dags_test_many(environment, [arguments for _, arguments in runs])))
@@ -203,3 +211,10 @@ def test_a_live_run_after_a_new_sealed_hour_runs_the_job(fake_dag_runs):
         "running the job" in run.output
     )
     assert run.output.count("FAKE SPARK-SUBMIT") == 1
+
+
+def test_with_the_look_turned_off_every_live_run_submits_the_job(fake_dag_runs):
+    run = fake_dag_runs["live_look_off"]
+    assert run.returncode == 0, run.output[-5000:]
+    assert run.output.count("FAKE SPARK-SUBMIT") == 1
+    assert "no Spark job started" not in run.output and "running the job" not in run.output

@@ -163,6 +163,16 @@ def test_a_seals_table_that_cannot_be_read_runs_the_job_and_says_why(stream):
     look = look_before_detecting(stream)
     assert not look.nothing_new
     assert look.reason.startswith(f"could not read the seals table at {stream.table_path('seals')} (")
+    assert "\n" not in look.reason and "\x1b" not in look.reason  # one log line
+
+
+def test_an_error_is_told_in_one_short_line():
+    from connectors.offline_devices_horizon import _brief
+
+    refused = OSError("Kernel error -> lacked privileges\n  \x1b[31m↳\x1b[0m 403 Forbidden\n  <StringToSign>...")
+    assert _brief(refused) == "OSError: Kernel error -> lacked privileges"
+    assert _brief(ValueError("x" * 400)) == "ValueError: " + "x" * 287 + "…"
+    assert _brief(TimeoutError()) == "TimeoutError"
 
 
 def test_a_missing_seals_table_runs_the_job(stream):
@@ -185,4 +195,6 @@ def test_a_checkpoint_file_spark_would_not_write_runs_the_job_naming_it(stream, 
         read_detector_progress(str(checkpoint))
     look = look_before_detecting(stream)
     assert not look.nothing_new
-    assert look.reason.startswith(f"could not read the detector's checkpoint at {checkpoint} ({checkpoint}/offsets/3: ")
+    assert look.reason.startswith(
+        f"could not read the detector's checkpoint at {checkpoint} (CheckpointUnreadable: {checkpoint}/offsets/3: "
+    )
