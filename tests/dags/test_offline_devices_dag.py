@@ -9,11 +9,12 @@ the operator base class."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from harness.airflow_process import DagTestRun, dags_test_many
+from harness.airflow_process import DagTestRun, airflow_rows, dags_test_many
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -125,8 +126,8 @@ SEALED_HOURS_MS = (1795568400000, 1795572000000)
 
 
 @pytest.fixture(scope="module")
-def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun]:
-    """The two fake DAGs, each run once by ``airflow dags test``, in one Airflow process."""
+def fake_environment(airflow_environment, tmp_path_factory) -> dict[str, str]:
+    """Airflow's environment with the fake DAGs, and a lake and checkpoints of this module's own."""
     dags = tmp_path_factory.mktemp("fake-offline-devices-dags")
     (dags / "fake_offline_devices.py").write_text(FAKE_JOB_DAGS.format(conf_path=str(REPO / "conf" / "streams.yaml")))
     lake = tmp_path_factory.mktemp("fake-offline-devices-lake")
@@ -137,6 +138,12 @@ def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun
         "TIDEMARK_CHECKPOINT_ROOT": str(lake / "checkpoints"),
     }
     write_seals(lake / "lake" / "telemetry" / "seals", SEALED_HOURS_MS)
+    return environment
+
+
+@pytest.fixture(scope="module")
+def fake_dag_runs(fake_environment) -> dict[str, DagTestRun]:
+    """The fake DAGs, each run once by ``airflow dags test``, in one Airflow process."""
     # In this order: no_summary is the live detector's first run (no checkpoint yet); the two live
     # runs share the checkpoint the first writes; look_off submits with nothing new; new_hour seals
     # a fourth hour, then detects.
@@ -148,7 +155,7 @@ def fake_dag_runs(airflow_environment, tmp_path_factory) -> dict[str, DagTestRun
         ("live_look_off", ["fake_offline_devices__look_off", "2026-11-26T02:30:00+00:00"]),
         ("live_after_new_hour", ["fake_offline_devices__new_hour", "2026-11-26T03:00:00+00:00"]),
     ]
-    return dict(zip((name for name, _ in runs), dags_test_many(environment, [arguments for _, arguments in runs])))
+    return dict(zip((name for name, _ in runs), dags_test_many(fake_environment, [arguments for _, arguments in runs])))
 
 
 def write_seals(path: Path, hours_ms) -> None:
@@ -201,6 +208,33 @@ def test_a_live_run_with_no_new_sealed_hour_starts_no_spark_job(fake_dag_runs):
         "(batch 1, read up to 2026-11-25T03:00:00.000Z, its timers fired); no Spark job started (" in again.output
     ), again.output[-5000:]
     assert "slices," not in again.output  # one line, not the job's summary line as well
+
+
+def test_a_skipped_run_returns_the_summary_a_run_with_no_slice_returns(fake_dag_runs, fake_environment):
+    (value,) = airflow_rows(
+        fake_environment,
+        "SELECT x.value FROM xcom x JOIN dag_run r ON x.dag_run_id = r.id WHERE r.dag_id = ? "
+        "AND r.logical_date LIKE '2026-11-26 02:00:00%' AND x.task_id = 'detect' AND x.key = 'return_value'",
+        "fake_offline_devices__live",
+    )[0]
+    summary = json.loads(value)
+    if isinstance(summary, str):  # XCom's JSON column may hold the JSON text of the value
+        summary = json.loads(summary)
+    # The keys spark_jobs/offline_devices/job.py's live summary has; what the look compared.
+    assert summary == {
+        "stream": "telemetry",
+        "mode": "live",
+        "query_id": None,
+        "output": f"{fake_environment['TIDEMARK_LAKE_ROOT']}/telemetry/offline_devices",
+        "batches": 0,
+        "slices": 0,
+        "records": 0,
+        "periods_opened": 0,
+        "periods_closed": 0,
+        "read_until": "2026-11-25T03:00:00.000Z",
+        "horizon": "2026-11-25T03:00:00.000Z",
+        "watermark": "2026-11-25T02:59:59.999Z",
+    }
 
 
 def test_a_live_run_after_a_new_sealed_hour_runs_the_job(fake_dag_runs):
