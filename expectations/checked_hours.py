@@ -40,6 +40,27 @@ def seals_by_hour(seals_frame) -> dict[int, int | None]:
     return {row.hour_ms: row.sealed_at_ms for row in rows if row.hour_ms is not None}
 
 
+def seals_of(seals) -> dict[int, int | None]:
+    """seals_by_hour of the seals table as a pyarrow Table (columns hour, sealed_at), read
+    without Spark (expectations.lake_snapshot)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def millis(column: str) -> list:
+        micros = pc.cast(pc.cast(seals.column(column), pa.timestamp("us", tz="UTC")), pa.int64())
+        return [None if v is None else v // 1000 for v in micros.to_pylist()]
+
+    newest: dict[int, int | None] = {}
+    for hour_ms, sealed_at_ms in zip(millis("hour"), millis("sealed_at")):
+        if hour_ms is None:
+            continue
+        known = newest.get(hour_ms)
+        newest[hour_ms] = (
+            sealed_at_ms if known is None else (known if sealed_at_ms is None else max(known, sealed_at_ms))
+        )
+    return newest
+
+
 def unchecked_sealed_hours(seals: dict[int, int | None], report_dir: str | Path, stream: str) -> list[int]:
     """The sealed hours with no report yet, or sealed again since their report, in order."""
     due = []

@@ -24,7 +24,8 @@ from expectations.checked_versions import (
 )
 from expectations.delta_log import missing_files, removed_file_footprints, scan_log
 from expectations.lake_damage import DAMAGE_TABLES, LakeDamage, log_gone, touched_hours
-from expectations.ledger_entries import HOUR_MS, read_ledger
+from expectations.lake_facts import LakeFacts
+from expectations.ledger_entries import HOUR_MS
 from tidemark.stream_config import StreamConfig
 
 log = logging.getLogger("tidemark.quality")
@@ -40,22 +41,23 @@ class DamageFound:
     commits_read: int = 0
 
 
-def find_damage(spark, stream: StreamConfig, read_table, report_dir: str | Path, sealed_hours) -> DamageFound:
+def find_damage(lake: LakeFacts, stream: StreamConfig, report_dir: str | Path, sealed_hours) -> DamageFound:
     """Damage in ``events``, ``late`` and ``quarantine`` since the versions remembered under
-    ``report_dir``, resolved to the ``sealed_hours`` (ms) it touched."""
+    ``report_dir``, resolved to the ``sealed_hours`` (ms) it touched (``lake``'s ledger says
+    which offsets an hour's ranges hold). Reads the Delta log's JSON, no Spark."""
     unreadable = False
     try:
         state = read_checked_versions(report_dir, stream.name)
     except CheckedVersionsUnreadable as error:
         log.warning({"event": "quality_checked_versions_unreadable", "stream": stream.name, "error": str(error)})
         state, unreadable = None, True
-    scan = scan_log(spark, stream, None if state is None else state.versions)
+    scan = scan_log(stream, None if state is None else state.versions)
     # Unreadable memory: nothing is known about what the checks saw, so every sealed hour again.
     raw = (
         [log_gone(table, "CHECKED VERSIONS UNREADABLE") for table in DAMAGE_TABLES] if unreadable else list(scan.damage)
     )
-    entries = read_ledger(read_table("ledger")) if raw else []
-    prints = removed_file_footprints(spark, stream, raw) if raw else {}
+    entries = lake.ledger() if raw else []
+    prints = removed_file_footprints(stream, raw) if raw else {}
     damage = tuple(d for d in (touched_hours(r, sealed_hours, entries, prints) for r in raw) if d.hours_ms)
     for d in damage:
         log.info({"event": "quality_lake_damage", "stream": stream.name, **d.to_json()})
@@ -74,10 +76,10 @@ def sweep_hours(sealed_hours, now_ms: int, retention_ms: int) -> list[int]:
     return sorted(h for h in set(sealed_hours) if h + HOUR_MS > now_ms - retention_ms)
 
 
-def sweep_damage(spark, stream: StreamConfig, read_table, hours) -> tuple[LakeDamage, ...]:
+def sweep_damage(lake: LakeFacts, stream: StreamConfig, hours) -> tuple[LakeDamage, ...]:
     """Files the three tables reference that are gone, resolved to ``hours``: what no commit shows."""
-    raw = [d for table in DAMAGE_TABLES for d in missing_files(spark, stream, table)]
+    raw = [d for table in DAMAGE_TABLES for d in missing_files(stream, table)]
     if not raw:
         return ()
-    entries = read_ledger(read_table("ledger"))
+    entries = lake.ledger()
     return tuple(d for d in (touched_hours(r, hours, entries) for r in raw) if d.hours_ms)

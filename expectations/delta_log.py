@@ -2,9 +2,10 @@
 the commit files written since the versions last checked, what removed files held, and files the
 tables reference that are gone.
 
-Commit files are read straight from ``<table>/_delta_log/<20-digit version>.json`` through the
-Hadoop file system of the lake (local disk or S3), one small read per commit: no Spark job, no
-snapshot. Checkpoints are not read: they hold the table's state, not what a commit removed. When
+Commit files are read straight from ``<table>/_delta_log/<20-digit version>.json`` through
+pyarrow's file system of the lake (local disk or S3, connectors.lake_files), one small read per
+commit: no Spark, no JVM, no snapshot. The few Parquet files whose rows a rule needs (removed files
+that still exist) are read with pyarrow, the files a snapshot references listed with deltalake. Checkpoints are not read: they hold the table's state, not what a commit removed. When
 the commits since the last check are no longer all there (Delta's log cleanup keeps 30 days by
 default), or the table's newest version is older than the one checked (the table was replaced),
 the scan says the log is gone and every sealed hour is checked again.
@@ -45,36 +46,45 @@ class LogScan:
 
 
 class DeltaLogFiles:
-    """The commit files of one table's ``_delta_log``."""
+    """The commit files of one table's ``_delta_log``, and the table's files by relative path."""
 
-    def __init__(self, spark, table_path: str):
-        self._spark = spark
+    def __init__(self, table_path: str):
+        from connectors.lake_files import lake_filesystem
+
         self.table_path = table_path.rstrip("/")
-        jvm = spark.sparkContext._jvm
-        self._log = jvm.org.apache.hadoop.fs.Path(f"{self.table_path}/_delta_log")
-        self._fs = self._log.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self.filesystem, self._root = lake_filesystem(self.table_path)
+        self._log = f"{self._root}/_delta_log"
 
     def versions(self) -> list[int]:
         """The versions with a commit file, ascending ([] when the table has no log)."""
-        if not self._fs.exists(self._log):
-            return []
-        names = (status.getPath().getName() for status in self._fs.listStatus(self._log))
+        from pyarrow import fs
+
+        listed = fs.FileSelector(self._log, allow_not_found=True)
+        names = (info.base_name for info in self.filesystem.get_file_info(listed))
         return sorted(int(match.group(1)) for name in names if (match := _COMMIT_FILE.match(name)))
 
     def read(self, version: int) -> str:
-        path = self._spark.sparkContext._jvm.org.apache.hadoop.fs.Path(self._log, f"{version:020d}.json")
-        stream = self._fs.open(path)
-        try:
-            return self._spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
+        with self.filesystem.open_input_stream(f"{self._log}/{version:020d}.json") as stream:
+            return stream.read().decode("utf-8")
+
+    def path(self, relative_path: str) -> str:
+        """A file of the table as the file system names it."""
+        return f"{self._root}/{relative_path}"
+
+    def existing(self, relative_paths: list[str]) -> list[str]:
+        """Those of ``relative_paths`` that exist, in the same order."""
+        from pyarrow import fs
+
+        if not relative_paths:
+            return []
+        found = self.filesystem.get_file_info([self.path(p) for p in relative_paths])
+        return [p for p, info in zip(relative_paths, found) if info.type != fs.FileType.NotFound]
 
     def exists(self, relative_path: str) -> bool:
-        jvm = self._spark.sparkContext._jvm
-        return bool(self._fs.exists(jvm.org.apache.hadoop.fs.Path(f"{self.table_path}/{relative_path}")))
+        return bool(self.existing([relative_path]))
 
 
-def scan_log(spark, stream: StreamConfig, since: Mapping[str, int] | None) -> LogScan:
+def scan_log(stream: StreamConfig, since: Mapping[str, int] | None) -> LogScan:
     """The damage in the commits after ``since[table]`` up to each table's newest version.
 
     ``since`` None (no state yet): nothing is damage, the scan only records where the tables are.
@@ -83,7 +93,7 @@ def scan_log(spark, stream: StreamConfig, since: Mapping[str, int] | None) -> Lo
     versions: dict[str, int] = {}
     read = 0
     for table in DAMAGE_TABLES:
-        files = DeltaLogFiles(spark, stream.table_path(table))
+        files = DeltaLogFiles(stream.table_path(table))
         present = files.versions()
         if not present:
             continue
@@ -94,10 +104,10 @@ def scan_log(spark, stream: StreamConfig, since: Mapping[str, int] | None) -> Lo
             continue
         commits = [parse_commit(table, version, files.read(version)) for version in wanted]
         read += len(commits)
-        damage.extend(log_damage(commits, file_row_counts(spark, files, uncounted_removes(commits))))
+        damage.extend(log_damage(commits, file_row_counts(files, uncounted_removes(commits))))
         vacuums = [commit for commit in commits if commit.operation.upper().startswith("VACUUM")]
         if vacuums:
-            damage.extend(missing_files(spark, stream, table, "VACUUM", vacuums[-1].version))
+            damage.extend(missing_files(stream, table, "VACUUM", vacuums[-1].version))
     return LogScan(tuple(damage), versions, read)
 
 
@@ -117,35 +127,36 @@ def versions_to_read(present: list[int], last: int | None) -> range | str:
     return wanted
 
 
-def file_row_counts(spark, files: DeltaLogFiles, paths: list[str]) -> dict[str, int]:
-    """Rows of each file in ``paths`` (relative to the table) that still exists, counted from the
-    file itself: one Spark job, only for rewrites whose removes carry no stats."""
-    from pyspark.sql import functions as F
+def file_row_counts(files: DeltaLogFiles, paths: list[str]) -> dict[str, int]:
+    """Rows of each file in ``paths`` (relative to the table) that still exists, from its Parquet
+    footer: only for rewrites whose removes carry no stats."""
+    import pyarrow.parquet as pq
 
-    existing = [p for p in paths if files.exists(p)]
-    if not existing:
-        return {}
-    rows = (
-        spark.read.parquet(*(f"{files.table_path}/{p}" for p in existing))
-        .groupBy(F.input_file_name().alias("file"))
-        .count()
-        .collect()
-    )
-    return {_relative(row.file, files.table_path): row["count"] for row in rows}
+    counts = {}
+    for relative in files.existing(list(dict.fromkeys(paths))):
+        with files.filesystem.open_input_file(files.path(relative)) as handle:
+            counts[relative] = pq.ParquetFile(handle).metadata.num_rows
+    return counts
 
 
 def missing_files(
-    spark, stream: StreamConfig, table: str, operation: str = "FILES MISSING", version: int | None = None
+    stream: StreamConfig, table: str, operation: str = "FILES MISSING", version: int | None = None
 ) -> list[CommitDamage]:
     """Files the table's current snapshot references that are gone (a VACUUM with too short a
     retention that raced a writer, or files deleted by hand): one damage naming them, or []."""
+    import pyarrow as pa
+
+    from connectors.lake_storage import open_delta_table
+
     path = stream.table_path(table)
-    files = DeltaLogFiles(spark, path)
-    gone = []
-    for uri in spark.read.format("delta").load(path).inputFiles():
-        relative = _relative(uri, path)
-        if not files.exists(relative):
-            gone.append(RemovedFile(relative, partition_values_of(relative), True, None, None))
+    files = DeltaLogFiles(path)
+    referenced = pa.table(open_delta_table(path).get_add_actions(flatten=False)).column("path").to_pylist()
+    present = set(files.existing(referenced))
+    gone = [
+        RemovedFile(relative, partition_values_of(relative), True, None, None)
+        for relative in referenced
+        if relative not in present
+    ]
     if not gone:
         return []
     return [CommitDamage(table, version, operation, None, DamageKind.FILES_MISSING, None, tuple(gone))]
@@ -165,13 +176,11 @@ def _relative(uri: str, table_path: str) -> str:
     return text[index + len(root) + 1 :] if index >= 0 else text.rsplit("/", 1)[-1]
 
 
-def removed_file_footprints(spark, stream: StreamConfig, damage: list[CommitDamage]) -> dict[str, FileFootprint]:
+def removed_file_footprints(stream: StreamConfig, damage: list[CommitDamage]) -> dict[str, FileFootprint]:
     """What the removed files of ``late`` and ``quarantine`` held, read from their rows while the
     files still exist (VACUUM deletes them after the table's retention): event times and offset
-    spans per source partition. One Spark job per table; files already gone are left out (the
-    rules fall back to their stats, or to every sealed hour)."""
-    from pyspark.sql import functions as F
-
+    spans per source partition, read with pyarrow; files already gone are left out (the rules fall
+    back to their stats, or to every sealed hour)."""
     wanted: dict[str, set[str]] = {}
     for d in damage:
         if d.table == "events" or d.every_hour:
@@ -179,33 +188,43 @@ def removed_file_footprints(spark, stream: StreamConfig, damage: list[CommitDama
         wanted.setdefault(d.table, set()).update(f.path for f in d.removed)
     prints: dict[str, FileFootprint] = {}
     for table, paths in wanted.items():
-        root = stream.table_path(table).rstrip("/")
-        files = DeltaLogFiles(spark, root)
-        existing = sorted(p for p in paths if files.exists(p))
-        if not existing:
-            continue
-        frame = spark.read.parquet(*(f"{root}/{p}" for p in existing)).withColumn("file", F.input_file_name())
-        has_time = "event_time" in frame.columns
-        aggregates = [F.min("source_offset").alias("low"), F.max("source_offset").alias("high")]
-        if has_time:
-            aggregates += [
-                F.min(F.unix_millis("event_time")).alias("t0"),
-                F.max(F.unix_millis("event_time")).alias("t1"),
-            ]
-        rows = frame.groupBy("file", "source_partition").agg(*aggregates).collect()
-        by_file: dict[str, list] = {}
-        for row in rows:
-            by_file.setdefault(_relative(row.file, root), []).append(row)
-        for relative, file_rows in by_file.items():
-            times = [(r.t0, r.t1) for r in file_rows if has_time and r.t0 is not None]
-            prints[relative] = FileFootprint(
-                event_time_ms=(min(t[0] for t in times), max(t[1] for t in times)) if times else None,
-                offsets=tuple(
-                    sorted(
-                        (r.source_partition, position_value(r.low), position_value(r.high))
-                        for r in file_rows
-                        if r.low is not None
-                    )
-                ),
-            )
+        files = DeltaLogFiles(stream.table_path(table))
+        for relative in files.existing(sorted(paths)):
+            prints[relative] = _footprint(files, relative)
     return prints
+
+
+def _footprint(files: DeltaLogFiles, relative: str) -> FileFootprint:
+    """Event times and, per source partition, the lowest and highest position one file holds."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    with files.filesystem.open_input_file(files.path(relative)) as handle:
+        parquet = pq.ParquetFile(handle)
+        has_time = "event_time" in parquet.schema_arrow.names
+        rows = parquet.read(columns=["source_partition", "source_offset", *(["event_time"] if has_time else [])])
+    offsets = rows.filter(pc.is_valid(rows.column("source_offset")))
+    spans = offsets.group_by("source_partition").aggregate([("source_offset", "min"), ("source_offset", "max")])
+    times = pc.min_max(rows.column("event_time")) if has_time else None
+    return FileFootprint(
+        event_time_ms=(
+            (_millis(times["min"]), _millis(times["max"])) if times is not None and times["min"].is_valid else None
+        ),
+        offsets=tuple(
+            sorted(
+                (partition, position_value(low), position_value(high))
+                for partition, low, high in zip(
+                    spans.column("source_partition").to_pylist(),
+                    spans.column("source_offset_min").to_pylist(),
+                    spans.column("source_offset_max").to_pylist(),
+                )
+            )
+        ),
+    )
+
+
+def _millis(scalar) -> int:
+    """A timestamp scalar as ms since the epoch (floored, as Spark's unix_millis)."""
+    import pyarrow as pa
+
+    return scalar.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).as_py() // 1000

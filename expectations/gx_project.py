@@ -1,19 +1,19 @@
 """The file-based Great Expectations project the quality checks run in.
 
-One GX project per folder (the caller's ``gx_dir``), shared by every stream and run: a Spark
+One GX project per folder (the caller's ``gx_dir``), shared by every stream and run: a pandas
 data source ``tidemark``, and per stream and check family a dataframe asset with a
 whole-dataframe batch definition, a suite ``<stream>.<family>``, a validation definition and a
-checkpoint whose action updates Data Docs. Definitions are written with add-or-update on every
-run, so a changed threshold in streams.yaml is what the next run checks. Each family is
-validated once per run with ``batch_parameters={"dataframe": facts}``: GX's cost is per run,
-not per row.
+checkpoint. Definitions are written with add-or-update the first time a run validates a
+family, so a changed threshold in streams.yaml is what the next run checks. Each family is
+validated once per run with ``batch_parameters={"dataframe": facts}`` (a pandas frame of the
+family's small fact rows: GX's cost is per run, not per row, and no Spark is involved).
 
-Validations run one after the other: GX evaluates some expectations through a Spark temp view
-with a fixed name, so two concurrent validations in one Spark session would read each other's
-rows. For the same reason of shared state, two runs must not open one project folder at the same
-time (both rewrite great_expectations.yml): give each stream its own folder, or serialise the
-runs (an Airflow pool of one slot). Data Docs keep every validation: the index grows with each
-run, so prune ``gx/uncommitted/validations`` and the site now and then on a long-lived project.
+Data Docs are built once per run, after its last validation (``build_data_docs``), for that
+run's validation results only: a checkpoint action would rebuild the site's index after every
+family. Two runs must not open one project folder at the same time (both rewrite
+great_expectations.yml): give each stream its own folder, or serialise the runs (an Airflow
+pool of one slot). Data Docs keep every validation: the index grows with each run, so prune
+``gx/uncommitted/validations`` and the site now and then on a long-lived project.
 """
 
 from __future__ import annotations
@@ -50,29 +50,31 @@ class GxProject:
         # Registered afresh on every open: GX 1.24 hands out assets read back from a file project
         # with a copy of their data source that lacks the context, and validating them fails
         # ("Missing DataContext"). Assets and definitions are re-added below, by name.
-        self._source = self._context.data_sources.add_or_update_spark(DATA_SOURCE)
+        self._source = self._context.data_sources.add_or_update_pandas(DATA_SOURCE)
         self._checkpoints: dict[tuple[str, str], object] = {}
+        self._validated: list = []  # this run's result identifiers, for Data Docs
 
     @property
     def data_docs_index(self) -> Path:
         """Data Docs' index.html (it exists once a checkpoint has run)."""
         return self.root / "gx" / "uncommitted" / "data_docs" / DATA_DOCS_SITE / "index.html"
 
-    def validate(self, spark, stream: str, family: CheckFamily, rows: list[tuple], run_name: str) -> FamilyOutcome:
+    def validate(self, stream: str, family: CheckFamily, rows: list[tuple], run_name: str) -> FamilyOutcome:
         """Validate the fact ``rows`` (tuples in the family's column order, row_id = their index)
-        with the family's suite; Data Docs are updated. Raises RuntimeError when an expectation
-        could not be evaluated (a defect, not a data failure)."""
+        with the family's suite (build_data_docs() publishes the run's results). Raises
+        RuntimeError when an expectation could not be evaluated (a defect, not a data failure)."""
         from great_expectations.core.run_identifier import RunIdentifier
 
         checkpoint = self._checkpoint(stream, family)
         started = time.monotonic()
-        frame = spark.createDataFrame(rows, family.ddl())
         result = checkpoint.run(
-            batch_parameters={"dataframe": frame}, run_id=RunIdentifier(run_name=f"{run_name}.{family.name}")
+            batch_parameters={"dataframe": fact_frame(family, rows)},
+            run_id=RunIdentifier(run_name=f"{run_name}.{family.name}"),
         )
         seconds = time.monotonic() - started
         rules = []
-        for suite_result in result.run_results.values():
+        for identifier, suite_result in result.run_results.items():
+            self._validated += [identifier, identifier.expectation_suite_identifier]
             for expectation_result in suite_result.results:
                 config = expectation_result.expectation_config
                 exception = expectation_result.exception_info or {}
@@ -94,6 +96,14 @@ class GxProject:
                 )
         return FamilyOutcome(family.name, len(rows), tuple(rules), seconds)
 
+    def build_data_docs(self) -> Path | None:
+        """Render this run's validation results (and the index) into Data Docs, once per run;
+        the index's path, or None when the run validated nothing."""
+        if not self._validated:
+            return None
+        self._context.build_data_docs(site_names=[DATA_DOCS_SITE], resource_identifiers=list(self._validated))
+        return self.data_docs_index
+
     def _checkpoint(self, stream: str, family: CheckFamily):
         key = (stream, family.name)
         if key in self._checkpoints:
@@ -113,7 +123,7 @@ class GxProject:
             gx.Checkpoint(
                 name=name,
                 validation_definitions=[validation],
-                actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs", site_names=[DATA_DOCS_SITE])],
+                actions=[],
                 result_format={
                     "result_format": "COMPLETE",
                     "unexpected_index_column_names": list(family.index_columns),
@@ -122,3 +132,16 @@ class GxProject:
         )
         self._checkpoints[key] = checkpoint
         return checkpoint
+
+
+_PANDAS_TYPES = {"INT": "Int32", "BIGINT": "Int64", "STRING": "object"}
+
+
+def fact_frame(family: CheckFamily, rows: list[tuple]):
+    """The fact rows as a pandas frame with the family's column types: integers stay nullable
+    integers (a null is not NaN in a float column), text stays text."""
+    import pandas as pd
+
+    names = [name for name, _ in family.columns]
+    frame = pd.DataFrame.from_records(rows, columns=names)
+    return frame.astype({name: _PANDAS_TYPES.get(sql_type, "object") for name, sql_type in family.columns})

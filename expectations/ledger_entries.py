@@ -103,6 +103,75 @@ def read_ledger(ledger_frame) -> list[LedgerEntry]:
     return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.step_id))
 
 
+LEDGER_READ_COLUMNS = (
+    "step_id",
+    "source_partition",
+    "mode",
+    "start_offset",
+    "end_offset",
+    "log_end_offset",
+    "records",
+    "late",
+    "quarantined",
+    "data_records",
+    "min_event_time",
+    "max_event_time",
+    "partition_watermark",
+    "global_watermark",
+    "read_time",
+    "partition_status",
+)
+
+
+def ledger_entries(ledger) -> list[LedgerEntry]:
+    """read_ledger's entries from the ledger as a pyarrow Table (LEDGER_READ_COLUMNS, read
+    without Spark: expectations.lake_snapshot), the same values in the same order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def values(column: str) -> list:
+        return ledger.column(column).to_pylist()
+
+    def millis(column: str) -> list:
+        micros = pc.cast(pc.cast(ledger.column(column), pa.timestamp("us", tz="UTC")), pa.int64())
+        return [None if v is None else v // 1000 for v in micros.to_pylist()]
+
+    summed = pc.add(pc.add(ledger.column("records"), ledger.column("late")), ledger.column("quarantined"))
+    data_records = [
+        own if own is not None else (total if total is not None else 0)
+        for own, total in zip(values("data_records"), summed.to_pylist())
+    ]
+    entries = [
+        LedgerEntry(
+            step,
+            partition,
+            mode,
+            position_value(start),
+            position_value(end),
+            position_value(log_end),
+            records,
+            *times,
+            status,
+        )
+        for step, partition, mode, start, end, log_end, records, *times, status in zip(
+            values("step_id"),
+            values("source_partition"),
+            values("mode"),
+            values("start_offset"),
+            values("end_offset"),
+            values("log_end_offset"),
+            data_records,
+            millis("min_event_time"),
+            millis("max_event_time"),
+            millis("partition_watermark"),
+            millis("global_watermark"),
+            millis("read_time"),
+            values("partition_status"),
+        )
+    ]
+    return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.step_id))
+
+
 def live_position(entries: list[LedgerEntry], partition: int) -> int | None:
     """The offset the live job reads next on ``partition``: the furthest end of its live rows."""
     ends = [e.end for e in entries if e.partition == partition and e.is_live]

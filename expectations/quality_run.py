@@ -1,7 +1,7 @@
 """One quality run of one stream: the checks of the given sealed hours (per partition), the
 stream-wide stall and retention checks, Data Docs, the summaries, and the recovery requests.
 
-    spark-submit expectations/quality_run.py --stream telemetry --conf conf/streams.yaml \\
+    python expectations/quality_run.py --stream telemetry --conf conf/streams.yaml \\
         --report-dir REPORTS --gx-dir GX --run-name RUN [--hours 2026-11-22T01:00:00Z,...] \\
         [--reconcile | --sweep] [--result result.json] [--now-ms MS]
 
@@ -45,19 +45,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from expectations import completeness, gaps, late_and_quarantine, retention, stall, uniqueness
 from expectations.check_family import FamilyOutcome, Finding, not_run
-from expectations.checked_hours import hour_report_path, seals_by_hour, unchecked_sealed_hours, write_hour_report
+from expectations.checked_hours import hour_report_path, unchecked_sealed_hours, write_hour_report
 from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
+from expectations.delta_lake_facts import DeltaLakeFacts
 from expectations.gx_project import GxProject
-from expectations.hour_records import HourCounts, count_by_hour, with_history
+from expectations.hour_records import HourCounts, with_history
 from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
 from expectations.lake_damage import DamageKind, LakeDamage, hours_of
+from expectations.lake_facts import LakeFacts, SparkLakeFacts
 from expectations.late_and_quarantine import LateAndQuarantineFacts
-from expectations.ledger_entries import LedgerEntry, finished_partitions, live_position, read_ledger
-from expectations.persisted_offsets import PersistedOffsets
+from expectations.ledger_entries import LedgerEntry, finished_partitions, live_position
 from expectations.quality_result import CheckSummary, QualityRunResult
 from expectations.quality_status import QualityStatus
 from expectations.quality_summary import summary_folder, write_summary
-from expectations.quality_tables import QualityTables, QualityTablesMissingError
+from expectations.quality_tables import QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
 from tidemark.log_position import position_type_for
@@ -72,7 +73,7 @@ _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,199}$")
 
 
 def run_quality(
-    spark,
+    lake: LakeFacts,
     stream: StreamConfig,
     hours: Sequence[int],
     log_bounds: Mapping[int, LogBoundsView],
@@ -90,6 +91,9 @@ def run_quality(
     connectors.log_bounds.ShardLogBounds; its positions are sequence numbers, checked through its
     PositionType (never subtracted).
 
+    ``lake`` answers the facts of the stream's tables: expectations.delta_lake_facts.DeltaLakeFacts
+    without Spark, or expectations.lake_facts.SparkLakeFacts (the sweep's).
+
     ``damage``: commits of the lake's log that removed or rewrote rows of some of ``hours``
     (expectations.lake_damage); a hole or loss found in such an hour names the operation, and
     the hour's report lists it. ``sweep``: completeness and retention only (no gaps, uniqueness,
@@ -104,8 +108,7 @@ def run_quality(
             f"run name {run_name!r}: use letters, digits and _ . : + - (at most 200, starting with a letter or digit)"
         )
     hours_ms = require_hour_starts([int(hour) for hour in hours])
-    tables = QualityTables(spark, stream)
-    tables.require()
+    lake.require()
     settings = stream.quality
     position_type = position_type_for(stream.source.kind)
     log.info(
@@ -119,8 +122,8 @@ def run_quality(
     stages = _Stages()
 
     with stages.time("ledger"):
-        entries = read_ledger(tables.read("ledger"))
-        seals = seals_by_hour(tables.read("seals")) if hours_ms and not sweep else {}
+        entries = lake.ledger()
+        seals = lake.seals() if hours_ms and not sweep else {}
     partitions = sorted(set(log_bounds) | {entry.partition for entry in entries})
     positions = {partition: live_position(entries, partition) for partition in partitions}
     earliest = {partition: bounds.earliest for partition, bounds in log_bounds.items()}
@@ -128,9 +131,10 @@ def run_quality(
     scopes = hour_scopes(entries, hours_ms)
 
     scan_bounds = _scan_bounds(scopes)
-    offsets = PersistedOffsets(spark, tables.read, scan_bounds, position_type) if scan_bounds else None
+    offsets = None
     try:
         with stages.time("completeness"):
+            offsets = lake.persisted_offsets(scan_bounds, position_type) if scan_bounds else None
             range_facts = completeness.facts(entries, scopes, offsets, position_type) if offsets is not None else []
         with stages.time("uniqueness"):
             span_counts = (
@@ -141,11 +145,9 @@ def run_quality(
         if offsets is not None:
             offsets.release()
     with stages.time("gaps"):
-        hour_counts = count_by_hour(tables.read, hours_ms if sweep else with_history(hours_ms, settings.history_hours))
+        hour_counts = lake.count_by_hour(hours_ms if sweep else with_history(hours_ms, settings.history_hours))
         gap_facts = (
-            []
-            if sweep
-            else gaps.facts(partitions, hours_ms, hour_counts, gaps.longest_gaps(tables.read, hours_ms), settings)
+            [] if sweep else gaps.facts(partitions, hours_ms, hour_counts, lake.longest_gaps(hours_ms), settings)
         )
     with stages.time("late_and_quarantine"):
         volume_facts = [
@@ -193,7 +195,7 @@ def run_quality(
     for family, facts in plan:
         if facts:
             rows = [fact.row(row_id) for row_id, fact in enumerate(facts)]
-            outcome = project.validate(spark, stream.name, family, rows, run_name)
+            outcome = project.validate(stream.name, family, rows, run_name)
         else:
             outcome = not_run(family.name)
         outcomes[family.name] = outcome
@@ -221,6 +223,7 @@ def run_quality(
     found = name_the_damage(found, damage)
 
     with stages.time("reports"):
+        data_docs = project.build_data_docs()
         stall_by_partition = {fact.partition: fact for fact in stall_facts}
         partition_results = [
             partition_quality(
@@ -265,7 +268,7 @@ def run_quality(
             recovery_requests=requests,
             summary_json=str(folder / "summary.json"),
             summary_html=str(folder / "summary.html"),
-            data_docs_index=str(project.data_docs_index) if ran else None,
+            data_docs_index=str(data_docs) if ran and data_docs is not None else None,
             hour_reports=tuple(str(hour_paths[h]) for h in hours_ms if h in hour_paths),
             seconds=0.0,
             stage_seconds=(),
@@ -455,42 +458,49 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     try:
-        from connectors.spark_session import lake_spark_session
-
-        spark = lake_spark_session(f"tidemark-quality-{stream.name}")
-        tables = QualityTables(spark, stream)
-        tables.require()
         now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
         found = DamageFound(())
-        if sweep:
-            hours = sweep_hours(seals_by_hour(tables.read("seals")), now_ms, stream.retention_ms)
-            found = DamageFound(sweep_damage(spark, stream, tables.read, hours))
+        spark = None
+        if sweep:  # every hour the log retains: a scan of the large tables, Spark's to do
+            from connectors.spark_session import lake_spark_session
+
+            spark = lake_spark_session(f"tidemark-quality-{stream.name}")
+            lake = SparkLakeFacts(spark, stream)
+            lake.require()
+            hours = sweep_hours(lake.seals(), now_ms, stream.retention_ms)
+            found = DamageFound(sweep_damage(lake, stream, hours))
             log.info({"event": "quality_sweep", "stream": stream.name, "hours": len(hours)})
-        elif hours is None or args.reconcile:
-            sealed = seals_by_hour(tables.read("seals"))
-            unchecked = unchecked_sealed_hours(sealed, args.report_dir, stream.name)
-            found = find_damage(spark, stream, tables.read, args.report_dir, sealed)
-            damaged = hours_of(found.damage)
-            log.info(
-                {
-                    "event": "quality_hours_reconciled",
-                    "stream": stream.name,
-                    "hours": [hour_text(h) for h in unchecked],
-                    "damaged_hours": [hour_text(h) for h in damaged],
-                    "log_commits_read": found.commits_read,
-                }
-            )
-            hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
+        else:  # one sealed hour, or none: small facts, read without Spark
+            lake = DeltaLakeFacts(stream)
+            lake.require()
+            if hours is None or args.reconcile:
+                sealed = lake.seals()
+                unchecked = unchecked_sealed_hours(sealed, args.report_dir, stream.name)
+                found = find_damage(lake, stream, args.report_dir, sealed)
+                damaged = hours_of(found.damage)
+                log.info(
+                    {
+                        "event": "quality_hours_reconciled",
+                        "stream": stream.name,
+                        "hours": [hour_text(h) for h in unchecked],
+                        "damaged_hours": [hour_text(h) for h in damaged],
+                        "log_commits_read": found.commits_read,
+                    }
+                )
+                hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
+        files_missing = any(d.kind is DamageKind.FILES_MISSING for d in found.damage)
+        if files_missing and spark is None:
+            lake = DeltaLakeFacts(stream, skip_missing_files=True)
         try:
             if position_type_for(stream.source.kind).dense:
                 log_bounds = read_log_bounds(stream)
             else:  # Kinesis answers only at a position: the lake's
-                log_bounds = read_log_bounds(stream, read_ledger(tables.read("ledger")))
+                log_bounds = read_log_bounds(stream, lake.ledger())
         except ValueError as error:  # the configured topic or stream does not exist
             return _refuse(f"stream {stream.name!r}: {error}")
-        with _reading_around_missing_files(spark, any(d.kind is DamageKind.FILES_MISSING for d in found.damage)):
+        with _reading_around_missing_files(spark, files_missing):
             result = run_quality(
-                spark,
+                lake,
                 stream,
                 hours,
                 log_bounds,
@@ -516,11 +526,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextmanager
-def _reading_around_missing_files(spark, missing: bool):
+def _reading_around_missing_files(spark, missing: bool):  # spark None: no session, nothing to set
     """Files the tables reference are gone: read what is left for the run, so the checks report
     their rows as missing instead of the run failing on the first absent file."""
     key = "spark.sql.files.ignoreMissingFiles"
-    if not missing:
+    if spark is None or not missing:  # the Spark-free reader skips them itself
         yield
         return
     before = spark.conf.get(key, None)

@@ -20,12 +20,15 @@ import yaml
 
 from connectors.lake_reader import read_stream_overview
 from expectations import quality_run
+from expectations.delta_lake_facts import DeltaLakeFacts
+from expectations.lake_facts import SparkLakeFacts
 from expectations.ledger_entries import read_ledger
 from expectations.quality_run import run_quality
 from expectations.quality_status import QualityStatus
 from harness.kinesis_stream import put_telemetry, python_workers_environment, read_lake, write_kinesis_stream_config
 from harness.persist_job import run_persist
-from tidemark.log_position import position_key
+from tidemark.log_position import KINESIS_SEQUENCE_NUMBERS, position_key
+from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import load_stream
 
 pytestmark = pytest.mark.integration
@@ -47,8 +50,36 @@ def _config(tmp_path, endpoint: str, name: str):
 def _check(spark, stream, hours, now_ms, tmp_path, run_name):
     ledger = read_ledger(spark.read.format("delta").load(stream.table_path("ledger")))
     bounds = quality_run.read_log_bounds(stream, ledger)
-    result = run_quality(spark, stream, hours, bounds, now_ms, tmp_path / "reports", tmp_path / "gx", run_name=run_name)
+    lake = DeltaLakeFacts(stream)
+    result = run_quality(lake, stream, hours, bounds, now_ms, tmp_path / "reports", tmp_path / "gx", run_name=run_name)
     return result, {p.partition: p for p in result.partitions}
+
+
+def _facts_of_both_readers(spark, stream, hour):
+    """Every fact the run asks for, from the Spark-free reader and from Spark, on sequence numbers."""
+    answers = []
+    for lake in (DeltaLakeFacts(stream), SparkLakeFacts(spark, stream)):
+        ledger = lake.ledger()
+        ranges = {(e.partition, e.start): (e.partition, OffsetRange(e.start, e.end)) for e in ledger if e.end > e.start}
+        scopes = {
+            p: (p, merge_ranges(r for q, r in ranges.values() if q == p)) for p in {q for q, _ in ranges.values()}
+        }
+        bounds = {p: OffsetRange(spans[0].start, spans[-1].end) for p, (_, spans) in scopes.items()}
+        offsets = lake.persisted_offsets(bounds, KINESIS_SEQUENCE_NUMBERS)
+        try:
+            answers.append(
+                (
+                    ledger,
+                    offsets.distinct_per_range(ranges),
+                    offsets.count_in_spans(scopes),
+                    offsets.missing_spans(ranges),
+                    lake.count_by_hour([hour - HOUR_MS, hour]),
+                    lake.longest_gaps([hour]),
+                )
+            )
+        finally:
+            offsets.release()
+    return answers
 
 
 @pytest.fixture
@@ -117,6 +148,9 @@ def test_quality_on_a_kinesis_lake_ok_hole_and_silent_job(kinesis, spark, tmp_pa
         (holder["start_offset"], holder["end_offset"])
     ]
     assert "offsets" not in request.reason
+    spark_free, with_spark = _facts_of_both_readers(spark, stream, hour)
+    assert spark_free == with_spark
+    assert sum(count.rows for count in spark_free[2].values()) == len(put) - 2, "every record put, but the two deleted"
 
     # 3. Records put after the job's last run, judged a stall timeout later: that shard STOP
     #    (the job is silent), a caught-up shard OK; no hour checked.

@@ -25,6 +25,7 @@ import yaml
 
 from expectations import quality_run
 from expectations.checked_hours import hour_report_path, unchecked_sealed_hours
+from expectations.delta_lake_facts import DeltaLakeFacts
 from expectations.lake_damage import touched_hours
 from expectations.quality_run import run_quality
 from expectations.quality_status import QualityStatus
@@ -338,7 +339,7 @@ def cases(spark, tmp_path_factory, gx_dir):
     positions = {p: max(r["end_offset"] for r in lake.ledger if r["source_partition"] == p) for p in range(PARTITIONS)}
     log_bounds = {p: bounds.get(p, Bounds(0, positions[p])) for p in range(PARTITIONS)}
     report_dir = folder / "reports"
-    result = run_quality(spark, stream, [H], log_bounds, NOW, report_dir, gx_dir, "cases-1")
+    result = run_quality(DeltaLakeFacts(stream), stream, [H], log_bounds, NOW, report_dir, gx_dir, "cases-1")
     return {"result": result, "stream": stream, "report_dir": report_dir, "ledger": lake.ledger}
 
 
@@ -573,6 +574,51 @@ def test_the_checked_hour_is_remembered_and_reconciling_finds_the_rest(cases):
     assert unchecked_sealed_hours({**seals, H: NOW}, report_dir, "cases") == [H - HOUR, H], "amended after the check"
 
 
+def test_the_spark_free_facts_are_the_facts_spark_computes_on_every_case(spark, cases):
+    """The regular run reads the lake without Spark (expectations.delta_lake_facts); the sweep with
+    Spark (expectations.lake_facts.SparkLakeFacts). On the cases stream's tables (deleted rows,
+    duplicates across tables, an aborted transaction's offsets, late and quarantined rows, empty
+    and history hours) both answer every question alike."""
+    from expectations.lake_facts import SparkLakeFacts
+    from tidemark.log_position import KAFKA_OFFSETS
+
+    stream = cases["stream"]
+    arrow, spark_facts = DeltaLakeFacts(stream), SparkLakeFacts(spark, stream)
+    ledger = arrow.ledger()
+    assert ledger == spark_facts.ledger()
+    assert len(ledger) == len(cases["ledger"])
+    assert arrow.seals() == spark_facts.seals() == {H - HOUR: H + HOUR, H: H + 2 * HOUR - 10 * MINUTE}
+
+    hours = [H - back * HOUR for back in range(QUALITY["history_hours"] + 1)]
+    counts = arrow.count_by_hour(hours)
+    assert counts == spark_facts.count_by_hour(hours)
+    assert counts[(TOO_LATE, H)].late == 10 and counts[(SILENT, H - 4 * HOUR)].events == 10
+    gaps = arrow.longest_gaps([H])
+    assert gaps == spark_facts.longest_gaps([H])
+    assert (gaps[(TIME_GAP, H)].after_ms, gaps[(TIME_GAP, H)].before_ms) == (H + 9 * MINUTE, H + 50 * MINUTE)
+
+    bounds = {p: OffsetRange(0, 400) for p in range(PARTITIONS)}
+    ranges = {
+        (e.partition, e.start, e.end): (e.partition, OffsetRange(e.start, e.end)) for e in ledger if e.end > e.start
+    }
+    ranges |= {(p, 0, 400): (p, OffsetRange(0, 400)) for p in range(PARTITIONS)}
+    scopes = {p: (p, [OffsetRange(0, 30), OffsetRange(40, 120)]) for p in range(PARTITIONS)}
+    answers = []
+    for facts in (arrow, spark_facts):
+        offsets = facts.persisted_offsets(bounds, KAFKA_OFFSETS)
+        try:
+            answers.append(
+                (offsets.distinct_per_range(ranges), offsets.count_in_spans(scopes), offsets.missing_spans(ranges))
+            )
+        finally:
+            offsets.release()
+    assert answers[0] == answers[1]
+    distinct, in_spans, missing = answers[0]
+    assert missing[(HOLE_DELETED, 0, 400)][0].start == min(DELETED_OFFSETS)
+    assert in_spans[DUPLICATE].duplicated_sample == (42,) and in_spans[QUARANTINED].quarantined == 5
+    assert distinct[(TRANSACTIONAL, 0, 60)] == 50
+
+
 def test_the_delta_log_tells_a_compaction_from_damage_and_names_the_hours_each_commit_touched(spark, cases):
     """Real delta-spark commits on the cases stream's tables (after every test above read its
     result): OPTIMIZE keeps every row (no damage, no re-check); a compaction of late that drops a
@@ -583,11 +629,11 @@ def test_the_delta_log_tells_a_compaction_from_damage_and_names_the_hours_each_c
     from expectations.ledger_entries import read_ledger
 
     stream = cases["stream"]
-    start = scan_log(spark, stream, None)
+    start = scan_log(stream, None)
     assert start.damage == () and set(start.versions) == {"events", "late", "quarantine"}
 
     DeltaTable.forPath(spark, stream.table_path("events")).optimize().executeCompaction()
-    compacted = scan_log(spark, stream, start.versions)
+    compacted = scan_log(stream, start.versions)
     assert (compacted.damage, compacted.commits_read) == ((), 1), "a compaction that keeps every row raises nothing"
 
     late = spark.read.format("delta").load(stream.table_path("late"))
@@ -598,8 +644,8 @@ def test_the_delta_log_tells_a_compaction_from_damage_and_names_the_hours_each_c
     DeltaTable.forPath(spark, stream.table_path("quarantine")).delete(
         f"source_partition = {QUARANTINED} AND source_offset = 49"
     )
-    scan = scan_log(spark, stream, compacted.versions)
-    prints = removed_file_footprints(spark, stream, list(scan.damage))
+    scan = scan_log(stream, compacted.versions)
+    prints = removed_file_footprints(stream, list(scan.damage))
     entries = read_ledger(spark.read.format("delta").load(stream.table_path("ledger")))
     sealed = [H - 4 * HOUR, H - 3 * HOUR, H - 2 * HOUR, H - HOUR, H]
     found = [touched_hours(d, sealed, entries, prints) for d in scan.damage]
@@ -871,10 +917,10 @@ def test_the_command_line_refuses_bad_hours_and_missing_tables_with_status_2(cle
     )
 
 
-def test_missing_tables_raise_a_clear_error_naming_stream_and_path(spark, tmp_path, gx_dir):
+def test_missing_tables_raise_a_clear_error_naming_stream_and_path(tmp_path, gx_dir):
     stream = load_stream(_write_config(tmp_path, "nothing_here", 2), "nothing_here")
     with pytest.raises(QualityTablesMissingError) as raised:
-        run_quality(spark, stream, [H], {0: Bounds(0, 10)}, NOW, tmp_path / "reports", gx_dir, "never")
+        run_quality(DeltaLakeFacts(stream), stream, [H], {0: Bounds(0, 10)}, NOW, tmp_path / "reports", gx_dir, "never")
     assert raised.value.path == str(tmp_path / "lake" / "nothing_here" / "events")
     assert str(raised.value).startswith(
         f"stream 'nothing_here': the events table does not exist at {raised.value.path}"

@@ -1,0 +1,100 @@
+"""A stream's tables as the quality checks read them without Spark: the newest snapshot of each
+Delta table (deltalake), and of a big table only the Parquet files that can hold the rows asked
+for (pyarrow), chosen from the snapshot's add actions: their partition values and min/max
+statistics. One sealed hour's rows are read, not the table.
+
+Pruning is conservative: a file is skipped only when its statistics prove it holds no row asked
+for. Delta truncates statistics (timestamps to milliseconds, text to a 32-character prefix), so
+bounds are compared with that slack, and a file without statistics is read. Rows are filtered
+again after the read, so pruning changes the cost, never the answer.
+
+Files the snapshot references but storage no longer has (a VACUUM that raced a writer, a file
+deleted by hand) fail the read, unless the snapshot was opened with ``skip_missing_files``: then
+they are left out, so the checks report their rows as missing (Spark's ignoreMissingFiles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from expectations.quality_tables import CHECKED_TABLES, QualityTablesMissingError
+from tidemark.stream_config import StreamConfig
+
+STATS_PREFIX = 32  # characters of a text column Delta keeps in its min/max statistics
+
+# A file filter: the snapshot's add actions (pyarrow, flattened: "min.<column>", "partition.<column>")
+# → a boolean mask of the files to read.
+FileFilter = Callable[[object], object]
+
+
+class LakeSnapshot:
+    """Read-only access to one stream's tables at their newest versions, opened once per run."""
+
+    def __init__(self, stream: StreamConfig, skip_missing_files: bool = False):
+        self._stream = stream
+        self._skip_missing = skip_missing_files
+        self._tables: dict[str, object] = {}
+
+    def require(self) -> None:
+        """Raise QualityTablesMissingError for the first of the stream's tables that is missing."""
+        from connectors.lake_storage import is_delta_table
+
+        for table in CHECKED_TABLES:
+            path = self._stream.table_path(table)
+            if table not in self._tables and not is_delta_table(path):
+                raise QualityTablesMissingError(self._stream.name, table, path)
+
+    def table(self, name: str):
+        """The table's ``deltalake.DeltaTable`` (QualityTablesMissingError when there is none)."""
+        if name not in self._tables:
+            from deltalake.exceptions import TableNotFoundError
+
+            from connectors.lake_storage import open_delta_table
+
+            path = self._stream.table_path(name)
+            try:
+                self._tables[name] = open_delta_table(path)
+            except TableNotFoundError:
+                raise QualityTablesMissingError(self._stream.name, name, path) from None
+        return self._tables[name]
+
+    def read_small(self, name: str, columns: Sequence[str]):
+        """The whole of a small table (ledger, seals), ``columns`` only, as a pyarrow Table."""
+        return self.table(name).to_pyarrow_table(columns=list(columns))
+
+    def read(self, name: str, columns: Sequence[str], keep_files: FileFilter | None = None, rows=None):
+        """``columns`` of the rows of table ``name`` in the files ``keep_files`` keeps, filtered
+        by the pyarrow expression ``rows``; a pyarrow Table with the table's own column types."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        from connectors.lake_files import lake_filesystem
+
+        table = self.table(name)
+        schema = pa.schema(table.schema().to_arrow())
+        physical = {
+            field.name: (field.metadata or {}).get(b"delta.columnMapping.physicalName", field.name.encode()).decode()
+            for field in schema
+        }
+        actions = pa.table(table.get_add_actions(flatten=True))
+        if keep_files is not None and actions.num_rows:
+            actions = actions.filter(keep_files(actions))
+        filesystem, root = lake_filesystem(self._stream.table_path(name))
+        paths = [f"{root}/{path}" for path in actions.column("path").to_pylist()]
+        if self._skip_missing and paths:
+            from pyarrow import fs
+
+            paths = [info.path for info in filesystem.get_file_info(paths) if info.type != fs.FileType.NotFound]
+        wanted = pa.schema([pa.field(physical[column], schema.field(column).type) for column in columns])
+        if not paths:
+            return wanted.empty_table().rename_columns(list(columns))
+        dataset = ds.dataset(paths, schema=wanted, format="parquet", filesystem=filesystem)
+        found = dataset.to_table(columns=[physical[c] for c in columns]).rename_columns(list(columns))
+        return found.filter(rows) if rows is not None else found
+
+
+def stat(actions, kind: str, column: str):
+    """The add actions' ``kind`` (min | max | null_count) statistic of ``column``, or None when
+    no file recorded it."""
+    name = f"{kind}.{column}"
+    return actions.column(name) if name in actions.column_names else None
