@@ -86,7 +86,7 @@ def read_stream_overview(
         rules,
         stream.retention_ms,
         now_ms,
-        last_sealed_hour_ms=_last_sealed_hour(stream),
+        last_sealed_hour_ms=last_sealed_hour_ms(stream),
         log_ends=log_ends,
         oldest_unread_ms=oldest_unread,
         positions=position_type_for(stream.source.kind),
@@ -209,7 +209,8 @@ def _totals(live) -> dict[int, PartitionTotals]:
     }
 
 
-def _last_sealed_hour(stream: StreamConfig) -> int | None:
+def last_sealed_hour_ms(stream: StreamConfig) -> int | None:
+    """The start (ms, UTC) of the newest hour in the stream's seals table; None without one."""
     seals = _table(stream, "seals")
     return None if seals is None else _newest_ms(seals.to_pyarrow_table(columns=["hour"])["hour"])
 

@@ -57,9 +57,9 @@ def _brief(error: Exception, most: int = 300) -> str:
 def read_sealed_horizon_ms(stream: StreamConfig) -> int | None:
     """The end of the stream's last sealed hour (ms since the epoch, UTC); None when the seals
     table holds no hour or does not exist."""
-    from connectors.lake_reader import _last_sealed_hour
+    from connectors.lake_reader import last_sealed_hour_ms
 
-    last = _last_sealed_hour(stream)
+    last = last_sealed_hour_ms(stream)
     return None if last is None else last + HOUR_MS
 
 
