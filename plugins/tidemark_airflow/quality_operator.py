@@ -1,8 +1,14 @@
-"""Run a stream's quality checks (expectations/quality_run.py) through spark-submit."""
+"""Run a stream's quality checks (expectations/quality_run.py): a plain Python process for the
+regular run (its facts are small and read without Spark), spark-submit for the sweep (a scan of
+every hour the log retains)."""
 
 from __future__ import annotations
 
+import collections
+import os
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,6 +28,15 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
     recovery requests, and the paths of the summary (JSON, HTML) and of Data Docs, which the task
     log also shows. The task fails when the stream's tables do not exist (nothing is passed
     silently); checks that find problems do not fail it: the result says so, and the DAG acts on it.
+
+    A regular run is ``sys.executable expectations/quality_run.py ...`` in a child process: no
+    spark-submit, no JVM, no Spark connection needed. It gets this process's environment (the
+    variables TidemarkSparkJobOperator forwards to spark-submit among them) with the lake's S3
+    keys and the Kinesis source's keys from their Airflow connections, as ``submit()`` applies
+    them, plus the operator's own ``env_vars``. Exit 2 (bad arguments or configuration, a missing
+    table, a topic or stream that does not exist) fails the task without retries, naming the
+    problem (the run's last lines); any other failure fails it as the task's retries say. A
+    sweep (``sweep=True``) goes through spark-submit as every Spark job does.
     """
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
@@ -42,6 +57,7 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
         self.hours = hours
         self.reconcile = reconcile
         self.sweep = sweep
+        self._process: subprocess.Popen | None = None  # the regular run's child, while it runs
 
     def execute(self, context: Any) -> Any:
         stream = self.load_stream()
@@ -76,11 +92,80 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
                 hours or "none given",
                 ", plus unchecked sealed hours" if self.reconcile else "",
             )
-            self.submit(context, arguments)
+            if self.sweep:
+                self.submit(context, arguments)
+            else:
+                self.run_checks(arguments)
             summary = read_quality_summary(result_path)
         for line in _report_lines(summary):
             self.log.info("%s", line)
         return quality_summary_builtins(summary)
+
+    def run_checks(self, arguments: list[str]) -> None:
+        """Run expectations/quality_run.py with ``arguments`` in a child Python process, its output
+        in the task log; returns once it exited 0, raises otherwise (see the class)."""
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+        from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
+
+        aws_conn_id = apply_aws_connection()
+        if aws_conn_id:
+            self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
+        try:
+            kinesis_conn_id = apply_kinesis_connection(self._kinesis_conn_id)
+        except Exception as error:  # Airflow's own error names the connection that does not exist
+            raise AirflowFailException(f"source.aws_conn_id {self._kinesis_conn_id!r}: {error}") from None
+        if kinesis_conn_id:
+            self.log.info("Kinesis credentials from the Airflow connection %r", kinesis_conn_id)
+        command = [sys.executable, self.application, *arguments]
+        code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log, self._track)
+        if code == 0:
+            return
+        said = "\n".join(tail)
+        if code == 2:
+            raise AirflowFailException(f"The quality run of stream {self.stream} refused to run (exit 2):\n{said}")
+        raise AirflowException(f"The quality run of stream {self.stream} failed (exit {code}):\n{said}")
+
+    def _track(self, process: subprocess.Popen | None) -> None:
+        self._process = process
+
+    def on_kill(self) -> None:
+        """Stop the child process of a regular run; a sweep's spark-submit as the provider stops it."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+            return
+        if self.sweep:
+            super().on_kill()
+
+
+TAIL_LINES = 20  # lines of the run's output a failure's message repeats
+
+
+def run_logged(command: list[str], environment: dict[str, str], log, track=None) -> tuple[int, list[str]]:
+    """Run ``command``; every line it writes (stdout and stderr, in order) goes to ``log``.
+    Returns its exit status and its last TAIL_LINES lines. ``track`` is told the process while
+    it runs (so a kill can reach it), then None."""
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    process = subprocess.Popen(
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    )
+    if track is not None:
+        track(process)
+    try:
+        for line in process.stdout:
+            line = line.rstrip("\n")
+            tail.append(line)
+            log.info("%s", line)
+        return process.wait(), list(tail)
+    finally:
+        process.stdout.close()
+        if track is not None:
+            track(None)
 
 
 def _report_lines(summary: QualitySummary) -> list[str]:
