@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 
+from connectors.error_line import one_line
 from tidemark.offline_devices_progress import DetectorProgress, SealedHoursLook, look_for_sealed_hours
 from tidemark.stream_config import StreamConfig
 
@@ -33,25 +34,14 @@ def look_before_detecting(stream: StreamConfig) -> SealedHoursLook:
         horizon_ms = read_sealed_horizon_ms(stream)
     except Exception as error:  # any failure of the lake's storage: the job decides, not a guess
         return SealedHoursLook(
-            False, f"could not read the seals table at {stream.table_path('seals')} ({_brief(error)})"
+            False, f"could not read the seals table at {stream.table_path('seals')} ({one_line(error)})"
         )
     checkpoint = stream.checkpoint_path("offline_devices")
     try:
         progress = read_detector_progress(checkpoint)
     except Exception as error:
-        return SealedHoursLook(False, f"could not read the detector's checkpoint at {checkpoint} ({_brief(error)})")
+        return SealedHoursLook(False, f"could not read the detector's checkpoint at {checkpoint} ({one_line(error)})")
     return look_for_sealed_hours(horizon_ms, progress)
-
-
-def _brief(error: Exception, most: int = 300) -> str:
-    """The error's first line, for a one-line log: delta-rs's errors run to many lines, with
-    terminal colours and the whole signed request of a refused S3 call."""
-    import re
-
-    lines = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
-    first = lines[0].strip() if lines else ""
-    text = f"{type(error).__name__}: {first}" if first else type(error).__name__
-    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def read_sealed_horizon_ms(stream: StreamConfig) -> int | None:

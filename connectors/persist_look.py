@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from connectors.error_line import one_line
 from tidemark.log_position import position_type_for, position_value
 from tidemark.nothing_new import LedgerPartition, LogPartitionNow, PersistLook, look_for_work
 from tidemark.offset_coverage import LIVE_MODE
@@ -36,13 +37,13 @@ def look_before_persist(stream: StreamConfig, now_ms: int | None = None, log_tim
     try:
         standing = read_ledger_standing(stream)
     except Exception as error:  # any reading error: the job decides, as it always did
-        return PersistLook(False, f"the ledger could not be read ({_brief(error)})")
+        return PersistLook(False, f"the ledger could not be read ({one_line(error)})")
     if not standing.partitions:
         return look_for_work({}, {}, None, stream.event_time.idle_timeout_ms, now_ms)
     try:
         log = _log_now(stream, standing, log_timeout_s)
     except Exception as error:
-        return PersistLook(False, f"the log did not answer ({_brief(error)})")
+        return PersistLook(False, f"the log did not answer ({one_line(error)})")
     return look_for_work(
         standing.partitions,
         log,
@@ -129,8 +130,3 @@ def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -
         )
         for p, b in bounds.items()
     }
-
-
-def _brief(error: Exception) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {text}"[:300]

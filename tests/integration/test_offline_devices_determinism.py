@@ -97,6 +97,7 @@ def produce_window(bootstrap: str, topic: str, start_ms: int, end_ms: int, log_t
 
 
 def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_row(kafka_broker, spark, tmp_path):
+    from connectors.offline_devices_horizon import look_before_detecting
     from spark_jobs.offline_devices.job import run_request
     from tidemark.offline_devices_request import OfflineDevicesRequest
     from tidemark.stream_config import load_stream
@@ -131,6 +132,8 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
         t for p in range(PARTITIONS) for t in first[p] + (second[p] if p != 3 else [])
     )
     assert max(second[0] + second[1] + second[2]) - max(first[3]) > 3 * HOUR
+    # The Spark-free look before a scheduled run agrees: no hour sealed since the last run.
+    assert look_before_detecting(stream).nothing_new
     live_2 = run_request(spark, stream, OfflineDevicesRequest("live"))
     assert live_2["slices"] == 0, "nothing new is sealed while partition 3 holds G"
     # Nothing past the sealed horizon, though the lake holds records hours past it.
@@ -142,6 +145,7 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
     assert spark.read.format("delta").load(str(lake / "late")).count() == 0
     live_3 = run_request(spark, stream, OfflineDevicesRequest("live"))
     assert (live_3["read_until"], live_3["slices"]) == (_iso(at("20:00:00")), 6)  # 30-minute slices from 17:00
+    assert look_before_detecting(stream).nothing_new, "the real checkpoint read Spark-free: nothing new"
     live = _table(spark, lake / "offline_devices")
 
     # The same range twice more, each a backfill at full speed (6-hour slices) with its own output.

@@ -167,12 +167,12 @@ def test_a_seals_table_that_cannot_be_read_runs_the_job_and_says_why(stream):
 
 
 def test_an_error_is_told_in_one_short_line():
-    from connectors.offline_devices_horizon import _brief
+    from connectors.error_line import one_line
 
     refused = OSError("Kernel error -> lacked privileges\n  \x1b[31m↳\x1b[0m 403 Forbidden\n  <StringToSign>...")
-    assert _brief(refused) == "OSError: Kernel error -> lacked privileges"
-    assert _brief(ValueError("x" * 400)) == "ValueError: " + "x" * 287 + "…"
-    assert _brief(TimeoutError()) == "TimeoutError"
+    assert one_line(refused) == "OSError: Kernel error -> lacked privileges"
+    assert one_line(ValueError("x" * 400)) == "ValueError: " + "x" * 287 + "…"
+    assert one_line(TimeoutError()) == "TimeoutError"
 
 
 def test_a_missing_seals_table_runs_the_job(stream):
