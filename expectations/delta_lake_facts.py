@@ -23,9 +23,23 @@ from expectations.lake_snapshot import STATS_PREFIX, LakeSnapshot, stat
 from expectations.ledger_entries import HOUR_MS, LEDGER_READ_COLUMNS, LedgerEntry
 from expectations.persisted_offset_index import PersistedOffsetIndex, position_keys
 from expectations.persisted_offsets import PERSISTED_TABLES
+from expectations.quality_tables import QualityTablesMissingError
 from tidemark.log_position import PositionType
 from tidemark.offset_coverage import OffsetRange
 from tidemark.stream_config import StreamConfig
+
+
+class LedgerUnreadableError(RuntimeError):
+    """The ledger table exists but cannot be read: without it no range can be checked."""
+
+    def __init__(self, stream: StreamConfig, error: Exception):
+        path = stream.table_path("ledger")
+        super().__init__(
+            f"stream {stream.name!r}: the ledger at {path} cannot be read ({type(error).__name__}: {error}); "
+            "the quality checks need it to know which offsets were read: restore the table's files or its "
+            "Delta log (RESTORE to a readable version), then run the checks again"
+        )
+        self.path = path
 
 
 class DeltaLakeFacts:
@@ -33,16 +47,32 @@ class DeltaLakeFacts:
     the snapshot references that storage no longer has are left out (their rows count as missing)."""
 
     def __init__(self, stream: StreamConfig, skip_missing_files: bool = False):
+        self._stream = stream
         self._lake = LakeSnapshot(stream, skip_missing_files)
+        self._ledger: list[LedgerEntry] | None = None
         self._event_times: tuple[frozenset[int], dict[str, np.ndarray]] | None = None
+
+    @property
+    def files_read(self) -> dict[str, int]:
+        """Parquet files read so far per table (the ledger and the seals not counted)."""
+        return dict(self._lake.files_read)
 
     def require(self) -> None:
         self._lake.require()
 
     def ledger(self) -> list[LedgerEntry]:
+        """The ledger's entries, read once per run. LedgerUnreadableError naming the table when
+        it exists but cannot be read (a file gone, a column missing, bytes that are not Parquet)."""
         from expectations.ledger_entries import ledger_entries
 
-        return ledger_entries(self._lake.read_small("ledger", LEDGER_READ_COLUMNS))
+        if self._ledger is None:
+            try:
+                self._ledger = ledger_entries(self._lake.read_small("ledger", LEDGER_READ_COLUMNS))
+            except QualityTablesMissingError:
+                raise
+            except Exception as error:  # deltalake's, pyarrow's and OS errors alike: the table is the news
+                raise LedgerUnreadableError(self._stream, error) from error
+        return list(self._ledger)
 
     def seals(self) -> dict[int, int | None]:
         from expectations.checked_hours import seals_of
@@ -226,7 +256,9 @@ def _between(low, high, start, end) -> bool:
 
 
 def _text_between(low, high, start: str, end: str) -> bool:
-    """As _between for text statistics, which keep a prefix only: compared on that prefix."""
+    """As _between for text statistics, which may keep a prefix only. A truncated minimum is still
+    at most the file's lowest value, so it compares whole; a truncated maximum may be below the
+    file's highest value, so only its prefix bounds anything."""
     if low is None or high is None:
         return True
-    return not (high[:STATS_PREFIX] < start[:STATS_PREFIX] or low[:STATS_PREFIX] > end[:STATS_PREFIX])
+    return not (high[:STATS_PREFIX] < start[:STATS_PREFIX] or low >= end)

@@ -167,15 +167,6 @@ def partition_values_of(relative_path: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((m.group(1), m.group(2)) for m in _PARTITION_DIR.finditer(relative_path)))
 
 
-def _relative(uri: str, table_path: str) -> str:
-    from urllib.parse import unquote
-
-    text = unquote(uri)
-    root = table_path.rstrip("/")
-    index = text.find(root)
-    return text[index + len(root) + 1 :] if index >= 0 else text.rsplit("/", 1)[-1]
-
-
 def removed_file_footprints(stream: StreamConfig, damage: list[CommitDamage]) -> dict[str, FileFootprint]:
     """What the removed files of ``late`` and ``quarantine`` held, read from their rows while the
     files still exist (VACUUM deletes them after the table's retention): event times and offset

@@ -34,6 +34,7 @@ class LakeSnapshot:
         self._stream = stream
         self._skip_missing = skip_missing_files
         self._tables: dict[str, object] = {}
+        self.files_read: dict[str, int] = {}  # table → Parquet files read by read(), for logs and tests
 
     def require(self) -> None:
         """Raise QualityTablesMissingError for the first of the stream's tables that is missing."""
@@ -85,6 +86,7 @@ class LakeSnapshot:
             from pyarrow import fs
 
             paths = [info.path for info in filesystem.get_file_info(paths) if info.type != fs.FileType.NotFound]
+        self.files_read[name] = self.files_read.get(name, 0) + len(paths)
         wanted = pa.schema([pa.field(physical[column], schema.field(column).type) for column in columns])
         if not paths:
             return wanted.empty_table().rename_columns(list(columns))

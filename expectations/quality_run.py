@@ -13,9 +13,15 @@ run (expectations.damage_scan; the versions read are remembered in
 the same in addition to the hours given. ``--sweep`` (the slow schedule's run) checks the
 completeness of every sealed hour the source log still retains instead, and writes no hour
 report. Log bounds come from the stream's log (connectors.log_bounds: Kafka's ListOffsets, or a
-probe of each Kinesis shard at the lake's position). Exit status: 0 when the run completed, whatever the checks found (the result and
-the summaries say what failed); 2 for bad arguments, a bad configuration or missing tables; 1
-for anything else (the log unreachable, a Spark failure).
+probe of each Kinesis shard at the lake's position). Exit status: 0 when the run completed,
+whatever the checks found (the result and the summaries say what failed); 2 for bad arguments, a
+bad configuration or missing tables; 1 for anything else (the log unreachable, a ledger that
+cannot be read, a Spark failure).
+
+A regular run reads the lake without Spark (expectations.delta_lake_facts: deltalake and
+pyarrow, one hour's files), so plain ``python`` runs it, as the quality DAG does. ``--sweep``
+reads every hour the log retains with Spark (expectations.lake_facts.SparkLakeFacts): the sweep
+DAG runs it through spark-submit.
 
 Where things land:
 - ``<report-dir>/<stream>/runs/<run-name>/summary.json`` and ``summary.html``;
