@@ -50,9 +50,21 @@ class GxProject:
         # Registered afresh on every open: GX 1.24 hands out assets read back from a file project
         # with a copy of their data source that lacks the context, and validating them fails
         # ("Missing DataContext"). Assets and definitions are re-added below, by name.
+        self._replace_spark_source()
         self._source = self._context.data_sources.add_or_update_pandas(DATA_SOURCE)
         self._checkpoints: dict[tuple[str, str], object] = {}
         self._validated: list = []  # this run's result identifiers, for Data Docs
+
+    def _replace_spark_source(self) -> None:
+        """Projects written before the checks ran on pandas frames have a Spark data source of the
+        same name, which GX refuses to update into a pandas one: it goes (with its assets, which
+        only ever held a frame for the length of a validation); suites and results stay."""
+        try:
+            current = self._context.data_sources.get(DATA_SOURCE)
+        except (KeyError, ValueError):
+            return
+        if getattr(current, "type", None) != "pandas":
+            self._context.data_sources.delete(DATA_SOURCE)
 
     @property
     def data_docs_index(self) -> Path:
@@ -84,7 +96,7 @@ class GxProject:
                         f"{exception.get('exception_message')}"
                     )
                 details = expectation_result.result or {}
-                row_ids = tuple(row["row_id"] for row in details.get("unexpected_index_list") or [])
+                row_ids = tuple(int(row["row_id"]) for row in details.get("unexpected_index_list") or [])
                 severity = getattr(config, "severity", None) or "critical"
                 rules.append(
                     RuleResult(

@@ -926,3 +926,27 @@ def test_missing_tables_raise_a_clear_error_naming_stream_and_path(tmp_path, gx_
         f"stream 'nothing_here': the events table does not exist at {raised.value.path}"
     )
     assert not (tmp_path / "reports").exists(), "nothing was reported"
+
+
+def test_a_gx_project_of_before_with_its_spark_source_validates_pandas_frames_and_builds_docs_once(tmp_path):
+    """A project folder written when the checks validated Spark frames (a Spark data source of the
+    same name, as every deployed project has it) is taken over, not refused; Data Docs are built
+    once, at the run's end."""
+    import great_expectations as gx
+
+    from expectations import stall
+    from expectations.gx_project import DATA_SOURCE, GxProject
+    from tidemark.log_position import KAFKA_OFFSETS
+
+    gx.get_context(mode="file", project_root_dir=str(tmp_path)).data_sources.add_or_update_spark(DATA_SOURCE)
+    project = GxProject(tmp_path)
+    rows = [(0, 0, "OK", 3, 10, 10), (1, 1, "STOP", 3, 5, 10), (2, 2, "OK", 3, None, None)]
+    outcome = project.validate("cases", stall.family(KAFKA_OFFSETS), rows, "taken-over")
+    assert (outcome.rows, outcome.failed_rules, outcome.unexpected("reading_progresses")) == (
+        3,
+        ["reading_progresses"],
+        (1,),
+    )
+    assert not project.data_docs_index.exists(), "Data Docs wait for the run's end"
+    assert project.build_data_docs() == project.data_docs_index
+    assert "cases.stall" in project.data_docs_index.read_text()
