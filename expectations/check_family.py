@@ -1,7 +1,8 @@
 """A check family: one GX suite over one small fact frame, and what its failures mean.
 
-Spark computes the facts (one row per range, per hour and partition, or per partition, each
-with a ``row_id``); Great Expectations judges them. A family's findings are read from GX's
+The lake's facts are computed first (expectations.lake_facts: without Spark for a regular run,
+with Spark for the sweep; one row per range, per hour and partition, or per partition, each
+with a ``row_id``); Great Expectations judges them, as a pandas frame. A family's findings are read from GX's
 unexpected rows only, so a status in the report is always one GX reported. Each expectation
 carries its rule name in ``meta["tidemark_rule"]``.
 """

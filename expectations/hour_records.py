@@ -2,7 +2,8 @@
 
 A record of hour H is one whose event time is in [H, H + 1h) (UTC), whether it was persisted to
 events or routed to late: both are the hour's data. The events table is partitioned by
-(event_date, event_hour), so the scan reads only the days asked for.
+(event_date, event_hour), so the scan reads only the days asked for. These are the sweep's
+Spark readers; expectations.delta_lake_facts counts the same without Spark.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ Every record the persist job read lands in exactly one of the three tables, so t
 are what was persisted; counting them per ledger range is what completeness compares with the
 range's data records. The scan reads only the two identity columns and the offsets the checked
 ranges cover (Delta skips files by their min/max statistics on those columns), is cached for
-the run, and each question below is one Spark job whose answer is small.
+the run, and each question below is one Spark job whose answer is small. This is the sweep's
+reader (expectations.lake_facts.SparkLakeFacts); a regular run asks the same questions of
+expectations.persisted_offset_index, without Spark.
 
 Positions go into filters and come out of rows through the stream's PositionType (Kafka: BIGINT
 offsets; Kinesis: ordered text keys of sequence numbers); answers are ints either way.

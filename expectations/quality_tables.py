@@ -26,7 +26,8 @@ class QualityTablesMissingError(RuntimeError):
 
 
 class QualityTables:
-    """Read access to one stream's tables for the checks."""
+    """Read access to one stream's tables for the checks, through Spark (the sweep's reader;
+    expectations.lake_snapshot reads them without Spark)."""
 
     def __init__(self, spark, stream: StreamConfig):
         self._spark = spark
