@@ -82,6 +82,7 @@ def main() -> int:
 
 def run(spark, scratch: Path, days: int, batches: int) -> dict:
     from expectations.damage_scan import find_damage, remember_checked, sweep_damage, sweep_hours
+    from expectations.lake_facts import SparkLakeFacts
     from expectations.quality_run import run_quality
     from tidemark.event_time_text import parse_event_time
     from tidemark.stream_config import load_stream
@@ -105,9 +106,9 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
 
         swept = sweep_hours(seals_by_hour(read("seals")), now_ms, stream.retention_ms)
         t1 = time.monotonic()
-        missing = sweep_damage(spark, stream, read, swept)
+        missing = sweep_damage(SparkLakeFacts(spark, stream), stream, swept)
         t2 = time.monotonic()
-        result = run_quality(spark, stream, swept, bounds, now_ms, reports, gx, f"sweep-{attempt}", sweep=True)
+        result = run_quality(SparkLakeFacts(spark, stream), stream, swept, bounds, now_ms, reports, gx, f"sweep-{attempt}", sweep=True)
         t3 = time.monotonic()
         statuses = {p.partition: p.status.value for p in result.partitions}
         if missing or set(statuses.values()) != {"OK"} or len(swept) != len(hours):
@@ -132,10 +133,10 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
 
     # A scheduled run's log reading: remember the versions, then an hour of persist commits.
     sealed = {h: None for h in hours}
-    remember_checked(reports, stream.name, find_damage(spark, stream, read, reports, sealed), "state", now_ms)
+    remember_checked(reports, stream.name, find_damage(SparkLakeFacts(spark, stream), stream, reports, sealed), "state", now_ms)
     _append_batches(spark, stream, hours[-1] + HOUR_MS, batches)
     t0 = time.monotonic()
-    quiet = find_damage(spark, stream, read, reports, sealed)
+    quiet = find_damage(SparkLakeFacts(spark, stream), stream, reports, sealed)
     quiet_s = time.monotonic() - t0
     if quiet.damage or quiet.commits_read != 3 * batches:
         raise SystemExit(f"an hour of appends read as damage or not read: {quiet}")
@@ -149,7 +150,7 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
         f"{_offset_in_hour(hours, target) + 2})"
     )
     t0 = time.monotonic()
-    damaged = find_damage(spark, stream, read, reports, sealed)
+    damaged = find_damage(SparkLakeFacts(spark, stream), stream, reports, sealed)
     damaged_s = time.monotonic() - t0
     if [(d.operation, d.rows, d.hours_ms) for d in damaged.damage] != [("DELETE", 3, (target,))]:
         raise SystemExit(f"the DELETE was not found as it happened: {damaged.damage}")
@@ -187,6 +188,8 @@ def _offset_in_hour(hours: list[int], hour: int) -> int:
 def _write_config(scratch: Path) -> Path:
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     document["streams"]["telemetry"]["lake"] = {"root": str(scratch / "lake"), "checkpoint_root": str(scratch / "cp")}
+    # The benchmark's stream only: the other shipped streams' paths come from the stack's environment.
+    document["streams"] = {"telemetry": document["streams"]["telemetry"]}
     path = scratch / "streams.yaml"
     path.write_text(yaml.safe_dump(document))
     return path
@@ -236,7 +239,7 @@ def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> d
         "lat": F.lit(52.37),
         "lon": F.lit(4.89),
         "battery": (F.col("o") % 100).cast("int"),
-        "batch_id": F.col("slot").cast("long"),
+        "step_id": F.col("slot").cast("long"),
         "event_date": F.to_date(event_time),
         "event_hour": F.hour(event_time),
     }
