@@ -105,11 +105,10 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
         from connectors.offline_devices_horizon import look_before_detecting
         from tidemark.event_time_text import format_optional_event_time
         from tidemark.offline_devices_request import LIVE
-        from tidemark_airflow.aws_connection import apply_aws_connection
 
         started = time.monotonic()
         try:
-            apply_aws_connection()  # the lake's S3 settings, as the job gets them in submit()
+            self.apply_connections()  # the lake's S3 settings, as the job gets them in submit()
         except Exception as error:  # the job's own submit names the connection and fails the task
             self.log.info("Stream %s: could not read the lake's connection (%s): running the job", stream.name, error)
             return None

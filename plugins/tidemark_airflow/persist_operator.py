@@ -104,12 +104,8 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
         if switches:
             self.log.info("Stream %s: %s is set: running the job without looking first", stream.name, switches[0])
             return False
-        from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
-
         try:
-            # The lake's S3 settings and the stream's Kinesis keys, as the job gets them in submit().
-            apply_aws_connection()
-            apply_kinesis_connection(self._kinesis_conn_id)
+            self.apply_connections()  # the lake's and the stream's keys, as the job gets them
         except Exception as error:  # submit() fails the task naming the connection
             self.log.info("Stream %s: running the job: a connection could not be read (%s)", stream.name, error)
             return False

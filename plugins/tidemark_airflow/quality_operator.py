@@ -106,17 +106,7 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
         in the task log; returns once it exited 0, raises otherwise (see the class)."""
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-        from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
-
-        aws_conn_id = apply_aws_connection()
-        if aws_conn_id:
-            self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
-        try:
-            kinesis_conn_id = apply_kinesis_connection(self._kinesis_conn_id)
-        except Exception as error:  # Airflow's own error names the connection that does not exist
-            raise AirflowFailException(f"source.aws_conn_id {self._kinesis_conn_id!r}: {error}") from None
-        if kinesis_conn_id:
-            self.log.info("Kinesis credentials from the Airflow connection %r", kinesis_conn_id)
+        self.apply_connections()
         command = [sys.executable, self.application, *arguments]
         code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log, self._track)
         if code == 0:

@@ -133,7 +133,6 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
         from connectors.jars import JarsError, delta_classpath, group_jars, jars_root
-        from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
         from tidemark_airflow.spark_master import SparkConnectionError, SparkMasterUnreachable, spark_master
 
         if self._driver_conf is None:
@@ -153,15 +152,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             except (SparkConnectionError, FileNotFoundError, JarsError) as error:
                 raise AirflowFailException(str(error)) from None
             self.log.info("Spark master %s: %s", connection.master, type(master).__name__)
-            aws_conn_id = apply_aws_connection()
-            if aws_conn_id:
-                self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
-            try:
-                kinesis_conn_id = apply_kinesis_connection(self._kinesis_conn_id)
-            except Exception as error:  # Airflow's own error names the connection that does not exist
-                raise AirflowFailException(f"source.aws_conn_id {self._kinesis_conn_id!r}: {error}") from None
-            if kinesis_conn_id:
-                self.log.info("Kinesis credentials from the Airflow connection %r", kinesis_conn_id)
+            self.apply_connections()
             self._derived = DerivedSubmit(
                 conf={**placement.conf, **self._driver_conf},
                 py_files=placement.py_files,
@@ -174,6 +165,25 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
                 self.run_spark_submit(context, self._derived.application_args)
             finally:
                 self._derived = None
+
+    def apply_connections(self) -> None:
+        """Put the lake's S3 settings (``TIDEMARK_AWS_CONN_ID``'s connection) and a Kinesis source's
+        keys (its ``aws_conn_id``) into this process's environment, where the job, or a Spark-free
+        reader in this task, finds them. A Kinesis connection that does not exist fails the task
+        without retries, naming it. Call ``load_stream()`` first."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
+
+        aws_conn_id = apply_aws_connection()
+        if aws_conn_id:
+            self.log.info("Lake storage settings from the Airflow connection %r", aws_conn_id)
+        try:
+            kinesis_conn_id = apply_kinesis_connection(self._kinesis_conn_id)
+        except Exception as error:  # Airflow's own error names the connection that does not exist
+            raise AirflowFailException(f"source.aws_conn_id {self._kinesis_conn_id!r}: {error}") from None
+        if kinesis_conn_id:
+            self.log.info("Kinesis credentials from the Airflow connection %r", kinesis_conn_id)
 
     def spark_connection(self):
         """The master and deploy mode of ``conn_id``, read through Airflow's Connection API as the
