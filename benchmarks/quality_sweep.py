@@ -108,7 +108,9 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
         t1 = time.monotonic()
         missing = sweep_damage(SparkLakeFacts(spark, stream), stream, swept)
         t2 = time.monotonic()
-        result = run_quality(SparkLakeFacts(spark, stream), stream, swept, bounds, now_ms, reports, gx, f"sweep-{attempt}", sweep=True)
+        result = run_quality(
+            SparkLakeFacts(spark, stream), stream, swept, bounds, now_ms, reports, gx, f"sweep-{attempt}", sweep=True
+        )
         t3 = time.monotonic()
         statuses = {p.partition: p.status.value for p in result.partitions}
         if missing or set(statuses.values()) != {"OK"} or len(swept) != len(hours):
@@ -133,7 +135,9 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
 
     # A scheduled run's log reading: remember the versions, then an hour of persist commits.
     sealed = {h: None for h in hours}
-    remember_checked(reports, stream.name, find_damage(SparkLakeFacts(spark, stream), stream, reports, sealed), "state", now_ms)
+    remember_checked(
+        reports, stream.name, find_damage(SparkLakeFacts(spark, stream), stream, reports, sealed), "state", now_ms
+    )
     _append_batches(spark, stream, hours[-1] + HOUR_MS, batches)
     t0 = time.monotonic()
     quiet = find_damage(SparkLakeFacts(spark, stream), stream, reports, sealed)
