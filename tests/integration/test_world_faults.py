@@ -55,6 +55,7 @@ def test_retention_overtaking_a_partition_stops_every_run_naming_the_lost_offset
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
+    from expectations.delta_lake_facts import DeltaLakeFacts
     from expectations.quality_run import read_log_bounds, run_quality
     from expectations.quality_status import QualityStatus
     from tidemark.stream_config import load_stream
@@ -100,7 +101,7 @@ def test_retention_overtaking_a_partition_stops_every_run_naming_the_lost_offset
     # The quality run (stream-wide checks only) reports them LOST, with those offsets.
     stream = load_stream(conf, "telemetry")
     result = run_quality(
-        spark,
+        DeltaLakeFacts(stream),
         stream,
         [],
         read_log_bounds(stream),
