@@ -12,8 +12,8 @@ downloaded once per machine, not once per test session):
 
     kafka/        the broker's classpath: java -cp "$TIDEMARK_JARS/kafka/*" kafka.Kafka ...
     delta/        for a Spark session's spark.jars: Delta Lake, S3A (hadoop-aws and the AWS SDK
-                  modules it calls) and tidemark's S3 LogStore, built here from
-                  connectors/jvm/s3-log-store (Maven compiles it and runs its unit tests)
+                  modules it calls) and tidemark's LogStores (S3, local), built here from
+                  connectors/jvm/log-stores (Maven compiles it and runs its unit tests)
     spark-kafka/  for a Spark session's spark.jars (Spark's own Kafka source, benchmark only)
     s3proxy/      the loopback S3's classpath: java -jar "$TIDEMARK_JARS/s3proxy/<jar>" ...
 
@@ -42,7 +42,7 @@ POM = Path(__file__).resolve().parent / "jvm" / "pom.xml"
 GROUPS = ("kafka", "delta", "spark-kafka", "s3proxy")
 SPARK_GROUPS = frozenset({"delta", "spark-kafka"})
 # Java sources a group builds with its own pom and adds to its folder, by group.
-BUILT = {"delta": REPO_ROOT / "connectors" / "jvm" / "s3-log-store"}
+BUILT = {"delta": REPO_ROOT / "connectors" / "jvm" / "log-stores"}
 STAMP = ".stamp"
 INSTALL_HINT = "install them with `apt-get install maven openjdk-17-jdk-headless`"
 FETCH_HINT = "run `tidemark jars` first"

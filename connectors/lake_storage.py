@@ -15,9 +15,10 @@ Under Airflow the job operators fill these from an Airflow AWS connection
 setting, a config file or a log line: S3A and delta-rs read them from the environment of the
 process that uses them, and ``S3Access`` keeps them out of its repr.
 
-Every Spark session registers tidemark's S3 LogStore (``S3PutIfAbsentLogStore``, built from
-connectors/jvm/s3-log-store) for s3/s3a/s3n, so every driver that writes a table on S3 commits
-with put-if-absent: delta-spark's default S3 log store loses commits when two drivers write.
+Every Spark session registers tidemark's LogStores (built from connectors/jvm/log-stores):
+``S3PutIfAbsentLogStore`` for s3/s3a/s3n and ``LocalPutIfAbsentLogStore`` for file:, so every
+driver that writes a table commits with put-if-absent: delta-spark's default stores for both
+lose commits when two drivers write at the same moment.
 delta-rs only ever reads these tables (it commits differently; mixing writers is unsafe).
 """
 
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 
 S3_SCHEMES = ("s3a", "s3", "s3n")
 LOG_STORE = "dev.tidemark.delta.S3PutIfAbsentLogStore"
+LOCAL_LOG_STORE = "dev.tidemark.delta.LocalPutIfAbsentLogStore"
 DEFAULT_REGION = "us-east-1"
 # Environment first, so what the operator or the shell exported wins; then the machine's role.
 CREDENTIALS_PROVIDERS = (
@@ -95,6 +97,9 @@ def spark_conf(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     credentials providers (names only: the keys stay in the environment)."""
     access = S3Access.from_environment(environ)
     conf = {f"spark.delta.logStore.{scheme}.impl": LOG_STORE for scheme in S3_SCHEMES}
+    # A lake on local disk is shared by drivers too (live, recovery, backfill on one machine):
+    # Delta's default store there checks and renames in two steps, and loses commits.
+    conf["spark.delta.logStore.file.impl"] = LOCAL_LOG_STORE
     # A conditional PUT whose response is lost (connection reset) is retried by the SDK and then
     # answered 412 by S3 although it was this writer's own commit; without the check Delta reads
     # that as a lost race and commits the same data again at the next version.

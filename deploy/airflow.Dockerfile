@@ -16,8 +16,8 @@ RUN for group in delta kafka spark-kafka; do \
         mvn -q -B -f connectors/jvm/pom.xml -P "$group" dependency:copy-dependencies -Dtidemark.jars=/out/jars \
         || exit 1; \
     done \
- && mvn -q -B -f connectors/jvm/s3-log-store/pom.xml package -Dtidemark.build=/tmp/s3-log-store \
- && cp /tmp/s3-log-store/tidemark-s3-log-store.jar /out/jars/delta/ \
+ && mvn -q -B -f connectors/jvm/log-stores/pom.xml package -Dtidemark.build=/tmp/log-stores \
+ && cp /tmp/log-stores/tidemark-log-stores.jar /out/jars/delta/ \
  && mvn -q -B -f deploy/s3a/pom.xml dependency:copy-dependencies -DoutputDirectory=/out/s3a
 
 FROM apache/airflow:${AIRFLOW_VERSION}-python${PYTHON_VERSION}

@@ -22,13 +22,14 @@ LOOPBACK = {
 }
 
 
-def test_every_session_commits_to_s3_through_the_put_if_absent_store_and_checks_its_own_commits():
+def test_every_session_commits_to_s3_and_to_local_disk_through_a_put_if_absent_store_and_checks_its_own_commits():
     conf = spark_conf({})
 
     assert {key: conf[key] for key in conf if key.startswith("spark.delta.logStore.")} == {
         "spark.delta.logStore.s3a.impl": "dev.tidemark.delta.S3PutIfAbsentLogStore",
         "spark.delta.logStore.s3.impl": "dev.tidemark.delta.S3PutIfAbsentLogStore",
         "spark.delta.logStore.s3n.impl": "dev.tidemark.delta.S3PutIfAbsentLogStore",
+        "spark.delta.logStore.file.impl": "dev.tidemark.delta.LocalPutIfAbsentLogStore",
     }
     assert conf["spark.databricks.delta.commit.idempotencyCheck.enabled"] == "true"
     assert LOG_STORE == "dev.tidemark.delta.S3PutIfAbsentLogStore"
