@@ -35,11 +35,13 @@ class QualityTables:
 
     def require(self) -> None:
         """Raise QualityTablesMissingError for the first of the stream's tables that is missing."""
-        from delta.tables import DeltaTable
+        from connectors.lake_storage import is_delta_table
 
         for table in CHECKED_TABLES:
             path = self._stream.table_path(table)
-            if not DeltaTable.isDeltaTable(self._spark, path):
+            # delta-rs's answer, not Delta's DeltaTable.isDeltaTable, which caches a folder it saw
+            # without a first commit as "no table" for the JVM's life (spark_jobs.lake.table_creation).
+            if not is_delta_table(path):
                 raise QualityTablesMissingError(self._stream.name, table, path)
 
     def read(self, table: str):

@@ -3,7 +3,9 @@
 Claims are few (one commit per recovery or backfill run) and read by every live batch, so the
 live side asks the table's newest version first and reads the rows only when it moved. A
 claim's order is its commit's version, found in the table's history by the claim id the commit
-carries as its user metadata.
+carries as its user metadata. The table exists before any job of the stream can meet it: every
+job creates the stream's tables, this one among them, before its first look at any
+(LakeTables.ensure).
 """
 
 from __future__ import annotations
@@ -46,8 +48,7 @@ class ClaimsTable:
         """Commit a claim of ``ranges`` ({partition: (start, end)}) for a run of ``mode``:
         offsets live already routed (``live_routed``) keep live's G, the others get
         ``own_global_watermark_ms``. Returns the claim with its routing, read back as of its own
-        version (so claims made after it cannot change it)."""
-        self._tables.ensure_claims()
+        version (so claims made after it cannot change it). The caller has ensured the tables."""
         claim_id = uuid.uuid4().hex
         writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
         now = datetime.now(UTC)
@@ -65,11 +66,6 @@ class ClaimsTable:
         version = versions[claim_id]
         earlier = [c for c in self._claims(versions, as_of=version) if c.version <= version]
         return Claim(version, writer, earliest_claim_routing(ranges, earlier))
-
-    def exists(self) -> bool:
-        """Whether a claim was ever made (the table is created by the first claimer); a look at the
-        file system, no Delta work."""
-        return self._tables.exists(CLAIMS)
 
     def latest_version(self) -> int:
         """The claims table's newest version (a look at its log, not its rows)."""

@@ -85,13 +85,11 @@ class OverlapGuard:
         return self._unclaimed_ranges
 
     def _refresh_claims(self) -> None:
-        # Created by the first claimer before its first claim: while it does not exist there is
-        # no claim, and a look at the file system is all a batch pays.
-        if not self._claims_table.exists():
-            return
+        # The claims table exists: the job ensured the stream's tables before its first batch.
         version = self._claims_table.latest_version()
         if version != self._claims_version:
-            self._claims = self._claims_table.all_claims()
+            # Version 0 is the table's creation: nothing claimed yet, nothing to read.
+            self._claims = self._claims_table.all_claims() if version > 0 else []
             self._claims_version = version
 
 

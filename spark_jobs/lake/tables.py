@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from spark_jobs.streaming_checkpoint import hadoop_file_system
+from spark_jobs.lake.delta_conflicts import delta_conflicts
+from spark_jobs.lake.table_creation import create_delta_table, delta_table_exists
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.log_position import position_type_for
 from tidemark.stream_config import StreamConfig
@@ -45,32 +46,6 @@ _SMALL_APPEND_TABLES = ("ledger", "seals", "claims")
 _AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
 
 
-def _delta_conflicts() -> tuple[type[Exception], ...]:
-    """Delta's commit conflicts: a commit that lost to a concurrent one (their Python classes do
-    not share a base class). A function, so importing this module does not import pyspark."""
-    from delta.exceptions import (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        ConcurrentWriteException,
-        DeltaConcurrentModificationException,
-        MetadataChangedException,
-        ProtocolChangedException,
-    )
-
-    return (
-        ConcurrentAppendException,
-        ConcurrentDeleteDeleteException,
-        ConcurrentDeleteReadException,
-        ConcurrentTransactionException,
-        ConcurrentWriteException,
-        DeltaConcurrentModificationException,
-        MetadataChangedException,
-        ProtocolChangedException,
-    )
-
-
 @dataclass(frozen=True)
 class MergeOutcome:
     """What one insert-only write committed: ``inserted`` rows (the MERGE's metrics), after
@@ -99,14 +74,20 @@ class LakeTables:
         return f"{self._stream.table_path('shadow')}/{self._shadow}/{table}"
 
     def exists(self, table: str) -> bool:
-        """Whether ``table`` has a Delta log, asked of the file system alone (no Delta work,
-        which in a fresh JVM costs seconds of class loading)."""
-        log, fs = hadoop_file_system(self._spark, f"{self.path(table)}/_delta_log")
-        return bool(fs.exists(log))
+        """Whether ``table`` has its first commit (spark_jobs.lake.table_creation: a folder, or a
+        log folder, without one is not a table yet), asked of the file system alone: no Delta
+        work, which in a fresh JVM costs seconds of class loading."""
+        return delta_table_exists(self._spark, self.path(table))
 
     def ensure(self) -> set[str]:
-        """Create the tables that do not exist yet, so checks and reports can read empty tables;
-        returns the names of those it created."""
+        """Create the tables that do not exist yet, and bring those an older tidemark made to
+        today's layout; returns the names of those it created.
+
+        Every job that writes or reads them calls it before its first look at any of them, so a
+        table more than one job touches exists before they can race on it: the stream's claims
+        table too (its set, not a shadow set's, which only its own backfill writes). Safe when
+        other jobs of the stream ensure the same tables at the same moment: one of them creates
+        each table, the others find it (spark_jobs.lake.table_creation)."""
         layouts = {
             "events": (events_columns(self._stream.payload, self.positions), EVENTS_PARTITIONING),
             "late": (late_columns(self._stream.payload, self.positions), ()),
@@ -114,42 +95,22 @@ class LakeTables:
             "ledger": (ledger_columns(self.positions), ()),
             "seals": (SEALS_COLUMNS, ()),
         }
+        if self._shadow is None:
+            layouts["claims"] = (claims_columns(self.positions), ())
         # One after the other: created concurrently they took as long (measured on 2 cores: the
         # first Delta commit of a session loads Delta's classes, and the others wait for it).
         return {table for table, layout in layouts.items() if self._ensure_table(table, *layout)}
 
-    def ensure_claims(self) -> bool:
-        """Create the claims table if it does not exist (True). Only a claimer needs it: the live
-        job reads claims only once the table exists (see spark_jobs.lake.overlap_guard), so a stream
-        nobody recovers or backfills never pays for it."""
-        return self._ensure_table("claims", claims_columns(self.positions), ())
-
     def _ensure_table(self, table: str, columns: list[tuple[str, str]], partitioning: tuple[str, ...]) -> bool:
-        """Create ``table`` if it does not exist (True), else add the columns it lacks (False)."""
-        from delta.tables import DeltaTable
-
+        """Create ``table`` if it does not exist (True), else add what an older tidemark's lacks (False)."""
         properties = _AUTO_COMPACT if table in _SMALL_APPEND_TABLES else {}
-        if DeltaTable.isDeltaTable(self._spark, self.path(table)):
-            self._rename_old_columns(table)
-            self._add_missing_columns(table, columns)
-            self._add_missing_properties(table, properties)
-            return False
-        builder = DeltaTable.createIfNotExists(self._spark).location(self.path(table))
-        for name, sql_type in columns:
-            builder = builder.addColumn(name, sql_type)
-        if partitioning:
-            builder = builder.partitionedBy(*partitioning)
-        for key, value in properties.items():
-            builder = builder.property(key, value)
-        try:
-            builder.execute()
-        except _delta_conflicts():
-            # Another job created it at the same moment (two claimers, or live and a recovery on
-            # a fresh lake): theirs is the same layout.
-            if not DeltaTable.isDeltaTable(self._spark, self.path(table)):
-                raise
-            return False
-        return True
+        if create_delta_table(self._spark, self.path(table), columns, partitioning, properties):
+            return True
+        # There already, or made by another job a moment ago (then in this layout: nothing to do).
+        self._rename_old_columns(table)
+        self._add_missing_columns(table, columns)
+        self._add_missing_properties(table, properties)
+        return False
 
     def _add_missing_properties(self, table: str, properties: dict[str, str]) -> None:
         """A table created by an older tidemark gains the table properties added since. Read
@@ -162,13 +123,19 @@ class LakeTables:
         try:
             current = table_properties(self.path(table))
         except Exception:  # a store deltalake is not set up for (an S3 endpoint only Hadoop knows)
-            from delta.tables import DeltaTable
-
-            current = DeltaTable.forPath(self._spark, self.path(table)).detail().first().properties or {}
+            current = self._properties(table)
         missing = {k: v for k, v in properties.items() if current.get(k) != v}
         if missing:
             settings = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
-            self._spark.sql(f"ALTER TABLE delta.`{self.path(table)}` SET TBLPROPERTIES ({settings})")
+            self._alter(
+                f"ALTER TABLE delta.`{self.path(table)}` SET TBLPROPERTIES ({settings})",
+                lambda: all(self._properties(table).get(k) == v for k, v in missing.items()),
+            )
+
+    def _properties(self, table: str) -> dict[str, str]:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.forPath(self._spark, self.path(table)).detail().first().properties or {}
 
     def _rename_old_columns(self, table: str) -> None:
         """A table written by an older tidemark gains the columns' new names
@@ -179,36 +146,53 @@ class LakeTables:
         reader (``to_pyarrow_table``) returns nulls for a renamed column of such a table, so
         tidemark's deltalake reads never select a renamed column (they read neither).
         """
-        existing = {field.name for field in self.read(table).schema.fields}
+        existing = self._column_names(table)
         pending = [(old, new) for old, new in RENAMED_COLUMNS.get(table, ()) if old in existing and new not in existing]
         if not pending:
             return
         path = self.path(table)
-        try:
-            self._spark.sql(
-                f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
-                "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+        self._alter(
+            f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+            "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')",
+            lambda: self._properties(table).get("delta.columnMapping.mode") == "name",
+        )
+        for old, new in pending:
+            self._alter(
+                f"ALTER TABLE delta.`{path}` RENAME COLUMN `{old}` TO `{new}`",
+                lambda new=new: new in self._column_names(table),
             )
-            for old, new in pending:
-                self._spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `{old}` TO `{new}`")
-        except _delta_conflicts():
-            # Another job of the stream renamed it at the same moment: theirs is the same rename.
-            renamed = {field.name for field in self.read(table).schema.fields}
-            if any(new not in renamed for _, new in pending):
-                raise
         _log.info({"event": "columns_renamed", "table": path, "renamed": [f"{old} -> {new}" for old, new in pending]})
 
     def _add_missing_columns(self, table: str, columns: list[tuple[str, str]]) -> None:
         """A table written by an older tidemark gains the columns added since (null in old rows),
         each in its place in the schema, so every lake has one layout; without this the next
         append would fail on the schema."""
-        existing = {field.name for field in self.read(table).schema.fields}
+        existing = self._column_names(table)
         for position, (name, sql_type) in enumerate(columns):
             if name in existing:
                 continue
             place = "FIRST" if position == 0 else f"AFTER `{columns[position - 1][0]}`"
-            self._spark.sql(f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS (`{name}` {sql_type} {place})")
+            self._alter(
+                f"ALTER TABLE delta.`{self.path(table)}` ADD COLUMNS (`{name}` {sql_type} {place})",
+                lambda name=name: name in self._column_names(table),
+            )
             existing.add(name)
+
+    def _column_names(self, table: str) -> set[str]:
+        return {field.name for field in self.read(table).schema.fields}
+
+    def _alter(self, statement: str, holds) -> None:
+        """Run the ALTER TABLE ``statement``. Another job of the stream upgrading the same table
+        at the same moment makes one of the two fail (a commit conflict, or a column that exists
+        by now): then what the statement was for (``holds()``) must be true, and it is done."""
+        from pyspark.errors import AnalysisException
+
+        conflicts = delta_conflicts()  # imported before the commit (see delta_conflicts)
+        try:
+            self._spark.sql(statement)
+        except (*conflicts, AnalysisException):
+            if not holds():
+                raise
 
     def append(self, frame, table: str, writer: str) -> None:
         """Append ``frame`` to ``table``; the commit's user metadata names ``writer``."""
@@ -281,10 +265,11 @@ class LakeTables:
         import random
         import time
 
+        conflicts = delta_conflicts()  # imported before the commit (see delta_conflicts)
         for attempt in range(MERGE_ATTEMPTS):
             try:
                 return MergeOutcome(self._merge_missing(frame, table, ranges), attempt)
-            except _delta_conflicts():
+            except conflicts:
                 if attempt == MERGE_ATTEMPTS - 1:
                     raise
                 # Jittered, so two writers that collided do not collide again in step.
@@ -370,10 +355,9 @@ class LakeTables:
         (Rows of a ledger older than its global_watermark column read the same way.)"""
         from functools import reduce
 
-        from delta.tables import DeltaTable
         from pyspark.sql import functions as F
 
-        if not ranges or not DeltaTable.isDeltaTable(self._spark, self.path("ledger")):
+        if not ranges or not self.exists("ledger"):
             return LiveRouting(())
         column, position = self.positions.to_column, self.positions.from_column
         overlapping = reduce(

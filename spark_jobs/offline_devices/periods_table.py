@@ -27,16 +27,12 @@ class OfflinePeriodsWriter:
         self.closed = 0
 
     def ensure_table(self) -> None:
-        from delta.tables import DeltaTable
-
+        """Create the output table unless it is there; safe beside another run creating it at the
+        same moment (two backfills of one window, a backfill into live's table)."""
+        from spark_jobs.lake.table_creation import create_delta_table
         from tidemark.offline_detection import OFFLINE_PERIODS_COLUMNS
 
-        if DeltaTable.isDeltaTable(self._spark, self._output):
-            return
-        builder = DeltaTable.createIfNotExists(self._spark).location(self._output)
-        for name, sql_type in OFFLINE_PERIODS_COLUMNS:
-            builder = builder.addColumn(name, sql_type)
-        builder.execute()
+        create_delta_table(self._spark, self._output, list(OFFLINE_PERIODS_COLUMNS))
 
     def __call__(self, batch, batch_id: int) -> None:
         from delta.tables import DeltaTable

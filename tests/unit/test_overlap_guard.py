@@ -21,7 +21,8 @@ class FakeLedger:
 
 
 class FakeClaims:
-    """What the guard asks of ClaimsTable; counts the reads of the rows."""
+    """What the guard asks of ClaimsTable; counts the reads of the rows. Version 0 is the
+    table's creation, as every job creates it before its first batch."""
 
     def __init__(self):
         self.claims: list[ClaimedRange] = []
@@ -31,9 +32,6 @@ class FakeClaims:
     def claim(self, partition: int, start: int, end: int) -> None:
         self.version += 1
         self.claims.append(ClaimedRange(self.version, partition, start, end, None, RECOVERY))
-
-    def exists(self) -> bool:
-        return self.version > 0
 
     def latest_version(self) -> int:
         return self.version
@@ -58,7 +56,7 @@ def test_the_claims_are_read_again_only_when_the_table_has_a_new_version():
     claims = FakeClaims()
     guard = OverlapGuard(FakeLedger(), claims, ledger_created=True)
     assert guard.claimed({0: (0, 10)}) == {}
-    assert claims.reads == 0, "no claims table yet: nothing to read"
+    assert claims.reads == 0, "only the table's creating commit (version 0): nothing to read"
 
     claims.claim(0, 55, 60)  # a recovery claims ahead of live
     for batch in range(5):
