@@ -46,7 +46,7 @@ def planned_ranges(spark, checkpoint: str, batch_id: int) -> list[PlannedRange] 
     by partition; None when the checkpoint cannot say (its first batch, or an entry missing)."""
     if batch_id < 1:
         return None
-    start, end = (_read(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}") for batch in (batch_id - 1, batch_id))
+    start, end = (read_text(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}") for batch in (batch_id - 1, batch_id))
     before, after = (source_offset(text) if text is not None else None for text in (start, end))
     if before is None or after is None:
         return None
@@ -82,7 +82,7 @@ def _batch_ids(spark, checkpoint: str, log: str) -> list[int]:
     return [int(name) for name in names if name.isdigit()]
 
 
-def _read(spark, path: str) -> str | None:
+def read_text(spark, path: str) -> str | None:
     """The text of the file at ``path``, None if absent."""
     hadoop_path, fs = hadoop_file_system(spark, path)
     if not fs.exists(hadoop_path):
@@ -104,7 +104,7 @@ def in_flight_ranges(spark, checkpoint: str) -> tuple[int | None, dict[int, tupl
     planned = planned_ranges(spark, checkpoint, batch)
     if planned is not None:
         return batch, {r.partition: (r.start_offset, r.end_offset) for r in planned if r.end_offset > r.start_offset}
-    text = _read(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}")
+    text = read_text(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}")
     offset = source_offset(text) if text is not None else None
     if offset is None:
         return batch, {}

@@ -4,7 +4,8 @@ of the spark-submit boundary, so neither reads the other's JSON by string keys.
 
 ``BackfillRefusal`` ({"outcome": "refused", "error": ...}): the request was refused before any
 work (a range beyond retention, a partition the topic lacks, a shadow set in use), the message
-naming the param. ``BackfillResult`` ({"outcome": "done", ...}): what was read and written; a
+naming the param. ``BackfillYielded`` ({"outcome": "yielded", ...}): the run claimed its offsets
+and yielded to the live job's batch in flight; it runs again later. ``BackfillResult`` ({"outcome": "done", ...}): what was read and written; a
 non-empty ``lost`` means part of the range had already left the log and the rest was backfilled.
 
 Offsets are [start, end), end exclusive; times are ISO-8601 UTC text.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import msgspec
 
+from tidemark.live_batch_wait import LiveBatchYield
 from tidemark.recovery_request import RecoveryRequest
 
 
@@ -98,7 +100,17 @@ class BackfillRefusal(msgspec.Struct, frozen=True, forbid_unknown_fields=True, t
     error: str
 
 
-BackfillOutcome = BackfillResult | BackfillRefusal
+class BackfillYielded(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="yielded"):
+    """The backfill of ``stream`` into ``target`` yielded to the live job's batch in flight
+    (``yielded``, tidemark.live_batch_wait): it wrote nothing but its claim, and is run again
+    later (BackfillOperator reschedules its task)."""
+
+    stream: str
+    target: str
+    yielded: LiveBatchYield
+
+
+BackfillOutcome = BackfillResult | BackfillRefusal | BackfillYielded
 
 
 def encode_backfill_outcome(outcome: BackfillOutcome) -> bytes:

@@ -290,6 +290,10 @@ class PersistSettings(_Section):
     # The driver heap of the jobs that read the stream in batches (MiB); None: sized to the row
     # budget (tidemark.batch_memory).
     driver_memory_mib: MemoryMiB | None = msgspec.field(default=None, name="driver_memory")
+    # How often a running live driver says it is alive (spark_jobs.persist.driver_beat): a recovery
+    # or backfill that meets live's batch in flight waits for it while the beat moves and yields
+    # once it has not moved for three of these (tidemark.live_batch_wait).
+    driver_beat_interval_ms: PositiveMilliseconds = msgspec.field(default=5_000, name="driver_beat_interval")
 
 
 class QualitySettings(_Section):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from tidemark_airflow.live_yield import MAX_YIELDS, YIELD_DELAY, reschedule_after_yield
 from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator
 
 
@@ -16,19 +18,34 @@ class RecoverOperator(TidemarkSparkJobOperator):
     the records inserted and the event hours they belong to. Offsets already past retention fail
     the task loudly, naming them, after every recoverable range was recovered; they are never
     skipped silently.
+
+    A run that yielded to the live job's batch in flight (it claimed its offsets and wrote
+    nothing else, tidemark.live_batch_wait) is rescheduled every ``yield_delay``, at most
+    ``max_yields`` times (tidemark_airflow.live_yield): no retry is spent on it.
     """
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "request")
 
-    def __init__(self, *, stream: str, conf_path: str, request: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        stream: str,
+        conf_path: str,
+        request: Any,
+        yield_delay: timedelta = YIELD_DELAY,
+        max_yields: int = MAX_YIELDS,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(stream=stream, conf_path=conf_path, job="spark_jobs/replay/recover.py", **kwargs)
         self.request = request
+        self.yield_delay = yield_delay
+        self.max_yields = max_yields
 
     def execute(self, context: Any) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
 
         from tidemark.recovery_request import RecoveryRequest
-        from tidemark.recovery_result import RecoveryResult
+        from tidemark.recovery_result import RecoveryResult, RecoveryYielded, decode_recovery_outcome
 
         stream = self.load_stream()
         request = RecoveryRequest.from_json(self.request)
@@ -38,8 +55,12 @@ class RecoverOperator(TidemarkSparkJobOperator):
             try:
                 self.submit(context, arguments)
             except Exception:
-                result = RecoveryResult.decode(result_path.read_bytes()) if result_path.exists() else None
-                if result and result.lost:
+                result = decode_recovery_outcome(result_path.read_bytes()) if result_path.exists() else None
+                if isinstance(result, RecoveryYielded):
+                    reschedule_after_yield(
+                        context, result.yielded, "recovery", self.yield_delay, self.max_yields, self.log
+                    )
+                if isinstance(result, RecoveryResult) and result.lost:
                     # The typed result, for the alarm (tidemark_airflow.alert_occasions.RecoveryLost).
                     context["ti"].xcom_push(key="recovery_result", value=result.to_json())
                     raise AirflowFailException(

@@ -156,6 +156,8 @@ class PersistBatch:
         planned = planned_ranges(spark, self._checkpoint, micro_batch_id) if self._checkpoint else None
         left_out = self._left_out(planned)
         insert_only = self._insert_only(planned, replay, left_out)
+        if left_out is not None and insert_only is not None:
+            self._crash.decided()  # else decided once the batch's ranges are read (_write_from_cache)
         # In one pass only a plain append of a batch that reads offsets and leaves none out: a
         # write from the source commits even when the batch holds no record, where the cached
         # path skips the commit.
@@ -309,10 +311,13 @@ class PersistBatch:
             ranges, step_stats = read_batch_summary(_summary_rows(decoded))
             totals = route_totals(step_stats)
             offset_ranges = _offset_ranges(ranges)
+            deciding_here = left_out is None or insert_only is None
             if left_out is None:
                 left_out = self._guard.claimed(offset_ranges)
             if insert_only is None:
                 insert_only = self._guard.overlaps(offset_ranges, left_out)
+            if deciding_here:
+                self._crash.decided()
             kept = self._tables.outside(left_out) if left_out else None
 
             def write(frame, table):

@@ -35,7 +35,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[2])
 from connectors.kafka_log import RetentionLossError  # noqa: E402
 from connectors.kinesis_log import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
-from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
+from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         check_source_supported(stream)
         frozen = frozen_partitions_from_environment(stream)
         throttling = throttling_from_environment(stream)
-        crash_point = crash_point_from_environment(os.environ)
+        crash_points = crash_points_from_environment(os.environ)
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
     except (StreamConfigError, ValueError) as error:
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             align=not args.no_alignment,
             frozen_partitions=frozen,
             session_conf=session_conf,
-            crash_point=crash_point,
+            crash_points=crash_points,
             injected_throttling=throttling,
         )
     except (PartitionLimitError, LakeStorageError, KinesisUnavailableError) as error:
@@ -123,7 +123,7 @@ def run_persist(
     align: bool = True,
     frozen_partitions: tuple[int, ...] = (),
     session_conf: dict[str, str] | None = None,
-    crash_point: CrashPoint | None = None,
+    crash_points: tuple[CrashPoint, ...] = (),
     injected_throttling: float = 0.0,
 ) -> dict:
     """Run the live persist query; returns a summary of the run: batches, G, the hours it sealed.
@@ -147,7 +147,7 @@ def run_persist(
         max_records_per_batch=max_records_per_batch,
         align=align,
         frozen_partitions=frozen_partitions,
-        crash_point=crash_point,
+        crash_points=crash_points,
         injected_throttling=injected_throttling,
     )
     return run_pipeline(lake_spark_session(f"tidemark-persist-{stream.name}", session_conf), stream, run)

@@ -35,7 +35,7 @@ class PersistRun:
     ``shadow`` writes to the stream's shadow table set of that name instead of its tables
     (a backfill compared with live). The bounded modes route the offsets live covered under
     the G live routed them under (tidemark.live_routing), read from the stream's own ledger.
-    ``crash_point``: a test's controlled crash (tidemark.crash_points), None in production.
+    ``crash_points``: a test's controlled crashes and pauses (tidemark.crash_points), none in production.
     """
 
     mode: str
@@ -47,7 +47,7 @@ class PersistRun:
     pinned_global_watermark_ms: int | None = None
     frozen_partitions: tuple[int, ...] = ()
     shadow: str | None = None
-    crash_point: CrashPoint | None = None
+    crash_points: tuple[CrashPoint, ...] = ()
     # A test's chaos switch for Kinesis: the fraction of GetRecords calls answered with a
     # throttling error (0 in production; TIDEMARK_CHAOS_THROTTLE, see throttling_from_environment).
     injected_throttling: float = 0.0
@@ -180,6 +180,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.lake.overlap_guard import OverlapGuard
     from spark_jobs.lake.tables import LakeTables
     from spark_jobs.persist.batch import PersistBatch, QueryIdentity
+    from spark_jobs.persist.driver_beat import DriverBeatWriter
     from spark_jobs.persist.lake_resume import resume_from_lake
     from spark_jobs.persist.retention_stop import clear_lost_offsets
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
@@ -192,7 +193,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     # Live's decisions are in the stream's own ledger, also when this run writes a shadow set.
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
     claims = ClaimsTable(spark, LakeTables(spark, stream))
-    crash = CrashSwitch(run.crash_point, jvm_pid=lambda: spark._jvm.java.lang.ProcessHandle.current().pid())
+    crash = CrashSwitch(run.crash_points, jvm_pid=lambda: spark._jvm.java.lang.ProcessHandle.current().pid())
 
     resumed = None
     ledger_existed = tables.exists("ledger")
@@ -207,8 +208,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
     claim = None
     if run.mode != "live" and run.shadow is None:
+        from spark_jobs.persist.claimer import claim_offsets
+
         tables_ready.result()  # the claim goes into the claims table
-        claim = _claim(spark, stream, run, tables, claims, routing)
+        claim = claim_offsets(spark, stream, run.mode, run.offset_bounds, tables, claims, routing)
         crash.committed("claims", batch_level=False)
         routing = LiveRouting(claim.routing)
     if run.frozen_partitions:
@@ -263,25 +266,35 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
-    query = writer.start()
-    startup_s = time.monotonic() - started
-    identity.set(query.id)
-    log.info(
-        {
-            "event": "query_started",
-            "stream": stream.name,
-            "mode": run.mode,
-            "trigger": run.trigger,
-            "query_id": query.id,
-        }
+    # The live driver beats while its query runs, the first beat before any batch is planned: a
+    # recovery or backfill meeting its batch in flight knows whether it can still commit.
+    beat = (
+        DriverBeatWriter(spark, run.checkpoint, stream.persist.driver_beat_interval_ms) if run.mode == "live" else None
     )
     try:
-        query.awaitTermination()
-    except Exception:
-        _raise_retention_loss(stream, feedback_dir)
-        raise
+        if beat is not None:
+            beat.start()
+        query = writer.start()
+        startup_s = time.monotonic() - started
+        identity.set(query.id)
+        log.info(
+            {
+                "event": "query_started",
+                "stream": stream.name,
+                "mode": run.mode,
+                "trigger": run.trigger,
+                "query_id": query.id,
+            }
+        )
+        try:
+            query.awaitTermination()
+        except Exception:
+            _raise_retention_loss(stream, feedback_dir)
+            raise
     finally:
         preparing.shutdown()
+        if beat is not None:
+            beat.stop()
     tables_ready.result()  # a run without a batch still leaves the tables (checks read them), or says why not
 
     global_watermark_ms = persist_batch.global_watermark_ms
@@ -341,64 +354,6 @@ def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
     lost = read_lost_offsets(feedback_dir)
     if lost:
         raise RetentionLossError(retention_loss_message(log_name(stream), lost), lost) from None
-
-
-def _claim(spark, stream: StreamConfig, run: PersistRun, tables, claims, live_routed):
-    """Claim ``run``'s offsets before writing any (tidemark.write_claims), then wait for the
-    live job's batch in flight, if it reads any of them, to commit. That batch may have decided
-    how to write before the claim existed (then it writes them) or after (then it leaves them
-    out); once it has committed, the run's insert-only writes find the first kind written and
-    write the second. Every later live batch sees the claim. ``live_routed``: live's ledger
-    routing of the run's offsets. Raises LiveBatchInFlightError when the batch does not commit
-    within IN_FLIGHT_WAIT_S (the live job died in it, or is stuck)."""
-    from spark_jobs.streaming_checkpoint import in_flight_ranges, pending_batch
-    from tidemark.write_claims import covered_parts
-
-    ranges = {p: bound for p, bound in run.offset_bounds.items() if bound[1] > bound[0]}
-    claim = claims.claim(stream.name, run.mode, ranges, live_routed.ranges(), tables.last_live_global_watermark_ms())
-    log.info(
-        {
-            "event": "offsets_claimed",
-            "stream": stream.name,
-            "mode": run.mode,
-            "claims_version": claim.version,
-            "ranges": {str(p): list(bound) for p, bound in sorted(ranges.items())},
-        }
-    )
-    live_checkpoint = stream.checkpoint_path("persist")
-    batch, in_flight = in_flight_ranges(spark, live_checkpoint)
-    overlap = covered_parts(ranges, ((p, start, end) for p, (start, end) in in_flight.items()))
-    if not overlap:
-        return claim
-    log.info(
-        {
-            "event": "waiting_for_live_batch",
-            "stream": stream.name,
-            "live_batch": batch,
-            "offsets": {str(p): [list(s) for s in spans] for p, spans in overlap.items()},
-        }
-    )
-    deadline = time.monotonic() + IN_FLIGHT_WAIT_S
-    while pending_batch(spark, live_checkpoint) == batch:
-        if time.monotonic() > deadline:
-            raise LiveBatchInFlightError(
-                f"the live job's batch {batch} (checkpoint {live_checkpoint}) reads offsets this {run.mode} claimed and has "
-                f"not committed in {IN_FLIGHT_WAIT_S:.0f} s: the live job died in it or is stuck. Start the live job again "
-                "(it replays the batch and leaves the claimed offsets out), then run this again; nothing was written"
-            )
-        time.sleep(0.5)
-    return claim
-
-
-class LiveBatchInFlightError(RuntimeError):
-    """The live job's batch in flight, reading offsets a recovery or backfill claimed, never
-    committed: the claimer cannot tell which of them the live job writes."""
-
-
-# How long a recovery or backfill waits for the live job's batch in flight to commit (seconds):
-# far longer than a batch takes (seconds to a minute), short enough to fail a run while a person
-# still looks at it.
-IN_FLIGHT_WAIT_S = 600.0
 
 
 def check_topic_partitions(stream: StreamConfig) -> None:

@@ -22,9 +22,14 @@ Retention first: a range wholly past the log's retention is refused before any w
 partly past it is backfilled where it can be and the lost part is reported (offsets and
 event-time span).
 
+A backfill into events claims its ranges before it writes and settles with the live job's batch
+in flight as a recovery does (spark_jobs.persist.claimer): a run that yields wrote nothing but its
+claim, its result is a BackfillYielded, and BackfillOperator has Airflow run it again later.
+
 Exit status: 0 done; 3 part of the range was already lost (the result lists it; the rest was
-backfilled); 2 bad arguments, configuration or a range beyond retention (the message says which;
-the result is a BackfillRefusal); 1 a failure while running.
+backfilled); 75 yielded to the live job (run it again later); 2 bad arguments, configuration or
+a range beyond retention (the message says which; the result is a BackfillRefusal); 1 a failure
+while running.
 """
 
 from __future__ import annotations
@@ -56,11 +61,12 @@ from tidemark.backfill_request import BackfillRequest, BackfillRequestError, che
 from tidemark.backfill_result import (  # noqa: E402
     BackfillRefusal,
     BackfillResult,
+    BackfillYielded,
     ComparisonWithLive,
     LostSpan,
     encode_backfill_outcome,
 )
-from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
+from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_event_time  # noqa: E402
 from tidemark.log_position import position_type_for  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
@@ -70,6 +76,9 @@ log = logging.getLogger("tidemark.backfill")
 
 EXIT_BAD_INPUT = 2
 EXIT_LOST = 3
+# The run claimed its offsets and yielded to the live job's batch in flight (tidemark.live_batch_wait):
+# it wrote nothing but the claim and must run again later (EX_TEMPFAIL of sysexits.h).
+EXIT_YIELDED = 75
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -93,14 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         request = check_backfill_request(BackfillRequest.decode(args.request), streams)
         stream = streams[request.stream]
         plan = plan_range(stream, request)
-        crash_point = crash_point_from_environment(os.environ)
+        crash_points = crash_points_from_environment(os.environ)
     except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
         return _refuse(args.result, str(error))
     except KinesisUnavailableError as error:
         # A stream that does not exist, an endpoint that does not answer, refused credentials:
         # the message names the stream, shard and endpoint, and nothing was read yet.
         return _refuse(args.result, str(error))
-    from spark_jobs.persist.pipeline import LiveBatchInFlightError
+    from spark_jobs.persist.claimer import ClaimYielded
 
     try:
         result = backfill(
@@ -109,13 +118,18 @@ def main(argv: list[str] | None = None) -> int:
             plan,
             args.run_name,
             args.max_records_per_batch or stream.persist.max_records_per_batch,
-            crash_point,
+            crash_points,
         )
     except (ShadowSetInUseError, PartitionLimitError, LakeStorageError) as error:
         return _refuse(args.result, str(error))
-    except LiveBatchInFlightError as error:
-        print(f"backfill: {error}", file=sys.stderr)
-        return 1
+    except ClaimYielded as yielded:
+        print(f"backfill: yielded: {yielded}", file=sys.stderr)
+        if args.result:
+            args.result.parent.mkdir(parents=True, exist_ok=True)
+            args.result.write_bytes(
+                encode_backfill_outcome(BackfillYielded(stream.name, request.target, yielded.yielded))
+            )
+        return EXIT_YIELDED
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_bytes(encode_backfill_outcome(result))
@@ -288,7 +302,6 @@ def _end_before(source, shard_id: str, start: int, end_ms: int, client, clock, s
 def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partitions: list[int]) -> dict[int, int]:
     """Where live's ledger says the range began in ``partitions``: the first offset of the first
     live range that reached ``start``. Only asked when retention may have taken part of the range."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     from connectors.spark_session import batch_job_conf, lake_spark_session
@@ -296,7 +309,7 @@ def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partit
 
     spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream))
     tables = LakeTables(spark, stream)
-    if not DeltaTable.isDeltaTable(spark, tables.path("ledger")):
+    if not tables.exists("ledger"):
         return {}  # the lake never saw the stream: a question, not a reason to create its tables
     rows = (
         tables.read("ledger")
@@ -315,7 +328,7 @@ def backfill(
     plan: BackfillPlan,
     run_name: str,
     max_records_per_batch: int,
-    crash_point: CrashPoint | None = None,
+    crash_points: tuple[CrashPoint, ...] = (),
 ) -> BackfillResult:
     """Run ``plan``; returns the result: ranges, counts, rate, lost parts, and (``request.compare``)
     the comparison with live."""
@@ -355,7 +368,7 @@ def backfill(
             max_records_per_batch=max_records_per_batch,
             offset_bounds=bounds,
             shadow=request.shadow,
-            crash_point=crash_point,
+            crash_points=crash_points,
         )
         summary = run_pipeline(spark, stream, run, progress=progress)
     seconds = time.monotonic() - started
@@ -403,8 +416,6 @@ def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoi
     (no checkpoint yet) may not write a set that already holds rows; the same run resumed may.
     Rows in any of its tables count: a run that died after its first batch's events commit and
     before its ledger's left rows only the ledger does not know (found with a crash point)."""
-    from delta.tables import DeltaTable
-
     from spark_jobs.lake.tables import LakeTables
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
 
@@ -413,7 +424,7 @@ def _refuse_a_used_shadow_set(spark, stream: StreamConfig, shadow: str, checkpoi
     tables = LakeTables(spark, stream, shadow=shadow)
     for table in ("ledger", "events", "late", "quarantine"):
         path = tables.path(table)
-        if DeltaTable.isDeltaTable(spark, path) and not spark.read.format("delta").load(path).limit(1).isEmpty():
+        if tables.exists(table) and not tables.read(table).limit(1).isEmpty():
             raise ShadowSetInUseError(
                 f"param 'shadow_name': the shadow set {shadow!r} already holds another run's backfill ({path}); "
                 "choose another name, or delete that folder to start it again"

@@ -23,9 +23,16 @@ below the shard's first retained record (its trim horizon) is lost, reported wit
 the sequence range (how many records it held is unknowable: sequence numbers are sparse), and the
 rest is read by the same Kinesis source, each range by sequence number in the Spark tasks.
 
+Before it writes, the run claims its ranges and settles with the live job's batch in flight
+(spark_jobs.persist.claimer): it waits for that batch while the live driver beats, and yields
+when the batch cannot commit (the live job died in it) or does not in time. A yielded run wrote
+nothing but its claim; its result is a RecoveryYielded, and RecoverOperator has Airflow run it
+again later, once the live job's next run has replayed the batch without the claimed offsets.
+
 Exit status: 0 every range recovered; 3 some offsets were already lost (the result lists them;
-every recoverable range was still recovered first); 2 bad arguments or configuration (the
-message names the param); 1 a failure while running.
+every recoverable range was still recovered first); 75 yielded to the live job (the result says
+why; run it again later); 2 bad arguments or configuration (the message names the param); 1 a
+failure while running.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ import msgspec
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from connectors.lake_storage import LakeStorageError  # noqa: E402
-from tidemark.crash_points import CrashPoint, crash_point_from_environment  # noqa: E402
+from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.log_position import position_type_for  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
@@ -58,12 +65,21 @@ from tidemark.recovery_request import (  # noqa: E402
     order_by_retention_deadline,
     split_by_retention,
 )
-from tidemark.recovery_result import RecoveredRange, RecoveryResult  # noqa: E402
+from tidemark.recovery_result import (  # noqa: E402
+    RecoveredRange,
+    RecoveryOutcome,
+    RecoveryResult,
+    RecoveryYielded,
+    encode_recovery_outcome,
+)
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
 
 log = logging.getLogger("tidemark.recover")
 
 EXIT_LOST = 3
+# The run claimed its offsets and yielded to the live job's batch in flight (tidemark.live_batch_wait):
+# it wrote nothing but the claim and must run again later (EX_TEMPFAIL of sysexits.h).
+EXIT_YIELDED = 75
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -83,31 +99,39 @@ def main(argv: list[str] | None = None) -> int:
     try:
         streams = load_streams(args.conf)
         request = check_recovery_request(RecoveryRequest.decode(args.request), streams)
-        crash_point = crash_point_from_environment(os.environ)
+        crash_points = crash_points_from_environment(os.environ)
     except (StreamConfigError, RecoveryRequestError, ValueError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
     from connectors.kinesis_log import KinesisStreamNotFoundError, KinesisUnavailableError
-    from spark_jobs.persist.pipeline import LiveBatchInFlightError
+    from spark_jobs.persist.claimer import ClaimYielded
 
     try:
         result = recover(
-            stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_point
+            stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_points
         )
     except (PartitionLimitError, LakeStorageError, RecoveryRequestError, KinesisStreamNotFoundError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
-    except (LiveBatchInFlightError, KinesisUnavailableError) as error:
+    except KinesisUnavailableError as error:
         print(f"recover: {error}", file=sys.stderr)
         return 1
-    if args.result:
-        args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_bytes(result.encode())
+    except ClaimYielded as yielded:
+        print(f"recover: yielded: {yielded}", file=sys.stderr)
+        _write_result(args.result, RecoveryYielded(stream.name, request.partition, request.reason, yielded.yielded))
+        return EXIT_YIELDED
+    _write_result(args.result, result)
     if result.lost:
         log.error({"event": "offsets_lost", "stream": stream.name, **lost_report(stream, request.partition, result)})
         return EXIT_LOST
     return 0
+
+
+def _write_result(path: Path | None, outcome: RecoveryOutcome) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(encode_recovery_outcome(outcome))
 
 
 def lost_report(stream: StreamConfig, partition: int, result: RecoveryResult) -> dict:
@@ -133,7 +157,10 @@ def lost_report(stream: StreamConfig, partition: int, result: RecoveryResult) ->
 
 
 def recover(
-    stream: StreamConfig, request: RecoveryRequest, max_records_per_batch: int, crash_point: CrashPoint | None = None
+    stream: StreamConfig,
+    request: RecoveryRequest,
+    max_records_per_batch: int,
+    crash_points: tuple[CrashPoint, ...] = (),
 ) -> RecoveryResult:
     """Replay ``request``; returns what was recovered and what was lost (tidemark.recovery_result)."""
     from connectors.lake_storage_check import check_lake_storage
@@ -176,7 +203,7 @@ def recover(
                 max_records_per_batch=max_records_per_batch,
                 offset_bounds=bound,
                 pinned_global_watermark_ms=pinned,
-                crash_point=crash_point,
+                crash_points=crash_points,
             )
             summary = run_pipeline(spark, stream, run)
             event_hours.update(summary["event_hours"])

@@ -9,15 +9,23 @@ import pytest
 from tidemark.backfill_result import (
     BackfillRefusal,
     BackfillResult,
+    BackfillYielded,
     ComparisonWithLive,
     HourDifference,
     LostSpan,
     decode_backfill_outcome,
     encode_backfill_outcome,
 )
+from tidemark.live_batch_wait import LiveBatchYield
 from tidemark.offset_coverage import OffsetRange
 from tidemark.recovery_request import RecoveryRequest
-from tidemark.recovery_result import RecoveredRange, RecoveryResult
+from tidemark.recovery_result import (
+    RecoveredRange,
+    RecoveryResult,
+    RecoveryYielded,
+    decode_recovery_outcome,
+    encode_recovery_outcome,
+)
 
 RECOVERED = RecoveryResult(
     stream="telemetry",
@@ -110,3 +118,36 @@ def test_a_backfill_outcome_is_a_result_or_a_refusal_told_apart_by_its_outcome_f
 def test_a_backfill_outcome_of_an_unknown_kind_fails_naming_the_tag():
     with pytest.raises(msgspec.ValidationError, match="Invalid value 'half' - at `\\$.outcome`"):
         decode_backfill_outcome(b'{"outcome": "half"}')
+
+
+YIELDED = LiveBatchYield(7, "/ck/telemetry/persist", {"0": ((100, 150),)}, "its run stopped", 0.6)
+
+
+def test_a_recovery_outcome_is_a_result_or_a_yield_told_apart_by_its_outcome_field():
+    assert decode_recovery_outcome(encode_recovery_outcome(RECOVERED)) == RECOVERED
+    assert RECOVERED.to_json()["outcome"] == "done"
+    yielded = RecoveryYielded("telemetry", 0, "STOP", YIELDED)
+    document = msgspec.json.decode(encode_recovery_outcome(yielded))
+    assert document == {
+        "outcome": "yielded",
+        "stream": "telemetry",
+        "partition": 0,
+        "reason": "STOP",
+        "yielded": {
+            "live_batch": 7,
+            "live_checkpoint": "/ck/telemetry/persist",
+            "offsets": {"0": [[100, 150]]},
+            "reason": "its run stopped",
+            "waited_s": 0.6,
+        },
+    }
+    assert decode_recovery_outcome(encode_recovery_outcome(yielded)) == yielded
+    # A result file written before outcomes had a tag reads as what it was: a result.
+    untagged = {k: v for k, v in RECOVERED.to_json().items() if k != "outcome"}
+    assert RecoveryResult.decode(msgspec.json.encode(untagged)) == RECOVERED
+
+
+def test_a_backfill_that_yielded_is_its_own_outcome():
+    yielded = BackfillYielded("telemetry", "events", YIELDED)
+    assert decode_backfill_outcome(encode_backfill_outcome(yielded)) == yielded
+    assert msgspec.json.decode(encode_backfill_outcome(yielded))["outcome"] == "yielded"
