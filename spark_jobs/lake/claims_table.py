@@ -68,65 +68,61 @@ class ClaimsTable:
         return Claim(version, writer, earliest_claim_routing(ranges, earlier))
 
     def latest_version(self) -> int:
-        """The claims table's newest version (a look at its log, not its rows)."""
-        return self._tables.recent_commits(CLAIMS, 1)[0][0]
+        """The claims table's newest version: a look at its log with delta-rs, no Spark job (every
+        live batch asks)."""
+        return self._delta_rs().version()
 
     def all_claims(self) -> list[ClaimedRange]:
         """Every claim the table holds, oldest first."""
         return self._claims(self._claim_versions())
 
+    def _delta_rs(self, version: int | None = None):
+        """The claims table read with delta-rs: a small table, read whole without Spark (DESIGN.md,
+        the Spark line), with the lake's storage settings (connectors.lake_storage)."""
+        from connectors.lake_storage import open_delta_table
+
+        return open_delta_table(self._tables.path(CLAIMS), version=version)
+
     def _claim_versions(self) -> dict[str, int]:
         """{claim id: version} of every claim commit (its user metadata) the history still holds."""
-        from delta.tables import DeltaTable
-
-        rows = (
-            DeltaTable.forPath(self._spark, self._tables.path(CLAIMS))
-            .history()
-            .select("version", "userMetadata")
-            .collect()
-        )
         versions: dict[str, int] = {}
-        for row in sorted(rows, key=lambda r: r.version):
-            if row.userMetadata:
-                versions.setdefault(row.userMetadata, row.version)
+        for commit in sorted(self._delta_rs().history(), key=lambda commit: commit["version"]):
+            metadata = commit.get("userMetadata")
+            if metadata:
+                versions.setdefault(metadata, commit["version"])
         return versions
 
     def _claims(self, versions: dict[str, int], as_of: int | None = None) -> list[ClaimedRange]:
-        from pyspark.sql import functions as F
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        reader = self._spark.read.format("delta")
-        if as_of is not None:
-            reader = reader.option("versionAsOf", as_of)
-        rows = (
-            reader.load(self._tables.path(CLAIMS))
-            .select(
+        table = self._delta_rs(as_of).to_pyarrow_table(
+            columns=[
                 "claim_id",
                 "writer",
                 "source_partition",
                 "start_offset",
                 "end_offset",
-                F.unix_millis("global_watermark").alias("g"),
-                F.unix_millis("claimed_at").alias("claimed_at"),
-            )
-            .orderBy("claimed_at", "claim_id")
-            .collect()
+                "global_watermark",
+                "claimed_at",
+            ]
         )
+        columns = {name: table[name].to_pylist() for name in ("claim_id", "writer", "source_partition")}
+        columns["start_offset"] = table["start_offset"].to_pylist()
+        columns["end_offset"] = table["end_offset"].to_pylist()
+        for name in ("global_watermark", "claimed_at"):  # microseconds since the epoch, UTC: as ms
+            micros = pc.cast(table[name], pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+            columns[name] = [None if us is None else us // 1000 for us in micros]
+        rows = sorted(zip(*(columns[name] for name in columns)), key=lambda row: (row[6], row[0]))
         # A claim whose commit the log no longer retains (Delta keeps 30 days of history) is
         # older than every claim it does: ranked before them, among themselves by claim time.
-        unretained = {
-            claim_id: rank - len(rows) for rank, claim_id in enumerate(dict.fromkeys(r.claim_id for r in rows))
-        }
+        unretained = {claim_id: rank - len(rows) for rank, claim_id in enumerate(dict.fromkeys(row[0] for row in rows))}
         position = self._tables.positions.from_column
         claims = [
             ClaimedRange(
-                versions.get(r.claim_id, unretained[r.claim_id]),
-                r.source_partition,
-                position(r.start_offset),
-                position(r.end_offset),
-                r.g,
-                r.writer,
+                versions.get(claim_id, unretained[claim_id]), partition, position(start), position(end), g, writer
             )
-            for r in rows
+            for claim_id, writer, partition, start, end, g, _ in rows
         ]
         return sorted(claims)
 

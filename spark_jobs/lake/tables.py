@@ -229,10 +229,39 @@ class LakeTables:
     def last_live_global_watermark_ms(self) -> int | None:
         """The G of the live job's latest ledger rows (G never moves back, so the largest); None
         before the first batch that had one."""
-        from pyspark.sql import functions as F
+        import pyarrow.compute as pc
 
-        return (
-            self.read("ledger").where(F.col("mode") == "live").agg(F.max(F.unix_millis("global_watermark"))).first()[0]
+        table = self._live_ledger([[]], ["global_watermark"])
+        return None if table.num_rows == 0 else pc.max(_ms(table["global_watermark"])).as_py()
+
+    def _live_rows(self, conditions: list[list[tuple]]) -> list[tuple[int, int, int, int | None]]:
+        """(partition, start, end, G in ms or None) of the live ledger rows that meet any of
+        ``conditions`` (see ``_live_ledger``)."""
+        table = self._live_ledger(conditions, ["source_partition", "start_offset", "end_offset", "global_watermark"])
+        position = self.positions.from_column
+        return [
+            (partition, position(start), position(end), g)
+            for partition, start, end, g in zip(
+                table["source_partition"].to_pylist(),
+                table["start_offset"].to_pylist(),
+                table["end_offset"].to_pylist(),
+                _ms(table["global_watermark"]).to_pylist(),
+            )
+        ]
+
+    def _live_ledger(self, conditions: list[list[tuple]], columns: list[str]):
+        """``columns`` of the live ledger rows that meet any of ``conditions`` (delta-rs filters,
+        each a list of (column, op, value) that must all hold), as a pyarrow Table, read with
+        delta-rs: the ledger is a small table (DESIGN.md, the Spark line), and a Spark job for
+        each of these questions cost a recovery or a backfill about a second. No ledger: no rows."""
+        import pyarrow as pa
+
+        from connectors.lake_storage import open_delta_table
+
+        if not self.exists("ledger"):
+            return pa.table({name: pa.array([], pa.null()) for name in columns})
+        return open_delta_table(self.path("ledger")).to_pyarrow_table(
+            columns=columns, filters=[[("mode", "=", "live"), *condition] for condition in conditions]
         )
 
     def non_live_ranges(self) -> list[tuple[int, int, int]]:
@@ -353,36 +382,16 @@ class LakeTables:
         live job's first): nothing in it was late, so its offsets are routed under
         NO_WATERMARK_MS, not under live's latest G, which would send them to late on replay.
         (Rows of a ledger older than its global_watermark column read the same way.)"""
-        from functools import reduce
-
-        from pyspark.sql import functions as F
-
-        if not ranges or not self.exists("ledger"):
+        if not ranges:
             return LiveRouting(())
-        column, position = self.positions.to_column, self.positions.from_column
-        overlapping = reduce(
-            lambda either, bound: either | bound,
-            [
-                (F.col("source_partition") == p)
-                & (F.col("end_offset") > column(start))
-                & (F.col("start_offset") < column(end))
-                for p, (start, end) in sorted(ranges.items())
-            ],
-        )
-        rows = (
-            self.read("ledger")
-            .where((F.col("mode") == "live") & overlapping)
-            .select("source_partition", "start_offset", "end_offset", F.unix_millis("global_watermark").alias("g"))
-            .collect()
-        )
+        column = self.positions.to_column
+        overlapping = [
+            [("source_partition", "=", p), ("end_offset", ">", column(start)), ("start_offset", "<", column(end))]
+            for p, (start, end) in sorted(ranges.items())
+        ]
         return LiveRouting(
-            RoutedRange(
-                r.source_partition,
-                position(r.start_offset),
-                position(r.end_offset),
-                NO_WATERMARK_MS if r.g is None else r.g,
-            )
-            for r in rows
+            RoutedRange(partition, start, end, NO_WATERMARK_MS if g is None else g)
+            for partition, start, end, g in self._live_rows(overlapping)
         )
 
     def read(self, table: str):
@@ -393,16 +402,17 @@ class LakeTables:
         the live ledger range that covered it (what the live job routed those records under),
         else the live job's latest G (offsets it has not reached yet); None when the live job
         never recorded one. Recovery pins it and never moves it."""
-        from pyspark.sql import functions as F
-
-        live = self.read("ledger").where(F.col("mode") == "live")
-        covering = (
-            live.where(
-                (F.col("source_partition") == partition)
-                & (F.col("start_offset") <= self.positions.to_column(offset))
-                & (F.col("end_offset") > self.positions.to_column(offset))
-            )
-            .agg(F.unix_millis(F.max("global_watermark")))
-            .first()[0]
+        at = self.positions.to_column(offset)
+        covering = self._live_rows(
+            [[("source_partition", "=", partition), ("start_offset", "<=", at), ("end_offset", ">", at)]]
         )
-        return covering if covering is not None else self.last_live_global_watermark_ms()
+        watermarks = [g for _, _, _, g in covering if g is not None]
+        return max(watermarks) if watermarks else self.last_live_global_watermark_ms()
+
+
+def _ms(timestamps):
+    """A pyarrow column of timestamps as ms since the epoch (UTC), nulls kept."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.divide(pc.cast(pc.cast(timestamps, pa.timestamp("us", tz="UTC")), pa.int64()), 1000)
