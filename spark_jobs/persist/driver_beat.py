@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 
 import msgspec
@@ -26,6 +27,7 @@ from tidemark.live_batch_wait import DriverBeat
 log = logging.getLogger("tidemark.persist")
 
 BEAT_FILE = "_tidemark_driver_beat.json"
+READ_ATTEMPTS = 5
 
 
 class DriverBeatWriter:
@@ -117,5 +119,15 @@ def _read_file(spark, path: str) -> bytes | None:
             return None
     from spark_jobs.streaming_checkpoint import read_text
 
-    text = read_text(spark, path)
-    return None if text is None else text.encode()
+    # The beat is rewritten every interval: on S3, a rewrite between S3A's look at the object and
+    # its read of it fails the read (412, the object changed under it). The next read finds the
+    # new beat whole.
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            text = read_text(spark, path)
+            return None if text is None else text.encode()
+        except Exception:
+            if attempt == READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
