@@ -1,9 +1,13 @@
-"""spark_jobs.lake.tables on a lake an older tidemark wrote: its tables gain the new columns and
-the new names of renamed ones (tidemark.table_schemas.RENAMED_COLUMNS), keeping every row."""
+"""spark_jobs.lake.tables: on a lake an older tidemark wrote, its tables gain the new columns and
+the new names of renamed ones (tidemark.table_schemas.RENAMED_COLUMNS), keeping every row; a
+table exists for every reader only once its first commit does, and the tables are made over what
+a creator left half-way (issue 36). Drivers making one lake's tables at the same moment:
+tests/integration/test_log_stores.py."""
 
 from __future__ import annotations
 
 from datetime import UTC
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +125,61 @@ def test_the_last_live_global_watermark_is_the_largest_a_live_ledger_row_holds(s
     tables.append(spark.createDataFrame(rows, ddl(LEDGER_COLUMNS)), "ledger", "tidemark:test")
 
     assert tables.last_live_global_watermark_ms() == 2_000_000, "live's G, not a recovery's pinned one"
+
+
+TABLES = ("events", "late", "quarantine", "ledger", "seals", "claims")
+
+
+@pytest.mark.parametrize("store", ["local", "s3"])
+def test_a_folder_without_a_first_commit_is_no_table_to_any_reader_and_the_tables_are_made_over_it(
+    store, spark, tmp_path, request
+):
+    """What a creator leaves half-way, or dead: the table's folder, an empty ``_delta_log``, a
+    temporary commit file (on S3: the objects under the prefix, a folder marker among them)."""
+    from connectors.lake_reader import last_global_watermark_ms, last_sealed_hour_ms
+    from connectors.lake_storage import is_delta_table
+    from connectors.persist_look import read_ledger_standing
+    from expectations.delta_log import DeltaLogFiles
+    from expectations.lake_snapshot import LakeSnapshot
+    from expectations.quality_tables import QualityTablesMissingError
+
+    if store == "s3":
+        loopback_s3 = request.getfixturevalue("spark_on_loopback_s3")
+        environment = loopback_s3.lake_environment(f"half-made-{tmp_path.name}")
+        filesystem = loopback_s3.filesystem()
+
+        def leave(path: str, name: str) -> None:
+            log = f"{path.split('://', 1)[1]}/_delta_log"
+            if not name:
+                filesystem.create_dir(log)  # a folder marker: an empty object named "<log>/"
+                return
+            with filesystem.open_output_stream(f"{log}/{name}") as out:
+                out.write(b"{}")
+
+    else:
+        environment = {"TIDEMARK_LAKE_ROOT": str(tmp_path / "lake"), "TIDEMARK_CHECKPOINT_ROOT": str(tmp_path / "ck")}
+
+        def leave(path: str, name: str) -> None:
+            (Path(path) / "_delta_log").mkdir(parents=True, exist_ok=True)
+            if not name.endswith("/"):
+                (Path(path) / "_delta_log" / name).write_text("{}")
+
+    stream = load_stream(REPO / "conf" / "streams.yaml", "telemetry", environment)
+    tables = LakeTables(spark, stream)
+    for table in TABLES:
+        leave(tables.path(table), "_staged_commits/" if store == "local" else "")
+        leave(tables.path(table), ".00000000000000000000.json.a1b2.tmp")
+
+    with pytest.MonkeyPatch.context() as patch:  # the Spark-free readers take the lake's settings from here
+        for name, value in environment.items():
+            patch.setenv(name, value)
+        assert [table for table in TABLES if tables.exists(table) or is_delta_table(tables.path(table))] == []
+        assert read_ledger_standing(stream).partitions == {}, "the persist look: no ledger yet"
+        assert (last_global_watermark_ms(stream), last_sealed_hour_ms(stream)) == (None, None)
+        assert DeltaLogFiles(tables.path("events")).versions() == [], "the damage scan: no commit to read"
+        with pytest.raises(QualityTablesMissingError, match="the events table does not exist"):
+            LakeSnapshot(stream).require()
+
+        assert tables.ensure() == set(TABLES), "every table made, over what was left"
+        assert [table for table in TABLES if not (tables.exists(table) and is_delta_table(tables.path(table)))] == []
+        assert {table: tables.read(table).count() for table in TABLES} == dict.fromkeys(TABLES, 0)
