@@ -65,7 +65,8 @@ used for those offsets, so the result equals live record for record.
   tables (insert-only: nothing the lake holds is written again).
 
 A range beyond the log's retention is refused before any work; a range partly past it is backfilled where
-it can be and the run fails, naming the lost offsets and event times.
+it can be and the run fails, naming the lost offsets and event times. A run into `events` that meets the
+live job's batch in flight, with the live job not running, yields and is rescheduled (as a recovery is).
 """,
     )
     def backfill():

@@ -58,6 +58,11 @@ recovered), oldest records first, insert-only (nothing already in the lake is wr
 ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the request says
 `restart_live` (the quality run sets it for a STOP or STALL partition), starts a persist run.
 Offsets found LOST send an alarm to the receivers of the stream's `alerts:` (if any).
+
+When the live job's batch in flight reads offsets this run claimed and the live job is not running
+(it died in that batch), the `recover` task yields: it writes nothing but its claim and is
+rescheduled a minute later (up to 30 times) while the persist DAG brings live back; live's replay
+of the batch leaves the claimed offsets to this run.
 """,
     )
     def recover():
