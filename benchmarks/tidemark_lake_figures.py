@@ -49,7 +49,9 @@ def main() -> int:
     rows = [row.asDict() for row in ledger.select(*columns).orderBy("step_id", "source_partition").collect()]
 
     late_per_partition = {}
-    if Path(f"{root}/late/_delta_log").is_dir():
+    from connectors.lake_storage import is_delta_table
+
+    if is_delta_table(f"{root}/late"):  # a first commit, not a folder (issue 36)
         late = spark.read.format("delta").load(f"{root}/late")
         late_per_partition = {
             str(row.source_partition): row["count"] for row in late.groupBy("source_partition").count().collect()

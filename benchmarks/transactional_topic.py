@@ -161,13 +161,14 @@ def _read_lake(lake: Path, env: dict) -> dict:
     import os
 
     os.environ.update({k: v for k, v in env.items() if k.startswith(("TIDEMARK_", "PYSPARK_", "SPARK_"))})
+    from connectors.lake_storage import is_delta_table
     from connectors.spark_session import lake_spark_session
 
     spark = lake_spark_session("tidemark-bench-transactional", {"spark.driver.memory": "1g"})
     spark.sparkContext.setLogLevel("ERROR")
     offsets = []
     for table in ("events", "late", "quarantine"):
-        if (lake / table / "_delta_log").exists():
+        if is_delta_table(str(lake / table)):  # a first commit, not a folder (issue 36)
             rows = (
                 spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect()
             )

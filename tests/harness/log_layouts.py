@@ -129,3 +129,19 @@ def lake_offsets(spark, lake) -> list[tuple[int, int]]:
         rows = spark.read.format("delta").load(str(lake / table)).select("source_partition", "source_offset").collect()
         found.extend((row.source_partition, row.source_offset) for row in rows)
     return found
+
+
+def routed_pairs(lake, environ: dict[str, str] | None = None) -> dict[tuple[int, int], list[str]]:
+    """Every (partition, offset) in events, late and quarantine of the stream folder ``lake``
+    (local or s3a://), with the tables holding it: a pair written twice shows twice. Read with
+    delta-rs, with the storage settings ``environ`` names (default: this process's)."""
+    from connectors.lake_storage import open_delta_table
+
+    found: dict[tuple[int, int], list[str]] = {}
+    for table in ("events", "late", "quarantine"):
+        rows = open_delta_table(f"{str(lake).rstrip('/')}/{table}", environ=environ).to_pyarrow_table(
+            columns=["source_partition", "source_offset"]
+        )
+        for pair in zip(rows["source_partition"].to_pylist(), rows["source_offset"].to_pylist()):
+            found.setdefault(pair, []).append(table)
+    return found

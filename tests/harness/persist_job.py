@@ -153,13 +153,22 @@ def backfill_request_args(
 
 
 def run_recover(
-    conf: Path, partition: int, ranges: str, log: Path, result: Path, environment: dict[str, str] | None = None
+    conf: Path,
+    partition: int,
+    ranges: str,
+    log: Path,
+    result: Path,
+    environment: dict[str, str] | None = None,
+    max_records_per_batch: int | None = None,
 ) -> int:
     """Run the recovery job for ``ranges`` ("start-end,...") of ``partition`` in this process;
-    returns its exit code (the result JSON is at ``result``). ``environment``: for the run only."""
+    returns its exit code (the result JSON is at ``result``). ``environment``: for the run only;
+    ``max_records_per_batch``: the job's option of that name (default: the stream's budget)."""
     from spark_jobs.replay.recover import main
 
     argv = ["--conf", str(conf), *recovery_request_args(conf, partition, ranges), "--result", str(result)]
+    if max_records_per_batch is not None:
+        argv += ["--max-records-per-batch", str(max_records_per_batch)]
     return run_in_process(main, argv, log, environment)
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from harness.interleaving import LiveInThread, ResumeWhenWaiting, pause_at, wait_until_paused_in_thread
+from harness.log_layouts import routed_pairs
 from harness.persist_job import (
     backfill_request_args,
     batches_persisted,
@@ -169,7 +170,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
             assert line.get("left_out", {}) == expected, (claims_table, batch_id)
 
         # The lake: every produced pair once, in the table a clean run routes it to.
-        routed = _routed_pairs(tmp_path / "lake" / "telemetry")
+        routed = routed_pairs(tmp_path / "lake" / "telemetry")
         assert {pair: tables for pair, tables in routed.items() if len(tables) > 1} == {}, claims_table
         assert {pair: tables[0] for pair, tables in routed.items()} == {
             (p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events")
@@ -222,15 +223,3 @@ def _claims_version(tmp_path: Path) -> int:
 
 def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
-
-
-def _routed_pairs(lake: Path) -> dict[tuple[int, int], list[str]]:
-    """Every (partition, offset) in events, late and quarantine with the tables holding it."""
-    from connectors.lake_storage import open_delta_table
-
-    found: dict[tuple[int, int], list[str]] = {}
-    for table in ("events", "late", "quarantine"):
-        rows = open_delta_table(str(lake / table)).to_pyarrow_table(columns=["source_partition", "source_offset"])
-        for pair in zip(rows["source_partition"].to_pylist(), rows["source_offset"].to_pylist()):
-            found.setdefault(pair, []).append(table)
-    return found

@@ -30,6 +30,7 @@ import time
 
 import pytest
 
+from harness.log_layouts import routed_pairs
 from harness.persist_job import (
     backfill_request_args,
     produce,
@@ -106,7 +107,7 @@ def test_two_writers_at_once_write_each_record_once_in_its_table(
     assert _run(second, conf, now_ms, tmp_path) == 0, (tmp_path / f"{second}.log").read_text()[-3000:]
     assert job.wait(300) == 0, (tmp_path / f"{first}.log").read_text()[-3000:]
 
-    routed = _routed_pairs(str(lake))
+    routed = routed_pairs(lake)
     twice = {pair: tables for pair, tables in routed.items() if len(tables) > 1}
     claimed = [json.loads((tmp_path / f"{job_}.json").read_text()) for job_ in (first, second) if job_ != "live"]
     conflicts = sum(result["commit_conflicts_retried"] for result in claimed)
@@ -177,21 +178,6 @@ def _backfill_args(conf, now_ms: int, tmp_path) -> list[str]:
 
 def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + "Z"
-
-
-def _routed_pairs(lake: str, environ: dict[str, str] | None = None) -> dict[tuple[int, int], list[str]]:
-    """Every (partition, offset) in events, late and quarantine, with the tables holding it (a
-    pair written twice shows twice). Read with delta-rs, local or on S3."""
-    from connectors.lake_storage import open_delta_table
-
-    found: dict[tuple[int, int], list[str]] = {}
-    for table in ("events", "late", "quarantine"):
-        rows = open_delta_table(f"{lake}/{table}", environ=environ).to_pyarrow_table(
-            columns=["source_partition", "source_offset"]
-        )
-        for pair in zip(rows["source_partition"].to_pylist(), rows["source_offset"].to_pylist()):
-            found.setdefault(pair, []).append(table)
-    return found
 
 
 def _merged_rows(lake: str, environ: dict[str, str] | None = None) -> int:

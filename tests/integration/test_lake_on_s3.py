@@ -30,6 +30,7 @@ import yaml
 
 from connectors.jars import ensure_jars, shared_jars_root
 from harness.interleaving import ResumeWhenWaiting, pause_at, wait_until_paused
+from harness.log_layouts import routed_pairs
 from harness.persist_job import produce, run_persist, run_recover, start_persist, telemetry_value, write_stream_config
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint, points_to_json
 
@@ -91,7 +92,9 @@ def test_a_recovery_while_live_runs_and_one_after_live_died_end_with_every_recor
     first_end = _ranges(planned_ranges(spark, checkpoint, 1))[0][0]  # partition 0's batch 0 end
     log, result = tmp_path / "recovery-whole.log", tmp_path / "recovery-whole.json"
     with ResumeWhenWaiting(paused, log) as watch:
-        code = run_recover(conf, 0, f"0-{PER_PARTITION}", log=log, result=result, environment=environment)
+        code = run_recover(
+            conf, 0, f"0-{PER_PARTITION}", log=log, result=result, environment=environment, max_records_per_batch=1000
+        )
     assert code == 0, log.read_text()[-3000:]
     assert watch.waited, "the recovery met live's batch 1 in flight and waited for it"
     # Live's batch 0 wrote partition 0's [0, first_end) before the claim; every later batch left
@@ -130,13 +133,7 @@ def test_a_recovery_while_live_runs_and_one_after_live_died_end_with_every_recor
 
     # Every produced pair once, in the table a clean run routes it to; one ledger row per step
     # and partition for each mode.
-    routed: dict[tuple[int, int], list[str]] = {}
-    for table in ("events", "late", "quarantine"):
-        rows = open_delta_table(f"{lake}/{table}", environ=environment).to_pyarrow_table(
-            columns=["source_partition", "source_offset"]
-        )
-        for pair in zip(rows["source_partition"].to_pylist(), rows["source_offset"].to_pylist()):
-            routed.setdefault(pair, []).append(table)
+    routed = routed_pairs(lake, environment)
     assert {pair: tables for pair, tables in routed.items() if len(tables) > 1} == {}
     assert {pair: tables[0] for pair, tables in routed.items()} == {
         (p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events")
