@@ -24,16 +24,20 @@ with more records produced, a second live run over the claims the first left (pr
 The live job runs in a thread of this process (harness.interleaving.LiveInThread): its own
 streaming query and checkpoint, the same pipeline spark-submit runs. Live and a claimer as
 separate driver processes, one of them killed, are tests/integration/test_lake_on_s3.py.
+
+On local disk in the suite; the same matrix with the lake, the claims and the checkpoint on the
+loopback S3 with TIDEMARK_FULL_SUITE=1.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.interleaving import LiveInThread, ResumeWhenWaiting, pause_at, wait_until_paused_in_thread
 from harness.log_layouts import routed_pairs
@@ -46,6 +50,7 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
+from tidemark.stream_config import load_stream
 
 pytestmark = pytest.mark.integration
 
@@ -78,13 +83,39 @@ class Claim:
         return self.moment in ("after commit", "decision -> commit")
 
 
+@pytest.mark.parametrize(
+    "store",
+    [
+        "local",
+        pytest.param(
+            "s3",
+            marks=pytest.mark.skipif(
+                os.environ.get("TIDEMARK_FULL_SUITE") != "1",
+                reason="the matrix on the loopback S3: TIDEMARK_FULL_SUITE=1 (test_lake_on_s3.py runs the incident there)",
+            ),
+        ),
+    ],
+)
 def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_exact_counts(
-    kafka_broker, spark, tmp_path
+    store, kafka_broker, spark, tmp_path, request, monkeypatch
 ):
-    kafka_broker.create_topic(TOPIC, PARTITIONS)
+    topic = f"{TOPIC}_{store}"
+    kafka_broker.create_topic(topic, PARTITIONS)
     base_ms = (int(time.time()) - 4 * 3600) * 1000
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, TOPIC, PARTITIONS, max_records_per_batch=BUDGET)
-    checkpoint = tmp_path / "checkpoints" / "telemetry" / "persist"
+    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, PARTITIONS, max_records_per_batch=BUDGET)
+    environ = None
+    if store == "s3":
+        environ = request.getfixturevalue("spark_on_loopback_s3").lake_environment(f"claims-{tmp_path.name}")
+        for name, value in environ.items():  # for live's thread, the claimers and the readers alike
+            monkeypatch.setenv(name, value)
+        document = yaml.safe_load(conf.read_text())
+        document["streams"]["telemetry"]["lake"] = {
+            "root": environ["TIDEMARK_LAKE_ROOT"],
+            "checkpoint_root": environ["TIDEMARK_CHECKPOINT_ROOT"],
+        }
+        conf.write_text(yaml.safe_dump(document))
+    stream = load_stream(conf, "telemetry")
+    lake, checkpoint = f"{stream.lake.root.rstrip('/')}/{stream.name}", stream.checkpoint_path("persist")
     claims: list[Claim] = []
 
     def claim(job: str, moment: str, batch: int, partition: int, start: int, point) -> None:
@@ -110,7 +141,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
 
     for run, claims_table in enumerate(("absent", "present")):
         first_offset = run * PER_RUN
-        _produce(kafka_broker.bootstrap, base_ms, range(first_offset, first_offset + PER_RUN))
+        _produce(kafka_broker.bootstrap, topic, base_ms, range(first_offset, first_offset + PER_RUN))
         folder = tmp_path / f"pauses-{run}"
         points = (
             pause_at(folder, "before_first", 1),
@@ -121,7 +152,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
         live_log = tmp_path / f"live-{run}.log"
         live = LiveInThread(conf, live_log, points).start()
         if claims_table == "present":
-            assert _claims_version(tmp_path) == len(claims), "the claims the first run left"
+            assert _claims_version(lake, environ) == len(claims), "the claims the first run left"
 
         wait_until_paused_in_thread(points[0], live, live_log)  # run batch 1 planned, batch 0 committed
         paused = _pending(spark, checkpoint)
@@ -170,7 +201,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
             assert line.get("left_out", {}) == expected, (claims_table, batch_id)
 
         # The lake: every produced pair once, in the table a clean run routes it to.
-        routed = routed_pairs(tmp_path / "lake" / "telemetry")
+        routed = routed_pairs(lake, environ)
         assert {pair: tables for pair, tables in routed.items() if len(tables) > 1} == {}, claims_table
         assert {pair: tables[0] for pair, tables in routed.items()} == {
             (p, o): ("quarantine" if o % UNDECODABLE_EVERY == 5 else "events")
@@ -179,33 +210,33 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
         }, claims_table
 
 
-def _produce(bootstrap: str, base_ms: int, offsets: range) -> None:
+def _produce(bootstrap: str, topic: str, base_ms: int, offsets: range) -> None:
     records = []
     for offset in offsets:
         log_ms = base_ms + offset * STEP_MS
         for p in range(PARTITIONS):
             value = b"not json {" if offset % UNDECODABLE_EVERY == 5 else telemetry_value(f"scooter-{p}", log_ms)
             records.append((p, value, log_ms))
-    assert produce(bootstrap, TOPIC, records) == dict.fromkeys(range(PARTITIONS), len(offsets))
+    assert produce(bootstrap, topic, records) == dict.fromkeys(range(PARTITIONS), len(offsets))
 
 
-def _pending(spark, checkpoint: Path) -> int:
+def _pending(spark, checkpoint: str) -> int:
     """The micro-batch live's checkpoint shows planned and not committed: the paused one."""
     from spark_jobs.streaming_checkpoint import pending_batch
 
-    return pending_batch(spark, str(checkpoint))
+    return pending_batch(spark, checkpoint)
 
 
-def _batch(spark, checkpoint: Path, batch_id: int, first: int | None = None) -> dict[int, tuple[int, int]]:
+def _batch(spark, checkpoint: str, batch_id: int, first: int | None = None) -> dict[int, tuple[int, int]]:
     """{partition: (start, end)} the checkpoint shows for micro-batch ``batch_id``; ``first``:
     where a checkpoint's very first batch started (it has no entry before it)."""
     from spark_jobs.streaming_checkpoint import planned_ranges, read_text, source_offset
     from tidemark.source_state import SourceState
 
     if batch_id == 0:
-        offset = source_offset(read_text(spark, str(checkpoint / "offsets" / "0")))
+        offset = source_offset(read_text(spark, f"{checkpoint}/offsets/0"))
         return {p: (first or 0, end) for p, end in SourceState.from_offset(offset).positions().items()}
-    return {r.partition: (r.start_offset, r.end_offset) for r in planned_ranges(spark, str(checkpoint), batch_id)}
+    return {r.partition: (r.start_offset, r.end_offset) for r in planned_ranges(spark, checkpoint, batch_id)}
 
 
 def _inside(ranges: dict[int, tuple[int, int]], partition: int) -> int:
@@ -215,10 +246,10 @@ def _inside(ranges: dict[int, tuple[int, int]], partition: int) -> int:
     return start + 2
 
 
-def _claims_version(tmp_path: Path) -> int:
+def _claims_version(lake: str, environ: dict[str, str] | None) -> int:
     from connectors.lake_storage import open_delta_table
 
-    return open_delta_table(str(tmp_path / "lake" / "telemetry" / "claims")).version()
+    return open_delta_table(f"{lake}/claims", environ=environ).version()
 
 
 def _iso(ms: int) -> str:
