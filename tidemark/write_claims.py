@@ -9,10 +9,12 @@ nothing, so it never fails. Claims close both gaps:
 1. Recovery and a backfill into ``events`` (the *claimers*) append their offset ranges to the
    stream's ``claims`` table before they write a record, each row with the G its offsets are
    routed under. The claims table's versions order all claims.
-2. After its claim is committed, a claimer leaves alone the live job's in-flight batch (planned
-   in live's checkpoint and not committed: ``LivePending``): live decided to write it before it
-   could see the claim. Every other offset it writes insert-only (MERGE), routed under the G of
-   the *earliest* claim covering the offset — its own or an older one.
+2. After its claim is committed, a claimer settles with the live job's batch in flight (planned
+   in live's checkpoint and not committed) if it reads claimed offsets: live may have decided to
+   write them before it could see the claim. The claimer waits for that batch while live's driver
+   beats and yields (writes nothing, runs again later) when it cannot commit; the rule is
+   tidemark.live_batch_wait. Then it writes every claimed offset insert-only (MERGE), routed
+   under the G of the *earliest* claim covering the offset — its own or an older one.
 3. The live job reads the claims before it writes each batch, and does not write an offset any
    claim covers: a claimer owns it. Live's plain appends therefore never meet a claimer's
    offsets, and every writer of a claimed offset routes it under the same G, so it lands in the
@@ -23,8 +25,10 @@ The ordering argument, for an offset X and claim C: live decides its batch befor
 or after (then live sees C and skips X). Two claimers of X route it under one G (the earliest
 claim's), so both MERGE into one table and Delta commits one insert.
 
-A claimer that dies leaves its claim: the offsets stay unwritten until the quality run finds
-the hole and recovery claims them again, routed under the first claim's G. No lease, no timeout.
+A claimer that dies, or yields and is never run again, leaves its claim: the offsets stay
+unwritten until the quality run finds the hole and recovery claims them again, routed under the
+first claim's G. The claims table exists before any job can meet it: every job of the stream
+makes its tables before its first batch (spark_jobs.lake.tables.LakeTables.ensure).
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
         f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
         f"Watermarks:  {airflow.url}/tidemark/streams/{stream.name}  (per partition; in the UI under Browse, "
         f"'tidemark watermarks')\n"
-        f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals}}\n"
+        f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals,claims}}\n"
         f"Reports:     {report_file}\n"
         f"Quality:     {summary_html}  (and Data Docs, linked from it)\n"
         f"Backfill:    {airflow.url}/dags/{backfill_dag}  (Trigger with params for any range; daily reconciliation at "
