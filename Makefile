@@ -36,9 +36,15 @@ status:
 demo: install
 	$(TIDEMARK) demo
 
-# Unit tests first (tests/conftest.py), then the services'; each test's time kept in a file.
+# Unit tests first and alone (a failure stops there, within a minute), then the services' tests
+# on TEST_WORKERS processes, one test file at a time each (pytest-xdist --dist loadfile: a file's
+# module fixtures stay in one process; each process starts its own broker, S3 and Spark). The
+# service tests mostly wait on JVMs, brokers and Airflow, so two workers share 2 cores well.
+# Each test's time kept in a file.
+TEST_WORKERS ?= 2
 test: install lint
-	$(PY) -m pytest tests --junitxml=.tidemark/test-results/junit.xml
+	$(PY) -m pytest tests/unit --junitxml=.tidemark/test-results/unit.xml
+	$(PY) -m pytest tests --ignore=tests/unit -n $(TEST_WORKERS) --dist loadfile --junitxml=.tidemark/test-results/services.xml
 
 # The style, written down in pyproject.toml ([tool.ruff]): the layout and the lint rules; seconds.
 lint: install
