@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from connectors.error_line import one_line
+from tidemark.furthest_live_row import FURTHEST_FIRST, furthest_key, furthest_per_partition
 from tidemark.log_position import position_type_for, position_value
 from tidemark.nothing_new import LedgerPartition, LogPartitionNow, PersistLook, look_for_work
 from tidemark.offset_coverage import LIVE_MODE
@@ -55,8 +56,8 @@ def look_before_persist(stream: StreamConfig, now_ms: int | None = None, log_tim
 
 
 def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
-    """Each partition's furthest live ledger row (largest end position, then newest read time and
-    step; the rule spark_jobs.persist.lake_resume resumes from) and the largest G of the live rows.
+    """Each partition's furthest live ledger row (tidemark.furthest_live_row, the rule the live job
+    resumes from) and the largest G of the live rows.
     No ledger table: no partitions. Raises deltalake's and pyarrow's errors when it cannot be read."""
     import pyarrow.compute as pc
     from deltalake.exceptions import TableNotFoundError
@@ -71,15 +72,16 @@ def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
     if live.num_rows == 0:
         return LedgerStanding({}, None)
     newest_g = pc.max(live["global_watermark"]).as_py()
-    partitions: dict[int, LedgerPartition] = {}
-    furthest: dict[int, tuple] = {}
-    for row in live.select(["source_partition", "end_offset", "read_time", "step_id", "partition_status"]).to_pylist():
-        position = position_value(row["end_offset"])
-        key = (position, row["read_time"], row["step_id"] if row["step_id"] is not None else -1)
-        partition = row["source_partition"]
-        if partition not in furthest or key > furthest[partition]:
-            furthest[partition] = key
-            partitions[partition] = LedgerPartition(position, PartitionStatus(row["partition_status"]))
+    rows = live.select(["source_partition", *FURTHEST_FIRST, "partition_status"]).to_pylist()
+    furthest = furthest_per_partition(
+        rows,
+        partition=lambda row: row["source_partition"],
+        key=lambda row: furthest_key(position_value(row["end_offset"]), row["read_time"], row["step_id"]),
+    )
+    partitions = {
+        partition: LedgerPartition(position_value(row["end_offset"]), PartitionStatus(row["partition_status"]))
+        for partition, row in furthest.items()
+    }
     return LedgerStanding(partitions, None if newest_g is None else int(newest_g.timestamp() * 1000))
 
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from expectations.gaps import EventTimeGap
+from expectations.gaps import GAP_ORDER, EventTimeGap
 from expectations.hour_records import HourCounts
 from expectations.lake_snapshot import STATS_PREFIX, LakeSnapshot, stat
 from expectations.ledger_entries import HOUR_MS, LEDGER_READ_COLUMNS, LedgerEntry
@@ -134,20 +134,22 @@ class DeltaLakeFacts:
         times = self._times(hours_ms)
         order = np.lexsort((times["t"], times["hour"], times["partition"]))
         partition, hour, t = times["partition"][order], times["hour"][order], times["t"][order]
-        gaps = {}
-        if not len(t):
-            return gaps
-        starts = np.flatnonzero(np.r_[True, (partition[1:] != partition[:-1]) | (hour[1:] != hour[:-1])])
-        for start, end in zip(starts, np.r_[starts[1:], len(t)]):
-            if end - start < 2:
-                continue
-            lengths = np.diff(t[start:end])
-            # Spark's max of (length, previous, t): among equal lengths the latest gap.
-            at = len(lengths) - 1 - int(np.argmax(lengths[::-1]))
-            gaps[(int(partition[start]), int(hour[start]))] = EventTimeGap(
-                int(lengths[at]), int(t[start + at]), int(t[start + at + 1])
+        # Every span between consecutive times of one (partition, hour), as the gap's fields.
+        same = (partition[1:] == partition[:-1]) & (hour[1:] == hour[:-1])
+        partition, hour = partition[:-1][same], hour[:-1][same]
+        spans = {"length_ms": (t[1:] - t[:-1])[same], "after_ms": t[:-1][same], "before_ms": t[1:][same]}
+        if not len(partition):
+            return {}
+        # Each (partition, hour)'s largest gap by EventTimeGap's order: the last of a lexsort by it.
+        ranked = np.lexsort((*(spans[name] for name in reversed(GAP_ORDER)), hour, partition))
+        p, h = partition[ranked], hour[ranked]
+        last = ranked[np.r_[(p[1:] != p[:-1]) | (h[1:] != h[:-1]), True]]
+        return {
+            (int(partition[at]), int(hour[at])): EventTimeGap(
+                **{name: int(values[at]) for name, values in spans.items()}
             )
-        return gaps
+            for at in last
+        }
 
     def _times(self, hours_ms: list[int]) -> dict[str, np.ndarray]:
         """source_partition, event time (ms), its hour and a late flag of every events and late row

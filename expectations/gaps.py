@@ -17,7 +17,7 @@ retention are what find losses. Offset holes in the events table are the complet
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from expectations.check_family import CheckFamily, FamilyOutcome, Finding, rule, unexpected_rows
 from expectations.hour_records import HourCounts, in_hours
@@ -32,11 +32,20 @@ NAME = "gaps"
 NORMALLY_ACTIVE_SHARE = 0.8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class EventTimeGap:
+    """A span between two consecutive event times of a partition within an hour (ms, UTC).
+
+    Gaps compare field by field in this order, and an hour's longest gap is its largest: among
+    equal lengths, the latest. Both fact engines pick it by this order (Spark: the max of a struct
+    of these fields; numpy: a lexsort by them), so they cannot disagree on a tie."""
+
     length_ms: int
     after_ms: int  # the event time before the gap
     before_ms: int  # the event time after it
+
+
+GAP_ORDER = tuple(field.name for field in fields(EventTimeGap))  # most significant first
 
 
 @dataclass(frozen=True)
@@ -121,18 +130,17 @@ def longest_gaps(read_table, hours_ms: list[int]) -> dict[tuple[int, int], Event
         for table in ("events", "late")
     ]
     ordered = Window.partitionBy("source_partition", "hour_ms").orderBy("t")
+    gap = {"length_ms": F.col("t") - F.col("previous"), "after_ms": F.col("previous"), "before_ms": F.col("t")}
     gaps = (
         times[0]
         .unionByName(times[1])
         .withColumn("previous", F.lag("t").over(ordered))
         .filter(F.col("previous").isNotNull())
         .groupBy("source_partition", "hour_ms")
-        .agg(F.max(F.struct((F.col("t") - F.col("previous")).alias("length"), "previous", "t")).alias("gap"))
+        .agg(F.max(F.struct(*(gap[name].alias(name) for name in GAP_ORDER))).alias("gap"))
         .collect()
     )
-    return {
-        (row.source_partition, row.hour_ms): EventTimeGap(row.gap.length, row.gap.previous, row.gap.t) for row in gaps
-    }
+    return {(row.source_partition, row.hour_ms): EventTimeGap(**row.gap.asDict()) for row in gaps}
 
 
 def facts(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tidemark.furthest_live_row import furthest_key, furthest_per_partition
 from tidemark.log_position import position_value
 from tidemark.offset_coverage import LIVE_MODE, LedgerRange, OffsetRange
 from tidemark.stall_rules import LedgerObservation
@@ -173,9 +174,9 @@ def ledger_entries(ledger) -> list[LedgerEntry]:
 
 
 def live_position(entries: list[LedgerEntry], partition: int) -> int | None:
-    """The offset the live job reads next on ``partition``: the furthest end of its live rows."""
-    ends = [e.end for e in entries if e.partition == partition and e.is_live]
-    return max(ends) if ends else None
+    """The offset the live job reads next on ``partition``: the end of its furthest live row."""
+    furthest = furthest_live_entry(entries, partition)
+    return None if furthest is None else furthest.end
 
 
 def finished_partitions(entries: list[LedgerEntry]) -> set[int]:
@@ -184,11 +185,15 @@ def finished_partitions(entries: list[LedgerEntry]) -> set[int]:
     return {
         partition
         for partition in {e.partition for e in entries}
-        if (newest := newest_live_entry(entries, partition)) is not None and newest.status == "FINISHED"
+        if (furthest := furthest_live_entry(entries, partition)) is not None and furthest.status == "FINISHED"
     }
 
 
-def newest_live_entry(entries: list[LedgerEntry], partition: int) -> LedgerEntry | None:
-    """The partition's live row with the latest read time (ties: the furthest end)."""
-    live = [e for e in entries if e.partition == partition and e.is_live]
-    return max(live, key=lambda e: (e.read_time_ms or 0, e.end), default=None)
+def furthest_live_entry(entries: list[LedgerEntry], partition: int) -> LedgerEntry | None:
+    """The partition's furthest live row (tidemark.furthest_live_row: the row the live job resumes
+    from), or None before its first."""
+    live = (e for e in entries if e.partition == partition and e.is_live)
+    rows = furthest_per_partition(
+        live, partition=lambda e: e.partition, key=lambda e: furthest_key(e.end, e.read_time_ms, e.step_id)
+    )
+    return rows.get(partition)

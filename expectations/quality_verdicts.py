@@ -25,7 +25,7 @@ from expectations.check_family import Finding
 from expectations.gaps import GapFacts
 from expectations.hour_records import HourCounts
 from expectations.hour_scope import hour_text
-from expectations.ledger_entries import LedgerEntry, newest_live_entry
+from expectations.ledger_entries import LedgerEntry, furthest_live_entry
 from expectations.offset_spans import offsets_in, spans_text
 from expectations.persisted_offsets import ScopeCount
 from expectations.quality_result import PartitionQuality
@@ -70,7 +70,7 @@ def partition_quality(
     reasons = list(dict.fromkeys(finding.reason for finding in found)) or [stall_fact.verdict.reason]
     status = worst(finding.status for finding in found)
     reason = next((finding.reason for finding in found if finding.status is status), reasons[0])
-    newest = newest_live_entry(entries, partition)
+    newest = furthest_live_entry(entries, partition)
     counts = [hour_counts.get((partition, hour_ms), HourCounts(0, 0)) for hour_ms in hours_ms]
     return PartitionQuality(
         partition=partition,

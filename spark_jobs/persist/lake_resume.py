@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from tidemark.event_time_text import format_optional_event_time
+from tidemark.furthest_live_row import FURTHEST_FIRST
 from tidemark.resume_point import LedgerPosition, resume_state
 from tidemark.source_state import SourceState
 
@@ -25,13 +26,12 @@ class LakeResume:
 
 
 def resume_from_lake(spark, tables, now_ms: int) -> LakeResume | None:
-    """The resume point the tables give, or None when the ledger holds no live row."""
+    """The resume point the tables give, or None when the ledger holds no live row. Each
+    partition resumes from its furthest live row (tidemark.furthest_live_row)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    furthest = Window.partitionBy("source_partition").orderBy(
-        F.col("end_offset").desc(), F.col("read_time").desc(), F.col("step_id").desc()
-    )
+    furthest = Window.partitionBy("source_partition").orderBy(*(F.col(column).desc() for column in FURTHEST_FIRST))
     live = tables.read("ledger").where(F.col("mode") == "live")
     rows = live.withColumn("rank", F.row_number().over(furthest)).where(F.col("rank") == 1).collect()
     last_step_id = live.agg(F.max("step_id")).first()[0]
