@@ -106,8 +106,7 @@ def sections() -> list[Section]:
 def _walk(info: mi.StructType, path: str, kind: str, found: list[Section]) -> str:
     """Adds the section of ``info`` at ``path`` (and those below it); returns its anchor."""
     anchor = (path.replace(".<name>", "-name").replace(".", "-") or "top") + (f"-{kind}" if kind else "")
-    index = len(found)
-    found.append(None)  # keeps this section before the ones below it
+    index = len(found)  # this section goes before the ones its fields add below it
     comments = _field_comments(info.cls)
     rows = []
     for field in info.fields:
@@ -118,7 +117,7 @@ def _walk(info: mi.StructType, path: str, kind: str, found: list[Section]) -> st
         type_text, below = _type_text(field.type, key, found)
         rows.append(Row(key, type_text + below, _default_text(info.cls, field), _markdown(description)))
     title = (path or "(top level)") + (f" (kind: {kind})" if kind else "")
-    found[index] = Section(path, anchor, title, _markdown(_docstring(info.cls)), tuple(rows))
+    found.insert(index, Section(path, anchor, title, _markdown(_docstring(info.cls)), tuple(rows)))
     return anchor
 
 
