@@ -85,7 +85,9 @@ def render() -> str:
         "",
     ]
     for section in sections():
-        lines += [f"## `{section.title}` {{ #{section.anchor} }}", ""]
+        # The key path as code, the kind after it as words: `streams.<name>.source` (kind: kafka).
+        heading = f"`{section.path}`{section.title[len(section.path) :]}" if section.path else section.title
+        lines += [f"## {heading} {{ #{section.anchor} }}", ""]
         if section.doc:
             lines += [section.doc, ""]
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
@@ -116,7 +118,7 @@ def _walk(info: mi.StructType, path: str, kind: str, found: list[Section]) -> st
         description = comments.get(field.name, "")
         type_text, below = _type_text(field.type, key, found)
         rows.append(Row(key, type_text + below, _default_text(info.cls, field), _markdown(description)))
-    title = (path or "(top level)") + (f" (kind: {kind})" if kind else "")
+    title = (path or "The file's top level") + (f" (kind: {kind})" if kind else "")
     found.insert(index, Section(path, anchor, title, _markdown(_docstring(info.cls)), tuple(rows)))
     return anchor
 
