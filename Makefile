@@ -1,6 +1,7 @@
 # tidemark — the two commands of the README:
 #   make demo   start the embedded stack (Kafka, Airflow), generate data, run the persist DAG, report
-#   make test   install everything and run the whole test suite (unit first, then DAGs, integration, browser)
+#   make test   install everything, check the style, build the docs, run the whole test suite (unit first,
+#               then DAGs, integration, browser)
 # Everything stateful lives under .tidemark/ (git-ignored); the venv is .venv/. The targets call the
 # `tidemark` CLI (tidemark_cli/), which is also the embedded stack's only command line.
 
@@ -10,14 +11,14 @@ PY := $(VENV)/bin/python
 TIDEMARK := $(VENV)/bin/tidemark
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install up down status demo test lint format unit bench bench-idle bench-persist bench-alignment clean
+.PHONY: install up down status demo test lint docs format unit bench bench-idle bench-persist bench-alignment clean
 
 # Reinstall only when the dependency list changes.
 $(INSTALLED): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "tidemark needs Python 3.11: '$(PYTHON)' was not found (set PYTHON=/path/to/python3.11)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,docs]'
 	touch $(INSTALLED)
 
 install: $(INSTALLED)
@@ -42,7 +43,7 @@ demo: install
 # service tests mostly wait on JVMs, brokers and Airflow, so two workers share 2 cores well.
 # Each test's time kept in a file.
 TEST_WORKERS ?= 2
-test: install lint
+test: install lint docs
 	$(PY) -m pytest tests/unit --junitxml=.tidemark/test-results/unit.xml
 	$(PY) -m pytest tests --ignore=tests/unit -n $(TEST_WORKERS) --dist loadfile --junitxml=.tidemark/test-results/services.xml
 
@@ -50,6 +51,11 @@ test: install lint
 lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
+
+# The documentation site (mkdocs.yml, docs/) into .tidemark/site/; --strict turns every warning,
+# a broken internal link or anchor among them, into a failure. Seconds; needs the venv, not the jars.
+docs: $(INSTALLED)
+	$(VENV)/bin/mkdocs build --strict --site-dir .tidemark/site
 
 # Lay the code out and apply the safe lint fixes, before a commit.
 format: install
@@ -60,9 +66,9 @@ unit: install
 	$(PY) -m pytest tests/unit
 
 # Benchmarks by scenario (make bench SCENARIO=idle); results in benchmarks/results/.
-#   catch_up (default, issue 9): tidemark vs Spark's own Kafka source, read and write ceilings,
+#   catch_up (default): tidemark vs Spark's own Kafka source, read and write ceilings,
 #            sparse backlogs, memory, continuous latency (catch_up_side_by_side.*)
-#   idle     (issue 28): what an idle stream's scheduled runs cost, wall and CPU-seconds per run
+#   idle:    what an idle stream's scheduled runs cost, wall and CPU-seconds per run
 #            and per hour (idle_cost.json)
 SCENARIO ?= catch_up
 BENCH_catch_up := benchmarks/catch_up_side_by_side.py

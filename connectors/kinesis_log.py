@@ -171,7 +171,7 @@ def retention_loss_message(stream: str, lost: Iterable[LostSequences]) -> str:
         "(the stream's RetentionPeriodHours). Kinesis sequence numbers are sparse, so how many records were lost "
         "is unknown (possibly none). The job stops here rather than skip them; every later run stops the same "
         "way and the quality run reports them LOST. Raise the stream's retention (IncreaseStreamRetentionPeriod) "
-        "to keep this from recurring, and accept the loss explicitly to go on (see the README)"
+        "to keep this from recurring, and accept the loss explicitly to go on (see docs/operations/when-the-world-fails.md)"
     )
 
 

@@ -83,6 +83,8 @@ EndpointPath = Annotated[str, msgspec.Meta(extra=written_as(endpoint_path))]
 
 
 class EmailReceiver(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Alarms sent by mail through an Airflow SMTP connection."""
+
     conn_id: ConnectionId = "smtp_default"  # Airflow SMTP connection
     # Required; the default only keeps the positional order (conn_id, to, from_email).
     to: Recipients = ()
@@ -94,6 +96,8 @@ class EmailReceiver(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class WebhookReceiver(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Alarms posted as JSON through an Airflow HTTP connection."""
+
     conn_id: ConnectionId  # Airflow HTTP connection: host (and schema, port) make the base URL
     endpoint: EndpointPath = ""  # path below the base URL; "" posts to the base URL itself
 
@@ -106,8 +110,11 @@ class AlertSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     quality interval after that moment. None: not checked.
     """
 
+    # Alarms by mail; None: none.
     email: EmailReceiver | None = None
+    # Alarms posted as JSON to a webhook; None: none.
     webhook: WebhookReceiver | None = None
+    # An hour not sealed this long after its end sends an alarm; None: not checked.
     unsealed_hour_after_ms: PositiveMilliseconds | None = msgspec.field(default=None, name="unsealed_hour_after")
 
     def __post_init__(self):

@@ -54,6 +54,6 @@ def retention_loss_message(topic: str, lost: tuple[LostOffsets, ...]) -> str:
         "read (retention.ms/retention.bytes or a DeleteRecords call). The job stops here rather than skip them: "
         "nothing after them is read, every later run stops the same way, and the quality run reports them LOST. "
         "They cannot be read any more; restore them from another copy of the topic if one exists. To persist the "
-        "rest of the partition without them, the loss has to be accepted explicitly (see the README, 'Retention "
-        "overtakes the live job')"
+        "rest of the partition without them, the loss has to be accepted explicitly (see docs/operations/when-the-world-fails.md, "
+        "'Retention overtakes the live job')"
     )

@@ -85,7 +85,9 @@ class PayloadField(_Section):
     """One typed field of the record's JSON value; in the file, the key of ``payload.fields`` names it."""
 
     name: str
+    # The column's type; a value of another JSON type sends the record to quarantine.
     type: FieldType
+    # A record without the field (or with null) goes to quarantine; False: the column is null.
     required: bool = True
 
     def __post_init__(self):
@@ -98,10 +100,13 @@ class PayloadField(_Section):
 class PayloadSchema(_Section):
     """How a record's value is decoded: a JSON object with an event-time field and typed fields."""
 
+    # The JSON field that holds the record's event time.
     event_time_field: Text
+    # How that field writes it: ISO-8601 text with an offset, or epoch milliseconds.
     event_time_format: EventTimeFormat = "iso8601"
     # Required (at least one); the default only keeps the positional order of the fields.
     fields: tuple[PayloadField, ...] = ()
+    # A record value larger than this (bytes) is quarantined, not decoded.
     max_record_bytes: PositiveNumber = 1_048_576
 
     def __post_init__(self):
@@ -118,10 +123,18 @@ class PayloadSchema(_Section):
 class EventTimeTolerances(_Section):
     """The stream's event-time tolerances, all in milliseconds (see DESIGN.md, event-time rules)."""
 
+    # A partition's watermark is the largest valid event time it admitted minus this (and 1 ms).
     max_out_of_orderness_ms: Milliseconds = msgspec.field(name="max_out_of_orderness")
+    # A record whose event time is below the global watermark G minus this goes to the late
+    # table; an hour is sealed once G passes its end plus this. Shorter than the retention.
     allowed_lateness_ms: Milliseconds = msgspec.field(name="allowed_lateness")
+    # A caught-up partition whose last record is older than this is IDLE and does not hold the
+    # global watermark back.
     idle_timeout_ms: PositiveMilliseconds = msgspec.field(name="idle_timeout")
+    # Aligned reading: a batch admits only records with log time before G + this; larger than
+    # max_out_of_orderness (slices advance by the difference).
     max_drift_ms: PositiveMilliseconds = msgspec.field(name="max_drift")
+    # A record whose event time is more than this ahead of the time it was read is quarantined.
     max_future_skew_ms: Milliseconds = msgspec.field(name="max_future_skew")
 
     def __post_init__(self):
@@ -138,9 +151,13 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
 
     kind: ClassVar[str] = "kafka"
 
+    # The brokers, host:port[,host:port...].
     bootstrap_servers: Text
+    # The topic the stream is read from.
     topic: Text
+    # How many partitions the topic has (the topic is created with them; the job reads them all).
     partitions: PositiveNumber
+    # Where a partition with no checkpoint starts: its earliest retained offset, or the end.
     starting_offsets: StartingOffsets = "earliest"
     # True when the producer sets the record timestamp to the event time (CreateTime = event
     # time); only then can the log's time index plan event-time slices.
@@ -194,7 +211,9 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
 
     kind: ClassVar[str] = "kinesis"
 
+    # The Kinesis data stream's name.
     stream: KinesisStreamName
+    # The AWS region the stream is in.
     region: AwsRegion
     # How many shards the stream is created with (`tidemark create-kinesis-stream`, the demo) and
     # the generator writes to. The job reads the shards the stream has (ListShards), so a split or
@@ -277,15 +296,25 @@ Source = KafkaSource | KinesisSource
 class LakeLocation(_Section):
     """Where a stream's tables and checkpoints live: <root>/<stream>/<table>."""
 
+    # The folder or s3a:// URL the stream's Delta tables live under.
     root: Text
+    # The folder or s3a:// URL the jobs' Spark checkpoints live under.
     checkpoint_root: Text
 
 
 class PersistSettings(_Section):
+    """How the persist DAG runs the persist job (spark_jobs/persist/job.py)."""
+
+    # available_now: each scheduled run reads what is there and stops; continuous: one
+    # long-running job that starts a micro-batch every trigger_interval.
     mode: PersistMode = "available_now"
+    # Cron of the persist DAG's runs (available_now).
     schedule: CronExpression = "*/5 * * * *"
+    # How often the continuous job starts a micro-batch.
     trigger_interval_ms: PositiveMilliseconds = msgspec.field(default=30_000, name="trigger_interval")
+    # The row budget of one micro-batch, over all partitions.
     max_records_per_batch: PositiveNumber = 200_000
+    # The Airflow Spark connection spark-submit runs the jobs with.
     spark_conn_id: Text = "spark_default"
     # The driver heap of the jobs that read the stream in batches (MiB); None: sized to the row
     # budget (tidemark.batch_memory).
@@ -304,11 +333,16 @@ class QualitySettings(_Section):
 
     schedule: CronExpression = "*/10 * * * *"  # cron of the scheduled quality run
     stall_window: Annotated[int, msgspec.Meta(ge=2)] = 6  # K: ledger rows per partition the stall rules look at
+    # STOP: a partition's read position stood this long while its log end moved (or no ledger
+    # row for this long with unread data).
     stall_timeout_ms: PositiveMilliseconds = msgspec.field(default=30 * 60_000, name="stall_timeout")
+    # LAGGING: a partition whose watermark W_p falls behind the global watermark G by more than this.
     max_partition_lag_ms: PositiveMilliseconds = msgspec.field(default=60 * 60_000, name="max_partition_lag")
     # Longest allowed gap between consecutive event times of one partition within an hour.
     event_time_gap_ms: PositiveMilliseconds = msgspec.field(default=30 * 60_000, name="event_time_gap")
+    # Late records one partition may have in one hour before the check fails.
     max_late_per_hour: WholeNumber = 1000
+    # Quarantined records one partition may have in one hour before the check fails.
     max_quarantined_per_hour: WholeNumber = 100
     # How many earlier hours define "a partition normally produces in this hour".
     history_hours: PositiveNumber = 24
@@ -325,6 +359,7 @@ class BackfillSettings(_Section):
     (cron, UTC) the previous day is backfilled into a shadow set and compared with live. The
     default is also that of the optional ``backfill:`` section."""
 
+    # Cron of the daily reconciliation.
     reconcile_schedule: CronExpression = "30 2 * * *"
 
 
@@ -337,9 +372,13 @@ class OfflineDevicesSettings(_Section):
     holds, never the result. The defaults here are also those of the ``offline_devices:`` section.
     """
 
+    # The payload field (string, long or int) that names a device.
     device_field: Text = "device_id"
+    # A device with no record for this long is offline.
     offline_after_ms: PositiveMilliseconds = msgspec.field(default=30 * 60_000, name="offline_after")
+    # The event time one live micro-batch reads (at least 1m).
     live_slice_ms: Milliseconds = msgspec.field(default=15 * 60_000, name="live_slice")
+    # The event time one backfill micro-batch reads (at least 1m).
     backfill_slice_ms: Milliseconds = msgspec.field(default=6 * 3_600_000, name="backfill_slice")
 
     def __post_init__(self):
@@ -354,13 +393,21 @@ class StreamConfig(_Section):
     """One stream; in the file, the key under ``streams:`` names it."""
 
     name: str
+    # The log the stream is read from; ``kind`` says which.
     source: Source
+    # How each record's value is decoded.
     payload: PayloadSchema
+    # The event-time tolerances.
     event_time: EventTimeTolerances
+    # Where the stream's tables and checkpoints live.
     lake: LakeLocation
+    # How long the log keeps records; allowed_lateness must be shorter.
     retention_ms: PositiveMilliseconds = msgspec.field(name="retention")
+    # How the persist job runs.
     persist: PersistSettings
+    # The scheduled quality checks and the sweep.
     quality: QualitySettings = msgspec.field(default_factory=QualitySettings)
+    # The daily reconciliation.
     backfill: BackfillSettings = msgspec.field(default_factory=BackfillSettings)
     # None: the stream has no offline-device detector (no ``offline_devices:`` section).
     offline_devices: OfflineDevicesSettings | None = None
@@ -414,6 +461,7 @@ class StreamConfig(_Section):
 class StreamsFile(_Section):
     """The whole file: every stream tidemark persists."""
 
+    # The streams, by name.
     streams: tuple[StreamConfig, ...]
 
     def __post_init__(self):

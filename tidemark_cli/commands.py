@@ -6,7 +6,7 @@ log is); 2 a usage error (an unknown stream, a bad param: nothing was started); 
 services` found a service not running; 130 interrupted.
 
 The embedded stack's commands (up, down, services, env, jars, create-topic, create-kinesis-stream,
-demo) are here too:
+demo) are here too, and config-reference, which writes the docs' configuration reference:
 the stack itself (stack/) has no command line of its own.
 """
 
@@ -211,6 +211,26 @@ def create_kinesis_stream(name: str, shards: int) -> int:
     from stack.loopback_kinesis import LoopbackKinesis
 
     _console.print(escape(LoopbackKinesis.from_environment().create_stream(name, shards)), soft_wrap=True)
+    return 0
+
+
+@cli.command("config-reference", short_help="Print the configuration reference generated from the contract.")
+@click.option("--write", is_flag=True, help="Write it to docs/reference/configuration.md instead of printing it.")
+def config_reference(write: bool) -> int:
+    """Print the reference of every key conf/streams.yaml may hold (type, default, meaning), made
+    from the configuration's typed contract (tidemark/stream_config.py) and its comments; with
+    --write, write it to docs/reference/configuration.md, the page the docs site shows.
+
+    \b
+    Example:
+      tidemark config-reference --write
+    """
+    from tidemark_cli import config_reference as reference
+
+    if write:
+        _console.print(f"Wrote {reference.write(REPO_ROOT)}.", soft_wrap=True)
+    else:
+        click.echo(reference.render(), nl=False)
     return 0
 
 

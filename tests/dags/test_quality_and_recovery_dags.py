@@ -27,7 +27,7 @@ from harness.persist_job import produce, run_in_process, run_persist, telemetry_
 
 # The same loop on Kinesis (tests/dags/test_kinesis_quality_loop.py: the same DAGs, eight shards,
 # the alarms) runs in the suite; this Kafka one with TIDEMARK_FULL_SUITE=1, for the suite's time
-# (README, "Suite time"). Kafka's stall, hole and recovery rules run in the suite without Airflow
+# (docs/tests.md, "Suite time"). Kafka's stall, hole and recovery rules run in the suite without Airflow
 # (tests/integration/test_quality_checks.py, test_exactly_once_across_jobs.py).
 pytestmark = [
     pytest.mark.integration,

@@ -236,7 +236,7 @@ def _batches(log: Path) -> list[dict]:
 
 
 # The whole crash matrix takes about six minutes: TIDEMARK_CRASH_MATRIX=full (or TIDEMARK_FULL_SUITE=1)
-# runs it (README, "Crash points"). The suite runs the live job's first and last commits and one
+# runs it (docs/tests.md, "Crash points"). The suite runs the live job's first and last commits and one
 # between: nothing committed yet, one table committed, the ledger. Late and quarantine commit as
 # events does, between it and the seals (issue 26 took them out of the suite for time).
 FULL_MATRIX = os.environ.get("TIDEMARK_CRASH_MATRIX") == "full" or os.environ.get("TIDEMARK_FULL_SUITE") == "1"

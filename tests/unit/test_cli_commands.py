@@ -21,6 +21,7 @@ DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
 def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
     assert COMMANDS == [
         "backfill",
+        "config-reference",
         "create-kinesis-stream",
         "create-topic",
         "demo",
