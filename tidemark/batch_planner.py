@@ -178,60 +178,18 @@ class BatchPlanner:
         finished = frozenset(finished)
         held = frozenset(held) - finished
         positions = previous.positions()
-        watermarks: dict[int, PartitionWatermark] = {}
-        statuses: dict[int, PartitionStatus] = {}
         ends_now = {p: max(log_ends.get(p, state.log_end), state.position) for p, state in previous.partitions.items()}
-        for p, state in previous.partitions.items():
-            watermark = PartitionWatermark(self._bound_ms, state.watermark_ms)
-            watermark.on_watermark(feedback.get(p))
-            if state.next_record_at_least_ms is not None:
-                watermark.on_next_record_at_least(state.next_record_at_least_ms)
-            watermarks[p] = watermark
+        watermarks = self._partition_watermarks(previous, feedback)
         if self._align:
-            # A partition without W_p yet starts from its next record (asked for all at once).
-            # A held partition's next record is its next whatever it waits for: it may be asked
-            # beyond the readable end.
-            unknown = {
-                p: state.position
-                for p, state in previous.partitions.items()
-                if watermarks[p].current_ms is None and (state.position < ends_now[p] or p in held)
-            }
-            following = find_next_records(index, unknown)
-            for p in unknown:
-                self._raise_to_record(watermarks[p], following[p], None if p in held else ends_now[p], now)
-        # Only a partition whose log grew can have produced since (its last records, asked at once).
-        grown = {p: ends_now[p] for p, state in previous.partitions.items() if ends_now[p] > state.log_end}
-        last_produced = {
-            p: state.last_produced_ms for p, state in previous.partitions.items() if p not in grown
-        } | self._last_produced(index, grown, now)
-        for p, state in previous.partitions.items():
-            if p in finished:
-                statuses[p] = PartitionStatus.FINISHED
-            elif p in held:
-                statuses[p] = PartitionStatus.ACTIVE
-            else:
-                statuses[p] = partition_status(
-                    state.position, ends_now[p], last_produced[p], now, self._idle_timeout_ms
-                )
-
-        # Who counts in G (tidemark.global_watermark): a partition with unread records and no W_p
-        # holds it; when every partition is IDLE, those whose last batch's records are folded in
-        # now give G their final W_p.
-        unread = {p for p, state in previous.partitions.items() if state.position < ends_now[p]} | held
-        just_read = {p for p, state in previous.partitions.items() if watermarks[p].current_ms != state.watermark_ms}
-        global_watermark = GlobalWatermark(previous.global_watermark_ms)
-
-        def fold_global_watermark() -> int | None:
-            return global_watermark.update(
-                {p: w.current_ms for p, w in watermarks.items()}, statuses, unread, just_read
-            )
-
-        g = fold_global_watermark()
+            self._raise_unknown_watermarks(previous, watermarks, ends_now, held, index, now)
+        last_produced = self._last_produced_now(previous, ends_now, index, now)
+        statuses = self._statuses(previous, ends_now, last_produced, held, finished, now)
+        global_watermark, fold_global_watermark = _global_watermark(previous, watermarks, statuses, ends_now, held)
+        fold_global_watermark()
         ends, cut, target = self._slice(
             positions, log_ends, watermarks, statuses, global_watermark, fold_global_watermark, index, max_records, now
         )
         g = global_watermark.current_ms
-
         partitions = {
             p: PartitionState(
                 position=ends[p],
@@ -240,27 +198,11 @@ class BatchPlanner:
                 status=statuses[p],
                 last_produced_ms=last_produced[p],
                 next_record_at_least_ms=target if cut.get(p) else None,
-                open_transaction=(
-                    track_open_transaction(
-                        state.open_transaction, *unstable_ends[p], now, self._open_transaction_timeout_ms
-                    )
-                    if p in unstable_ends
-                    else None
-                ),
+                open_transaction=self._open_transaction(state, unstable_ends.get(p), now),
             )
             for p, state in previous.partitions.items()
         }
-        # An open transaction seen, gone or turned into a hold is news worth a (possibly empty)
-        # batch: its ledger row is how the hold is reported, and its offset keeps the clock.
-        unchanged = (
-            ends == positions
-            and g == previous.global_watermark_ms
-            and all(
-                (partitions[p].status, partitions[p].open_transaction) == (s.status, s.open_transaction)
-                for p, s in previous.partitions.items()
-            )
-        )
-        if unchanged:
+        if _nothing_new(previous, ends, g, partitions):
             return previous
         return SourceState(
             plan_seq=previous.plan_seq + 1,
@@ -270,6 +212,79 @@ class BatchPlanner:
             target_ms=target,
             partitions=partitions,
         )
+
+    def _partition_watermarks(
+        self, previous: SourceState, feedback: Mapping[int, int | None]
+    ) -> dict[int, PartitionWatermark]:
+        """Each partition's W_p as the last batch left it, with the records it read folded in."""
+        watermarks = {}
+        for p, state in previous.partitions.items():
+            watermark = PartitionWatermark(self._bound_ms, state.watermark_ms)
+            watermark.on_watermark(feedback.get(p))
+            if state.next_record_at_least_ms is not None:
+                watermark.on_next_record_at_least(state.next_record_at_least_ms)
+            watermarks[p] = watermark
+        return watermarks
+
+    def _raise_unknown_watermarks(
+        self,
+        previous: SourceState,
+        watermarks: dict[int, PartitionWatermark],
+        ends_now: Mapping[int, int],
+        held: frozenset[int],
+        index: LogTimeIndex,
+        now: int,
+    ) -> None:
+        """A partition without W_p yet starts from its next record (asked for all at once). A held
+        partition's next record is its next whatever it waits for: it may be asked beyond the
+        readable end."""
+        unknown = {
+            p: state.position
+            for p, state in previous.partitions.items()
+            if watermarks[p].current_ms is None and (state.position < ends_now[p] or p in held)
+        }
+        following = find_next_records(index, unknown)
+        for p in unknown:
+            self._raise_to_record(watermarks[p], following[p], None if p in held else ends_now[p], now)
+
+    def _last_produced_now(
+        self, previous: SourceState, ends_now: Mapping[int, int], index: LogTimeIndex, now: int
+    ) -> dict[int, int]:
+        """When each partition last produced (ms). Only a partition whose log grew can have
+        produced since: its last records are asked, all at once."""
+        grown = {p: ends_now[p] for p, state in previous.partitions.items() if ends_now[p] > state.log_end}
+        kept = {p: state.last_produced_ms for p, state in previous.partitions.items() if p not in grown}
+        return kept | self._last_produced(index, grown, now)
+
+    def _statuses(
+        self,
+        previous: SourceState,
+        ends_now: Mapping[int, int],
+        last_produced: Mapping[int, int],
+        held: frozenset[int],
+        finished: frozenset[int],
+        now: int,
+    ) -> dict[int, PartitionStatus]:
+        """FINISHED for a partition read to an end it can never pass, ACTIVE while held, else by
+        its backlog and how long it has been quiet (tidemark.partition_status)."""
+        statuses = {}
+        for p, state in previous.partitions.items():
+            if p in finished:
+                statuses[p] = PartitionStatus.FINISHED
+            elif p in held:
+                statuses[p] = PartitionStatus.ACTIVE
+            else:
+                statuses[p] = partition_status(
+                    state.position, ends_now[p], last_produced[p], now, self._idle_timeout_ms
+                )
+        return statuses
+
+    def _open_transaction(self, state: PartitionState, unstable: tuple[int, int] | None, now: int):
+        """The partition's open transaction after this look: None when its last stable offset
+        stands at its written end (``unstable`` None)."""
+        if unstable is None:
+            return None
+        return track_open_transaction(state.open_transaction, *unstable, now, self._open_transaction_timeout_ms)
 
     def _slice(
         self,
@@ -384,3 +399,40 @@ def watermark_after(
     if next_record_at_least_ms is not None:
         watermark.on_next_record_at_least(next_record_at_least_ms)
     return watermark.current_ms
+
+
+def _global_watermark(
+    previous: SourceState,
+    watermarks: Mapping[int, PartitionWatermark],
+    statuses: Mapping[int, PartitionStatus],
+    ends_now: Mapping[int, int],
+    held: frozenset[int],
+):
+    """G as the last batch left it, and a function that folds the partitions' watermarks, as
+    they are raised, into it (tidemark.global_watermark). A partition with unread records and no
+    W_p holds G; when every partition is IDLE, those whose last batch's records are folded in now
+    give G their final W_p."""
+    unread = {p for p, state in previous.partitions.items() if state.position < ends_now[p]} | held
+    just_read = {p for p, state in previous.partitions.items() if watermarks[p].current_ms != state.watermark_ms}
+    global_watermark = GlobalWatermark(previous.global_watermark_ms)
+
+    def fold_global_watermark() -> int | None:
+        return global_watermark.update({p: w.current_ms for p, w in watermarks.items()}, statuses, unread, just_read)
+
+    return global_watermark, fold_global_watermark
+
+
+def _nothing_new(
+    previous: SourceState, ends: Mapping[int, int], g: int | None, partitions: Mapping[int, PartitionState]
+) -> bool:
+    """No position moved, G did not, and no partition's status or open transaction changed. An
+    open transaction seen, gone or turned into a hold is news worth a (possibly empty) batch: its
+    ledger row is how the hold is reported, and its offset keeps the clock."""
+    return (
+        ends == previous.positions()
+        and g == previous.global_watermark_ms
+        and all(
+            (partitions[p].status, partitions[p].open_transaction) == (s.status, s.open_transaction)
+            for p, s in previous.partitions.items()
+        )
+    )
