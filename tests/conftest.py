@@ -29,11 +29,33 @@ from stack.ports import free_port
 from stack.spark_standalone import SparkStandalone
 
 UNIT = "tests/unit/"
+# The service tests' longest files (a minute or more each, measured on 2 cores), started before
+# the others: make test runs the service tests on two workers a file at a time, and one of these
+# started last would leave the other worker idle at the end.
+# Those that start many JVMs at once (the three-driver race) alternate with those that mostly
+# wait on Airflow, so the two workers' first files do not starve each other.
+LONGEST_FIRST = (
+    "tests/integration/test_log_stores.py",
+    "tests/dags/test_kinesis_quality_loop.py",
+    "tests/integration/test_claims_at_every_moment.py",
+    "tests/integration/test_lake_on_s3.py",
+    "tests/integration/test_transactional_and_compacted_topics.py",
+    "tests/integration/test_crash_points.py",
+    "tests/integration/test_offline_devices_determinism.py",
+    "tests/integration/test_backfill.py",
+    "tests/integration/test_kinesis_persist.py",
+    "tests/dags/test_persist_on_spark_cluster.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """tests/unit first, everything else after it, each in its collected order."""
-    items.sort(key=lambda item: not item.nodeid.startswith(UNIT))
+    """tests/unit first, then the longest service files, then the rest, each in its collected order."""
+
+    def order(item: pytest.Item) -> tuple[bool, int]:
+        path = item.nodeid.split("::", 1)[0]
+        return (not path.startswith(UNIT), LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST))
+
+    items.sort(key=order)
 
 
 _failed_unit_tests: list[str] = []
