@@ -30,6 +30,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from spark_jobs.crash_switch import CrashSwitch
@@ -73,6 +74,20 @@ class QueryIdentity:
         if not self._known.wait(timeout_s):
             raise RuntimeError("the streaming query id was never set; the job must call QueryIdentity.set")
         return self._query_id
+
+
+@dataclass(frozen=True)
+class _RecordsWritten:
+    """A batch's records written: its planned ranges by partition, the counts per step and the
+    totals, whether it wrote insert-only, the offsets it left out for claimers
+    ({partition: [(start, end)]}) and whether it wrote in one pass from the source."""
+
+    ranges: dict[int, PlannedRange]
+    step_stats: dict
+    totals: dict
+    insert_only: bool
+    left_out: dict
+    one_pass: bool
 
 
 class PersistBatch:
@@ -151,9 +166,28 @@ class PersistBatch:
             self._tables_ready.result()  # raises what went wrong creating or upgrading the tables
         writer = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
         self._crash.batch_started()
-        spark = raw.sparkSession
         replay = micro_batch_id == self._replayed_batch
-        planned = planned_ranges(spark, self._checkpoint, micro_batch_id) if self._checkpoint else None
+        written = self._write_records(raw, writer, micro_batch_id, replay)
+        batch = next(iter(written.ranges.values()))
+        stats = partition_totals(written.step_stats)
+        sealed = self._newly_sealed(batch, written.ranges) if self._mode == "live" else []
+        watermarks = self._commit_seals_and_ledger(raw.sparkSession, written, sealed, writer, micro_batch_id, replay)
+        if self._feedback_dir:
+            write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
+
+        self.batches += 1
+        self.sealed_hours.extend(sealed)
+        self.global_watermark_ms = batch.global_watermark_ms
+        self.event_hours.update(event_hours(stats))
+        self.insert_only_batches += int(written.insert_only)
+        if self._progress is not None:
+            self._progress(written.ranges, written.totals)
+        log.info(self._persisted_line(written, stats, sealed, micro_batch_id, replay, time.monotonic() - started))
+
+    def _write_records(self, raw, writer: str, micro_batch_id: int, replay: bool) -> _RecordsWritten:
+        """Decide how the batch writes (plain append, insert-only, what it leaves out for claimers)
+        and write its records into events, late and quarantine."""
+        planned = planned_ranges(raw.sparkSession, self._checkpoint, micro_batch_id) if self._checkpoint else None
         left_out = self._left_out(planned)
         insert_only = self._insert_only(planned, replay, left_out)
         if left_out is not None and insert_only is not None:
@@ -172,15 +206,19 @@ class PersistBatch:
             ranges, step_stats, totals, insert_only, left_out = self._write_from_cache(
                 raw, writer, insert_only, left_out
             )
-        batch = next(iter(ranges.values()))
-        g = batch.global_watermark_ms
-        stats = partition_totals(step_stats)
-        sealed = self._newly_sealed(batch, ranges) if self._mode == "live" else []
-        ledger, watermarks = self._ledger(spark, ranges, step_stats, writer)
+        return _RecordsWritten(ranges, step_stats, totals, insert_only, left_out, one_pass)
+
+    def _commit_seals_and_ledger(
+        self, spark, written: _RecordsWritten, sealed: list[int], writer: str, micro_batch_id: int, replay: bool
+    ) -> dict:
+        """Commit the batch's seals (when it sealed hours) and its ledger rows; returns the
+        partitions' watermarks after the batch, the feedback for the next plan."""
+        batch = next(iter(written.ranges.values()))
+        ledger, watermarks = self._ledger(spark, written.ranges, written.step_stats, writer)
         commits = [(self._seals(spark, sealed, batch, micro_batch_id=micro_batch_id), "seals")] if sealed else []
         commits.append((ledger, "ledger"))
         if replay:
-            commits = self._not_yet_committed(commits, writer, ranges, sealed)
+            commits = self._not_yet_committed(commits, writer, written.ranges, sealed)
         # Seals and the ledger side by side: neither waits for the other (a crash between them is
         # repaired by the replay, or after a lost checkpoint by sealing from the newest seal, see
         # _newly_sealed). A crash point at one of them commits that one alone first: the other is
@@ -194,45 +232,47 @@ class PersistBatch:
                 done = [pool.submit(self._append, frame, table, writer) for frame, table in commits]
             for commit in done:
                 commit.result()
-        if self._feedback_dir:
-            write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
+        return watermarks
 
-        self.batches += 1
-        self.sealed_hours.extend(sealed)
-        self.global_watermark_ms = g
-        self.event_hours.update(event_hours(stats))
-        self.insert_only_batches += int(insert_only)
-        if self._progress is not None:
-            self._progress(ranges, totals)
-        log.info(
-            {
-                "event": "batch_persisted",
-                "stream": self._stream.name,
-                "mode": self._mode,
-                "micro_batch_id": micro_batch_id,
-                # The ledger counts aligned steps, Spark micro-batches: say which steps this one packed.
-                "step_ids": _first_and_last_step(ranges),
-                **totals,
-                # A wide topic's batch reads few of its partitions: say how many, of how many.
-                "partitions_read": f"{sum(1 for planned in ranges.values() if planned.reads)} of {len(ranges)}",
-                "global_watermark": format_optional_event_time(g),
-                "sealed_hours": [format_optional_event_time(h) for h in sealed],
-                "slicing": batch.slicing,
-                **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
-                **({"insert_only": True} if insert_only else {}),
-                # Offsets of this batch a recovery or backfill claimed: theirs to write.
-                **(
-                    {"left_out": {str(p): [list(span) for span in spans] for p, spans in left_out.items()}}
-                    if left_out
-                    else {}
-                ),
-                **({"replayed": True} if replay else {}),
-                **({} if one_pass else {"cached": True}),
-                **(_offsets_without_data(ranges, stats) if self._tables.positions.dense else {}),
-                **_held_by_open_transaction(ranges),
-                "seconds": round(time.monotonic() - started, 2),
-            }
-        )
+    def _persisted_line(
+        self,
+        written: _RecordsWritten,
+        stats,
+        sealed: list[int],
+        micro_batch_id: int,
+        replay: bool,
+        seconds: float,
+    ) -> dict:
+        """The batch's ``batch_persisted`` log line: what a person reads of it."""
+        ranges, left_out = written.ranges, written.left_out
+        batch = next(iter(ranges.values()))
+        return {
+            "event": "batch_persisted",
+            "stream": self._stream.name,
+            "mode": self._mode,
+            "micro_batch_id": micro_batch_id,
+            # The ledger counts aligned steps, Spark micro-batches: say which steps this one packed.
+            "step_ids": _first_and_last_step(ranges),
+            **written.totals,
+            # A wide topic's batch reads few of its partitions: say how many, of how many.
+            "partitions_read": f"{sum(1 for planned in ranges.values() if planned.reads)} of {len(ranges)}",
+            "global_watermark": format_optional_event_time(batch.global_watermark_ms),
+            "sealed_hours": [format_optional_event_time(h) for h in sealed],
+            "slicing": batch.slicing,
+            **({"aligned_steps": len(batch.steps)} if len(batch.steps) > 1 else {}),
+            **({"insert_only": True} if written.insert_only else {}),
+            # Offsets of this batch a recovery or backfill claimed: theirs to write.
+            **(
+                {"left_out": {str(p): [list(span) for span in spans] for p, spans in left_out.items()}}
+                if left_out
+                else {}
+            ),
+            **({"replayed": True} if replay else {}),
+            **({} if written.one_pass else {"cached": True}),
+            **(_offsets_without_data(ranges, stats) if self._tables.positions.dense else {}),
+            **_held_by_open_transaction(ranges),
+            "seconds": round(seconds, 2),
+        }
 
     def _newly_sealed(self, batch: PlannedRange, ranges: dict[int, PlannedRange]) -> list[int]:
         """The hours this batch seals: those its steps' Gs close after the G before it. The first
