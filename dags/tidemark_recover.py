@@ -93,7 +93,10 @@ of the batch leaves the claimed offsets to this run.
 
         @task
         def touched_hours(result: dict) -> list[str]:
-            return result["event_hours"]
+            """The event hours the recovery inserted into: the recover task's RecoveryResult."""
+            from tidemark.recovery_result import RecoveryResult
+
+            return list(RecoveryResult.from_json(result).event_hours)
 
         QualityCheckOperator(
             task_id="recheck",

@@ -57,6 +57,12 @@ class RecoveryResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
         """The result from its file; msgspec.ValidationError naming the field when it is not one."""
         return msgspec.json.decode(data, type=cls)
 
+    @classmethod
+    def from_json(cls, value: dict) -> RecoveryResult:
+        """The result from its JSON-able mapping (``to_json``: the recover task's XCom);
+        msgspec.ValidationError naming the field when it is not one."""
+        return msgspec.convert(value, type=cls)
+
 
 class RecoveryYielded(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="yielded"):
     """The recovery of ``partition`` of ``stream`` yielded to the live job's batch in flight

@@ -42,6 +42,7 @@ RECOVERED = RecoveryResult(
 
 def test_a_recovery_result_round_trips_through_its_file_and_reads_as_plain_json():
     assert RecoveryResult.decode(RECOVERED.encode()) == RECOVERED
+    assert RecoveryResult.from_json(RECOVERED.to_json()) == RECOVERED, "the recover task's XCom, as the DAG reads it"
     document = RECOVERED.to_json()
     assert document["lost"] == [[0, 20]], "lost offsets as [start, end] pairs, as the summary and the alarms show spans"
     assert document["recovered"] == [
