@@ -22,15 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-import msgspec
-
 from connectors.jars import GROUPS, ensure_jars, jars_root
 from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
 from stack.kafka_broker import KafkaBroker, create_topic
-from tidemark.backfill_result import BackfillResult
+from tidemark.backfill_result import backfill_result_from
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.demo_backlog import demo_backlog
@@ -261,9 +259,9 @@ def _print_backfill(xcom: dict | None) -> None:
         print("(the backfill task returned nothing; see its log in the UI)")
         return
     try:
-        result = msgspec.convert(xcom, BackfillResult)
-    except msgspec.ValidationError as error:
-        print(f"(the backfill task's result is not one tidemark can read: {error}; see its log in the UI)")
+        result = backfill_result_from(xcom, "the backfill task's result")
+    except ValueError as error:
+        print(f"({error}; see its log in the UI)")
         return
     print(
         f"Backfilled [{result.start}, {result.end}) into {result.target}: {result.records} records, "

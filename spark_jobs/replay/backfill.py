@@ -62,7 +62,6 @@ from tidemark.backfill_result import (  # noqa: E402
     BackfillRefusal,
     BackfillResult,
     BackfillYielded,
-    ComparisonWithLive,
     LostSpan,
     encode_backfill_outcome,
 )
@@ -372,11 +371,7 @@ def backfill(
         )
         summary = run_pipeline(spark, stream, run, progress=progress)
     seconds = time.monotonic() - started
-    comparison = (
-        msgspec.convert(compare_with_live(spark, stream, request.shadow, bounds).to_json(), ComparisonWithLive)
-        if request.compare
-        else None
-    )
+    comparison = compare_with_live(spark, stream, request.shadow, bounds).comparison() if request.compare else None
     read = counted["records"] + counted["late"] + counted["quarantined"]
     into_events = request.shadow is None
     result = BackfillResult(
