@@ -16,12 +16,12 @@ not know are ignored, so older and newer files both read. A file that cannot be 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import msgspec
 
 from tidemark.quality_summary import HourSummary, LakeDamageSummary
+from tidemark.typed_file import write_typed_file
 
 
 class HourReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,18 +47,9 @@ class HourReportUnreadable(ValueError):
     """An hour report could not be read; the message names the file and says why."""
 
 
-def encode_hour_report(report: HourReport) -> bytes:
-    """The report as indented JSON (a person opens it too), ending in a newline."""
-    return msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n"
-
-
 def write_hour_report(path: str | Path, report: HourReport) -> None:
     """Write atomically: a reader (or a crash) never sees half a report."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".json.partial")
-    partial.write_bytes(encode_hour_report(report))
-    os.replace(partial, path)
+    write_typed_file(path, report, atomic=True)
 
 
 def read_hour_report(path: str | Path) -> HourReport:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from tidemark.typed_file import encode_indented, write_typed_file
+
 
 class OfflineDevicesResultError(ValueError):
     """A detector result could not be read; the message names where it came from and why."""
@@ -68,13 +70,11 @@ class OfflineDevicesResult(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
 
     def encode(self) -> bytes:
         """The result file's bytes."""
-        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
+        return encode_indented(self)
 
     def write(self, path: str | Path) -> None:
         """Write the result to ``path``, creating its folder."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.encode())
+        write_typed_file(path, self)
 
     @classmethod
     def read(cls, path: str | Path) -> OfflineDevicesResult:

@@ -23,6 +23,8 @@ from typing import Literal
 
 import msgspec
 
+from tidemark.typed_file import encode_indented, write_typed_file
+
 # available_now / continuous: a live run (its trigger); recovery / backfill: a replay of ranges.
 RunMode = Literal["available_now", "continuous", "recovery", "backfill"]
 
@@ -62,13 +64,11 @@ class PersistRunSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
 
     def encode(self) -> bytes:
         """The file's bytes: indented JSON (a person opens it too), ending in a newline."""
-        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
+        return encode_indented(self)
 
     def write(self, path: str | Path) -> None:
         """Write the summary to ``path``, creating its folder."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.encode())
+        write_typed_file(path, self)
 
     @classmethod
     def decode(cls, data: str | bytes, source: str = "<text>") -> PersistRunSummary:

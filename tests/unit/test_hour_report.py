@@ -128,6 +128,6 @@ def test_reconciling_lists_hours_without_a_report_amended_since_or_whose_report_
 
 
 def _encoded(value: HourReport) -> str:
-    from tidemark.hour_report import encode_hour_report
+    from tidemark.typed_file import encode_indented
 
-    return encode_hour_report(value).decode()
+    return encode_indented(value).decode()
