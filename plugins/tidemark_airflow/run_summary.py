@@ -16,6 +16,7 @@ from tidemark.persist_run_summary import PersistRunSummary, RunSummaryError
 
 __all__ = [
     "RunSummaryError",
+    "check_run_summary",
     "format_hour",
     "format_watermark",
     "parse_run_summary",
