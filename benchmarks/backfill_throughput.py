@@ -33,6 +33,7 @@ from benchmarks.persist_throughput import _bench_config, _json_lines  # noqa: E4
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
 from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
+from tidemark.backfill_result import decode_backfill_outcome  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "backfill_throughput.json"
 HOUR_S = 3600
@@ -102,7 +103,7 @@ def run(broker, scratch: Path, jars: Path, hours: int) -> dict:
     into_events = _job(
         scratch, env, "into_events", [backfill, *window, "--target", "events", "--result", str(scratch / "events.json")]
     )
-    reconcile_result = json.loads((scratch / "reconcile.json").read_text())
+    reconciled = decode_backfill_outcome((scratch / "reconcile.json").read_bytes())
     return {
         "benchmark": "backfill_throughput",
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -113,7 +114,7 @@ def run(broker, scratch: Path, jars: Path, hours: int) -> dict:
         "live_persist": _figures(live, records),
         "backfill_shadow_with_compare": {
             **_figures(shadow, records),
-            "differing_partition_hours": len(reconcile_result["comparison"]["differing"]),
+            "differing_partition_hours": len(reconciled.comparison.differing) if reconciled.comparison else None,
         },
         "backfill_into_events_insert_only": _figures(into_events, records),
         "ratio_backfill_shadow_to_live_records_per_second": round(

@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.process_memory import wait_sampling_peak_rss  # noqa: E402
 from benchmarks.scratch_environment import scratch_broker, scratch_environment  # noqa: E402
 from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
+from tidemark.offline_devices_result import OfflineDevicesResult  # noqa: E402
 
 STREAM = "telemetry"
 TOPIC = "bench_offline_devices"
@@ -170,15 +171,15 @@ def run_scale(broker, scratch: Path, jars: Path, scale: float, args: argparse.Na
             str(result),
         ]
         wall_s, peak_rss = _run_measured(backfill, env, scratch / f"backfill-{slice_text}.log")
-        summary = json.loads(result.read_text())
+        summary = OfflineDevicesResult.read(result)
         backfills[slice_text] = {
-            "slices": summary["slices"],
-            "batches": summary["batches"],
-            "records": summary["records"],
-            "periods_opened": summary["periods_opened"],
-            "periods_closed": summary["periods_closed"],
+            "slices": summary.slices,
+            "batches": summary.batches,
+            "records": summary.records,
+            "periods_opened": summary.periods_opened,
+            "periods_closed": summary.periods_closed,
             "wall_seconds": round(wall_s, 1),
-            "records_per_second": round(summary["records"] / wall_s) if wall_s else None,
+            "records_per_second": round(summary.records / wall_s) if wall_s else None,
             "peak_rss_megabytes": round(peak_rss / 1e6),
         }
     return {

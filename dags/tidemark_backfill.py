@@ -17,7 +17,7 @@ from airflow.timetables.trigger import CronTriggerTimetable
 
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.backfill_operator import BackfillOperator
-from tidemark_airflow.recovery_trigger import trigger_recovery
+from tidemark_airflow.recovery_trigger import backfill_requests, trigger_recovery
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
@@ -105,25 +105,29 @@ live job's batch in flight, with the live job not running, yields and is resched
             conn_id=stream.persist.spark_conn_id,
         )
 
-        triggered = trigger_recovery(stream.name, backfilled.output, within="comparison")
+        triggered = trigger_recovery(stream.name, backfilled.output, requests_in=backfill_requests)
 
         @task(trigger_rule="all_done")
         def verdict(result: dict) -> None:
             """Fails while the backfill and live differ: a backfill that disagrees is worse than none."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from tidemark.reconciliation import HourComparison
+            from tidemark.backfill_result import backfill_result_from
 
-            comparison = result.get("comparison")
-            if comparison is None:
+            if result is None:  # the run stays failed: the backfill task's log says why
+                raise AirflowFailException("The backfill task returned no result: it failed, see its log.")
+            try:
+                done = backfill_result_from(result, "the backfill task's result")
+            except ValueError as error:
+                raise AirflowFailException(str(error)) from None
+            if done.comparison is None or not done.comparison.differing:
                 return
-            differing = [HourComparison.from_json(hour) for hour in comparison["differing"]]
-            if differing:
-                raise AirflowFailException(
-                    f"The backfill of [{result['start']}, {result['end']}) differs from live in {len(differing)} partition-hours: "
-                    + "; ".join(h.describe() for h in differing)
-                    + f". Recovery requested for {len(comparison['recovery_requests'])} partitions."
-                )
+            differing = done.comparison.differing
+            raise AirflowFailException(
+                f"The backfill of [{done.start}, {done.end}) differs from live in {len(differing)} partition-hours: "
+                + "; ".join(h.describe() for h in differing)
+                + f". Recovery requested for {len(done.recovery_requests)} partitions."
+            )
 
         verdict_task = verdict(backfilled.output)
         triggered >> verdict_task

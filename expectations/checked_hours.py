@@ -1,22 +1,26 @@
 """Which sealed hours have been checked: one JSON file per checked hour, and what is left to do.
 
 A quality run writes ``<report_dir>/<stream>/hours/<YYYY-MM-DDTHH>Z.json`` for every hour it
-checked (passed or failed), holding the run's name, when it ran, the hour's figures per
-partition and the newest ``sealed_at`` the seals table had for the hour. That file is the
-memory: reconciling lists the hours of the seals table that have no file, or whose seal is
-newer than the one the file recorded (the hour was amended after it was checked). Asset events
-may be lost (the Kafka trigger commits before it stores), the seals table is the truth, so
-reconciling needs nothing but the seals table and these files. A run that asks for hours
-explicitly (after a recovery) writes the files again.
+checked (passed or failed): a tidemark.hour_report.HourReport, holding the run's name, when it
+ran, the hour's figures per partition and the newest ``sealed_at`` the seals table had for the
+hour. That file is the memory: reconciling lists the hours of the seals table that have no file,
+or whose seal is newer than the one the file recorded (the hour was amended after it was
+checked). Asset events may be lost (the Kafka trigger commits before it stores), the seals table
+is the truth, so reconciling needs nothing but the seals table and these files. A run that asks
+for hours explicitly (after a recovery) writes the files again. A file that cannot be read
+(hand-edited, from an incompatible version) is not trusted: its hour is checked again, which
+rewrites it, and a warning names the file and why (as expectations.checked_versions does).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 from pathlib import Path
 
 from expectations.hour_scope import hour_text
+from tidemark.hour_report import HourReportUnreadable, read_hour_report
+
+log = logging.getLogger("tidemark.quality")
 
 
 def hours_folder(report_dir: str | Path, stream: str) -> Path:
@@ -69,15 +73,12 @@ def unchecked_sealed_hours(seals: dict[int, int | None], report_dir: str | Path,
         if not path.exists():
             due.append(hour_ms)
             continue
-        recorded = json.loads(path.read_text()).get("sealed_at_ms")
+        try:
+            recorded = read_hour_report(path).sealed_at_ms
+        except HourReportUnreadable as error:
+            log.warning({"event": "quality_hour_report_unreadable", "stream": stream, "error": str(error)})
+            due.append(hour_ms)
+            continue
         if sealed_at_ms is not None and (recorded is None or sealed_at_ms > recorded):
             due.append(hour_ms)
     return due
-
-
-def write_hour_report(path: Path, document: dict) -> None:
-    """Write atomically: a reader (or a crash) never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(document, indent=2) + "\n")
-    os.replace(partial, path)

@@ -35,10 +35,13 @@ from datetime import UTC, date, datetime
 from enum import Enum
 from urllib.parse import unquote
 
+import msgspec
+
 from expectations.hour_scope import hour_text
 from expectations.ledger_entries import HOUR_MS, LedgerEntry
 from tidemark.event_time_text import format_event_time
 from tidemark.log_position import POSITION_KEY_DIGITS
+from tidemark.quality_summary import LakeDamageSummary
 
 DAMAGE_TABLES = ("events", "late", "quarantine")
 
@@ -138,6 +141,10 @@ class LakeDamage:
         where = f"{self.table}" + (f" version {self.version}" if self.version is not None else "")
         when = f", {format_event_time(self.committed_at_ms)}" if self.committed_at_ms is not None else ""
         return f"{self.operation} ({where}{when}) {self.kind.words(self.rows)}"
+
+    def summary(self) -> LakeDamageSummary:
+        """The damage as the quality summary and the hour reports hold it."""
+        return msgspec.convert(self.to_json(), LakeDamageSummary)
 
     def to_json(self) -> dict:
         return {

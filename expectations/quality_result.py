@@ -48,7 +48,6 @@ from tidemark.quality_summary import (
     CheckOutcome,
     HoleRange,
     HourSummary,
-    LakeDamageSummary,
     PartitionSummary,
     QualitySummary,
     SummaryPaths,
@@ -207,7 +206,7 @@ class QualityRunResult:
                 hour_reports=tuple(self.hour_reports),
             ),
             sweep=self.sweep,
-            damage=tuple(msgspec.convert(d.to_json(), LakeDamageSummary) for d in self.damage),
+            damage=tuple(d.summary() for d in self.damage),
             seconds=round(self.seconds, 3),
             stage_seconds={stage: round(seconds, 3) for stage, seconds in self.stage_seconds},
         )

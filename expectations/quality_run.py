@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from expectations import completeness, gaps, late_and_quarantine, retention, stall, uniqueness
 from expectations.check_family import FamilyOutcome, Finding, not_run
-from expectations.checked_hours import hour_report_path, unchecked_sealed_hours, write_hour_report
+from expectations.checked_hours import hour_report_path, unchecked_sealed_hours
 from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
 from expectations.delta_lake_facts import DeltaLakeFacts
 from expectations.gx_project import GxProject
@@ -67,9 +67,10 @@ from expectations.quality_summary import summary_folder, write_summary
 from expectations.quality_tables import QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
+from tidemark.hour_report import HourReport, write_hour_report
 from tidemark.log_position import position_type_for
 from tidemark.offset_coverage import OffsetRange, merge_ranges
-from tidemark.quality_summary import json_values, write_quality_summary
+from tidemark.quality_summary import write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 from tidemark.structured_log import configure_json_logging
 
@@ -285,19 +286,19 @@ def run_quality(
             figures = [f for f in figures_per_hour if f.hour_ms == hour_ms]
             write_hour_report(
                 hour_paths[hour_ms],
-                {
-                    "stream": stream.name,
-                    "hour": hour_text(hour_ms),
-                    "hour_ms": hour_ms,
-                    "run_name": run_name,
-                    "checked_at_ms": now_ms,
-                    "sealed_at_ms": seals.get(hour_ms),
-                    "success": all(not f.failed_checks for f in figures),
-                    "partitions": [json_values(f) for f in figures],
+                HourReport(
+                    stream=stream.name,
+                    hour=hour_text(hour_ms),
+                    hour_ms=hour_ms,
+                    run_name=run_name,
+                    checked_at_ms=now_ms,
+                    sealed_at_ms=seals.get(hour_ms),
+                    success=all(not f.failed_checks for f in figures),
+                    partitions=tuple(figures),
                     # Why the hour was checked again: the commits that removed or rewrote its rows.
-                    "damage": [d.to_json() for d in result.damage_in(hour_ms)],
-                    "summary_html": result.summary_html,
-                },
+                    damage=tuple(d.summary() for d in result.damage_in(hour_ms)),
+                    summary_html=result.summary_html,
+                ),
             )
     result = result.finished(time.monotonic() - started, stages.items())
     write_summary(result)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import msgspec
 
 from tidemark.live_batch_wait import LiveBatchYield
+from tidemark.reconciliation import ComparisonWithLive
 from tidemark.recovery_request import RecoveryRequest
 
 
@@ -27,31 +28,6 @@ class LostSpan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     partition: int
     offsets: tuple[int | None, int | None]
     event_time: tuple[str, str]
-
-
-class HourDifference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One (partition, event hour) where the backfill and live differ
-    (tidemark.reconciliation.HourComparison's JSON)."""
-
-    partition: int
-    hour: str
-    live: int
-    shadow: int
-    missing_in_live: int
-    extra_in_live: int
-    routed_differently: int
-
-
-class ComparisonWithLive(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A shadow set compared with live (tidemark.reconciliation.Reconciliation's JSON): the
-    partition-hours compared, the records on each side, those that differ, and the recovery of
-    what live lacks (one request per partition, triggered by the backfill DAG)."""
-
-    compared_hours: int
-    records_live: int
-    records_shadow: int
-    differing: tuple[HourDifference, ...]
-    recovery_requests: tuple[RecoveryRequest, ...]
 
 
 class BackfillResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="done"):
@@ -88,6 +64,11 @@ class BackfillResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
     comparison: ComparisonWithLive | None
     window_by: str | None = None
 
+    @property
+    def recovery_requests(self) -> tuple[RecoveryRequest, ...]:
+        """The recoveries of what live lacks, one per partition (none when not compared)."""
+        return self.comparison.recovery_requests if self.comparison is not None else ()
+
     def to_json(self) -> dict:
         """The JSON-able mapping: the backfill task's XCom."""
         # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
@@ -116,6 +97,17 @@ BackfillOutcome = BackfillResult | BackfillRefusal | BackfillYielded
 def encode_backfill_outcome(outcome: BackfillOutcome) -> bytes:
     """The result file's bytes."""
     return msgspec.json.format(msgspec.json.encode(outcome), indent=2) + b"\n"
+
+
+def backfill_result_from(document: object, source: str) -> BackfillResult:
+    """The result in ``document`` (decoded JSON: the backfill task's XCom), or the value if it
+    already is one; ValueError naming ``source`` and the field when it is not one."""
+    if isinstance(document, BackfillResult):
+        return document
+    try:
+        return msgspec.convert(document, BackfillResult)
+    except msgspec.ValidationError as error:
+        raise ValueError(f"{source} is not a backfill result tidemark can read ({error})") from None
 
 
 def decode_backfill_outcome(data: str | bytes) -> BackfillOutcome:

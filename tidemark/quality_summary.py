@@ -28,6 +28,7 @@ import msgspec
 
 from tidemark.quality_status import STATUS_ORDER, QualityStatus
 from tidemark.recovery_request import RecoveryRequest
+from tidemark.typed_file import encode_indented, write_typed_file
 
 OffsetSpan = tuple[int, int]  # [start, end): start inclusive, end exclusive
 
@@ -170,14 +171,12 @@ class QualitySummaryError(ValueError):
 
 def encode_quality_summary(summary: QualitySummary) -> bytes:
     """The summary as indented JSON (a person opens summary.json too), ending in a newline."""
-    return msgspec.json.format(msgspec.json.encode(summary), indent=2) + b"\n"
+    return encode_indented(summary)
 
 
 def write_quality_summary(path: str | Path, summary: QualitySummary) -> None:
     """Write ``summary`` to ``path``, creating its folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(encode_quality_summary(summary))
+    write_typed_file(path, summary)
 
 
 def read_quality_summary(path: str | Path) -> QualitySummary:

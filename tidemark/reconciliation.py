@@ -12,29 +12,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.offset_coverage import OffsetRange
 from tidemark.recovery_request import RecoveryRequest
 
 
-@dataclass(frozen=True)
-class HourComparison:
-    """One (partition, event hour): records in live's events and the shadow's, and how they differ."""
+class HourComparison(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One (partition, event hour [hour, hour+1h)): records in live's events and the shadow's, and
+    how they differ. ``hour`` is ISO-8601 UTC text with milliseconds ("2026-11-21T10:00:00.000Z").
+    The same value in the comparison job, in BackfillResult.comparison (its JSON is this Struct's)
+    and in the backfill DAG's verdict and the CLI, which decode it by this type."""
 
     partition: int
-    hour_ms: int
+    hour: str
     live: int
     shadow: int
     missing_in_live: int = 0
     extra_in_live: int = 0
     routed_differently: int = 0
 
+    @classmethod
+    def of_hour_ms(cls, partition: int, hour_ms: int, live: int, shadow: int, **differences: int) -> HourComparison:
+        """The comparison of the hour starting at ``hour_ms`` (ms since the epoch, UTC)."""
+        return cls(partition, format_event_time(hour_ms), live, shadow, **differences)
+
+    @property
+    def hour_ms(self) -> int:
+        """The hour's start, ms since the epoch (UTC)."""
+        return parse_event_time(self.hour)
+
     @property
     def differs(self) -> bool:
         return bool(self.missing_in_live or self.extra_in_live or self.routed_differently) or self.live != self.shadow
 
     def describe(self) -> str:
-        text = f"partition {self.partition}, hour {format_event_time(self.hour_ms)}: live {self.live}, backfill {self.shadow}"
+        text = f"partition {self.partition}, hour {self.hour}: live {self.live}, backfill {self.shadow}"
         details = [
             f"{count} {what}"
             for count, what in (
@@ -46,28 +60,17 @@ class HourComparison:
         ]
         return text + (f" ({', '.join(details)})" if details else "")
 
-    def to_json(self) -> dict:
-        return {
-            "partition": self.partition,
-            "hour": format_event_time(self.hour_ms),
-            "live": self.live,
-            "shadow": self.shadow,
-            "missing_in_live": self.missing_in_live,
-            "extra_in_live": self.extra_in_live,
-            "routed_differently": self.routed_differently,
-        }
 
-    @classmethod
-    def from_json(cls, data: dict) -> HourComparison:
-        return cls(
-            data["partition"],
-            parse_event_time(data["hour"]),
-            data["live"],
-            data["shadow"],
-            data["missing_in_live"],
-            data["extra_in_live"],
-            data["routed_differently"],
-        )
+class ComparisonWithLive(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A shadow set compared with live (``Reconciliation.comparison()``, BackfillResult.comparison):
+    the partition-hours compared, the records on each side, the partition-hours that differ, and
+    the recovery of what live lacks (one request per partition, triggered by the backfill DAG)."""
+
+    compared_hours: int
+    records_live: int
+    records_shadow: int
+    differing: tuple[HourComparison, ...]
+    recovery_requests: tuple[RecoveryRequest, ...]
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,12 @@ class Reconciliation:
             requests.append(RecoveryRequest(self.stream, partition, ranges, reason[:500]))
         return requests
 
-    def to_json(self) -> dict:
-        return {
-            "compared_hours": len(self.hours),
-            "records_live": sum(h.live for h in self.hours),
-            "records_shadow": sum(h.shadow for h in self.hours),
-            "differing": [h.to_json() for h in self.differing],
-            "recovery_requests": [r.to_json() for r in self.recovery_requests()],
-        }
+    def comparison(self) -> ComparisonWithLive:
+        """What the backfill's result says of this reconciliation."""
+        return ComparisonWithLive(
+            compared_hours=len(self.hours),
+            records_live=sum(h.live for h in self.hours),
+            records_shadow=sum(h.shadow for h in self.hours),
+            differing=tuple(self.differing),
+            recovery_requests=tuple(self.recovery_requests()),
+        )

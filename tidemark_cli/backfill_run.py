@@ -3,13 +3,12 @@ checks them, and what the run returns, for a person."""
 
 from __future__ import annotations
 
-import msgspec
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request
-from tidemark.backfill_result import BackfillResult
+from tidemark.backfill_result import backfill_result_from
 from tidemark.event_time_text import format_event_time
 from tidemark.reconciliation import HourComparison
 from tidemark.stream_config import StreamConfig
@@ -68,7 +67,11 @@ def print_backfill_result(console: Console, result: dict | None) -> None:
     if not result:
         console.print("The backfill task returned nothing; see its log in the Airflow UI.")
         return
-    done = msgspec.convert(result, BackfillResult)
+    try:
+        done = backfill_result_from(result, "the backfill task's result")
+    except ValueError as error:
+        console.print(f"{escape(str(error))}; see the task's log in the Airflow UI.", highlight=False)
+        return
     rate = done.records_per_second
     console.print(
         f"Backfilled [{done.start}, {done.end}) into {escape(done.target)}: "
@@ -79,7 +82,7 @@ def print_backfill_result(console: Console, result: dict | None) -> None:
     comparison = done.comparison
     if comparison is None:
         return
-    differing = [HourComparison.from_json(msgspec.to_builtins(hour)) for hour in comparison.differing]
+    differing = list(comparison.differing)
     console.print(
         f"Compared with live: {comparison.compared_hours} partition-hours, {comparison.records_live:,} "
         f"records in live, {comparison.records_shadow:,} in the backfill; "
@@ -105,7 +108,7 @@ def differing_hours_table(differing: list[HourComparison]) -> Table:
     for hour in differing:
         table.add_row(
             str(hour.partition),
-            hour.to_json()["hour"],
+            hour.hour,
             f"{hour.live:,}",
             f"{hour.shadow:,}",
             f"{hour.missing_in_live:,}",

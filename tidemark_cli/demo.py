@@ -22,15 +22,14 @@ import sys
 import time
 from pathlib import Path
 
-import msgspec
-
 from connectors.jars import GROUPS, ensure_jars, jars_root
 from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
 from stack.kafka_broker import KafkaBroker, create_topic
-from tidemark.backfill_result import BackfillResult
+from tidemark.backfill_result import backfill_result_from
+from tidemark.offline_devices_result import OfflineDevicesResult, OfflineDevicesResultError
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.demo_backlog import demo_backlog
@@ -200,11 +199,8 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
         api.unpause(detector_dag)
         detector_run = api.trigger(detector_dag)
         detector_state = api.wait_for_run(detector_dag, detector_run)
-        detected = api.return_value(detector_dag, detector_run, "detect") or {}
         print(
-            f"Run {detector_run}: {detector_state}; read {detected.get('records')} records in {detected.get('slices')} slices "
-            f"up to {detected.get('read_until')}; offline periods opened {detected.get('periods_opened')}, closed "
-            f"{detected.get('periods_closed')}; table {detected.get('output')}"
+            f"Run {detector_run}: {detector_state}; {_detector_result(api.return_value(detector_dag, detector_run, 'detect'))}"
         )
 
     # Not a Path: pathlib would fold s3a://bucket into s3a:/bucket.
@@ -261,9 +257,9 @@ def _print_backfill(xcom: dict | None) -> None:
         print("(the backfill task returned nothing; see its log in the UI)")
         return
     try:
-        result = msgspec.convert(xcom, BackfillResult)
-    except msgspec.ValidationError as error:
-        print(f"(the backfill task's result is not one tidemark can read: {error}; see its log in the UI)")
+        result = backfill_result_from(xcom, "the backfill task's result")
+    except ValueError as error:
+        print(f"({error}; see its log in the UI)")
         return
     print(
         f"Backfilled [{result.start}, {result.end}) into {result.target}: {result.records} records, "
@@ -280,6 +276,16 @@ def _print_backfill(xcom: dict | None) -> None:
     )
     for hour in comparison.differing:
         print(f"  partition {hour.partition}, hour {hour.hour}: live {hour.live}, backfill {hour.shadow}")
+
+
+def _detector_result(xcom: dict | None) -> str:
+    """What the detector read and found (its task's XCom, read as the job's typed result)."""
+    if not xcom:
+        return "the detector task returned nothing; see its log in the UI"
+    try:
+        return OfflineDevicesResult.of(xcom, "the detector task's result").describe()
+    except OfflineDevicesResultError as error:
+        return f"{error}; see its log in the UI"
 
 
 def _print_quality_summary(runs: Path) -> Path | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -16,15 +15,17 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
     validate task's output; None: live). Live continues from the stream's checkpoint up to the
     sealed horizon; a backfill reads [start, end) into its own table with a fresh checkpoint.
 
-    Returns the job's summary (slices and records read, periods opened and closed, horizon). The
-    task fails without retries when the stream has no ``offline_devices`` section or the job
-    wrote no summary, and like any Spark job when spark-submit fails.
+    Returns the job's result (tidemark.offline_devices_result.OfflineDevicesResult's JSON: slices
+    and records read, periods opened and closed, how far it read, the horizon). The task fails
+    without retries when the stream has no ``offline_devices`` section or the job wrote no result
+    or one that is not an OfflineDevicesResult (the message names the file and the field), and
+    like any Spark job when spark-submit fails.
 
     ``skip_when_nothing_new`` (default True): before a live run, look without Spark
     (connectors.offline_devices_horizon: the seals table and the live checkpoint's last batch) and,
     when the detector has already read the sealed horizon and fired its timers, start no Spark job:
-    one log line says what was compared and how long the look took, and the task returns a summary
-    of the real one's keys with zero batches, slices, records and periods (``query_id`` None,
+    one log line says what was compared and how long the look took, and the task returns an
+    OfflineDevicesResult with zero batches, slices, records and periods (``query_id`` None,
     ``read_until`` and ``horizon`` as the look found them). A look that cannot read the seals table
     or the checkpoint, or finds anything to do, runs the job as before and says why in one line.
     Backfills always run the job. False: every run submits the job (e.g. to benchmark the look).
@@ -50,6 +51,7 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
 
         from tidemark.event_time_text import format_event_time
         from tidemark.offline_devices_request import BACKFILL, OfflineDevicesRequest
+        from tidemark.offline_devices_result import OfflineDevicesResult, OfflineDevicesResultError
 
         stream = self.load_stream()
         if stream.offline_devices is None:
@@ -80,24 +82,17 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
                     f"the offline-device job succeeded but wrote no summary at {result_path}; its driver must run where "
                     "the task runs (spark-submit in client deploy mode)"
                 )
-            result = json.loads(result_path.read_text())
-        self.log.info(
-            "Stream %s: %s slices, %s records read up to %s (horizon %s); %s periods opened, %s closed; output %s",
-            stream.name,
-            result["slices"],
-            result["records"],
-            result["read_until"],
-            result["horizon"],
-            result["periods_opened"],
-            result["periods_closed"],
-            result["output"],
-        )
-        if result.get("cut_at_horizon"):
+            try:
+                result = OfflineDevicesResult.read(result_path)
+            except OfflineDevicesResultError as error:
+                raise AirflowFailException(f"the offline-device job succeeded but {error}") from None
+        self.log.info("Stream %s: %s", stream.name, result.describe())
+        if result.cut_at_horizon:
             self.log.warning(
                 "The backfill stopped at the sealed horizon %s, before its end: run it again later.",
-                result["read_until"],
+                result.read_until or "(nothing sealed in its range)",
             )
-        return result
+        return result.to_json()
 
     def skip_if_nothing_new(self, stream) -> dict | None:
         """The summary of a live run that has nothing to do, decided without Spark; None when the
@@ -105,6 +100,7 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
         from connectors.offline_devices_horizon import look_before_detecting
         from tidemark.event_time_text import format_optional_event_time
         from tidemark.offline_devices_request import LIVE
+        from tidemark.offline_devices_result import OfflineDevicesResult
 
         started = time.monotonic()
         try:
@@ -118,17 +114,17 @@ class OfflineDevicesOperator(TidemarkSparkJobOperator):
             self.log.info("Stream %s: %s: running the job (looked in %.1f s)", stream.name, look.reason, seconds)
             return None
         self.log.info("Stream %s: %s; no Spark job started (%.1f s)", stream.name, look.reason, seconds)
-        return {
-            "stream": stream.name,
-            "mode": LIVE,
-            "query_id": None,
-            "output": stream.table_path("offline_devices"),
-            "batches": 0,
-            "slices": 0,
-            "records": 0,
-            "periods_opened": 0,
-            "periods_closed": 0,
-            "read_until": format_optional_event_time(look.read_until_ms),
-            "horizon": format_optional_event_time(look.sealed_horizon_ms),
-            "watermark": format_optional_event_time(None if look.read_until_ms is None else look.read_until_ms - 1),
-        }
+        return OfflineDevicesResult(
+            stream=stream.name,
+            mode=LIVE,
+            query_id=None,
+            output=stream.table_path("offline_devices"),
+            batches=0,
+            slices=0,
+            records=0,
+            periods_opened=0,
+            periods_closed=0,
+            read_until=format_optional_event_time(look.read_until_ms),
+            horizon=format_optional_event_time(look.sealed_horizon_ms),
+            watermark=format_optional_event_time(None if look.read_until_ms is None else look.read_until_ms - 1),
+        ).to_json()

@@ -47,7 +47,7 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
     def execute(self, context: Any) -> Any:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from tidemark_airflow.run_summary import RunSummaryError, format_watermark, read_run_summary
+        from tidemark_airflow.run_summary import RunSummaryError, read_run_summary
         from tidemark_airflow.sealed_hour_assets import emit_sealed_hour_events, sealed_hours_alias
 
         stream = self.load_stream()
@@ -85,7 +85,7 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
             stream.name,
             len(extras),
             [extra["hour"] for extra in extras],
-            summary.global_watermark and format_watermark(summary.global_watermark),
+            summary.global_watermark or "none yet",
         )
         return extras
 

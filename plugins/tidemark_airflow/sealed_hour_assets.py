@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tidemark_airflow.run_summary import RunSummary, format_hour, format_watermark
+from tidemark.persist_run_summary import PersistRunSummary
+from tidemark_airflow.run_summary import format_hour, format_watermark, summary_times
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset, AssetAlias
@@ -44,18 +45,20 @@ def sealed_hours_alias(stream_name: str) -> AssetAlias:
     return AssetAlias(name=f"{sealed_hours_asset_name(stream_name)}__emitter")
 
 
-def sealed_hour_event_extras(summary: RunSummary) -> list[dict[str, str]]:
-    """The extra of each asset event of ``summary``'s run, one per newly sealed hour, ascending."""
-    if summary.global_watermark is None:
+def sealed_hour_event_extras(summary: PersistRunSummary) -> list[dict[str, str]]:
+    """The extra of each asset event of ``summary``'s run (checked by
+    tidemark_airflow.run_summary), one per newly sealed hour, ascending, times in one canonical
+    UTC form."""
+    global_watermark, sealed_hours = summary_times(summary)
+    if global_watermark is None:
         return []
-    watermark = format_watermark(summary.global_watermark)
+    watermark = format_watermark(global_watermark)
     return [
-        {"stream": summary.stream, "hour": format_hour(hour), "global_watermark": watermark}
-        for hour in summary.sealed_hours
+        {"stream": summary.stream, "hour": format_hour(hour), "global_watermark": watermark} for hour in sealed_hours
     ]
 
 
-def emit_sealed_hour_events(outlet_events: Any, summary: RunSummary) -> list[dict[str, str]]:
+def emit_sealed_hour_events(outlet_events: Any, summary: PersistRunSummary) -> list[dict[str, str]]:
     """Add one event of the stream's asset per sealed hour to the task's ``outlet_events``.
 
     Airflow records them when the task succeeds. Returns the extras added.

@@ -39,7 +39,6 @@ failure while running.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -60,6 +59,7 @@ from tidemark.offline_devices_request import (  # noqa: E402
     backfill_table,
     parse_offline_devices_request,
 )
+from tidemark.offline_devices_result import OfflineDevicesResult  # noqa: E402
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
 log = logging.getLogger("tidemark.offline_devices")
@@ -162,7 +162,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--trigger", choices=TRIGGERS, default="available_now", help="live runs only (default available_now)"
     )
-    parser.add_argument("--result", type=Path, help="write the run's summary as JSON here")
+    parser.add_argument(
+        "--result", type=Path, help="write the run's result (tidemark.offline_devices_result) as JSON here"
+    )
     return parser.parse_args(argv)
 
 
@@ -185,10 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     from connectors.spark_session import lake_spark_session
 
     spark = lake_spark_session(f"tidemark-offline-devices-{stream.name}")
-    summary = run_request(spark, stream, request, slice_ms, args.trigger)
+    result = run_request(spark, stream, request, slice_ms, args.trigger)
     if args.result:
-        args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_text(json.dumps(summary, indent=2) + "\n")
+        result.write(args.result)
     return 0
 
 
@@ -210,7 +211,7 @@ def run_request(
     request: OfflineDevicesRequest,
     slice_ms: int | None = None,
     trigger: str = "available_now",
-) -> dict:
+) -> OfflineDevicesResult:
     """Run ``request`` on ``spark``: live from the stream's checkpoint, or a backfill with a fresh
     checkpoint (removed after a successful run when it is a local folder)."""
     if request.mode == LIVE:
@@ -221,15 +222,15 @@ def run_request(
     output = request.output or stream.table_path(backfill_table(request.start_ms, request.end_ms))
     checkpoint = f"{stream.checkpoint_path('offline_devices_backfill')}/{uuid.uuid4().hex}"
     run = OfflineDevicesRun.backfill(stream, request.start_ms, request.end_ms, output, checkpoint, slice_ms)
-    summary = run_offline_devices(spark, stream, run)
+    result = run_offline_devices(spark, stream, run)
     if "://" not in checkpoint or checkpoint.startswith("file://"):
         shutil.rmtree(checkpoint.removeprefix("file://"), ignore_errors=True)
-    return summary
+    return result
 
 
-def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> dict:
+def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> OfflineDevicesResult:
     """Run the detector on ``spark`` until the run ends (available_now) or is stopped
-    (continuous); returns its summary: slices, records, periods opened and closed, horizon."""
+    (continuous); returns its result: slices, records, periods opened and closed, horizon."""
     from spark_jobs.offline_devices.periods_table import OfflinePeriodsWriter
     from spark_jobs.offline_devices.processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
     from spark_jobs.offline_devices.sealed_events_source import SealedEventsOptions, SealedEventsSource
@@ -296,23 +297,31 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
         spark.streams.removeListener(progress)
         _restore(spark, previous)
 
-    read_until = progress.read_until_ms
-    summary = {
-        "stream": stream.name,
-        "mode": run.mode,
-        "query_id": query.id,
-        "output": run.output,
-        "batches": progress.batches,
-        "slices": progress.slices,
-        "records": progress.records,
-        "periods_opened": writer.opened,
-        "periods_closed": writer.closed,
-        "read_until": format_optional_event_time(read_until),
-        "horizon": format_optional_event_time(progress.horizon_ms),
-        "watermark": format_optional_event_time(None if read_until is None else read_until - 1),
-    }
-    if run.mode == BACKFILL and (read_until or 0) < run.read_until_ms:
-        summary["cut_at_horizon"] = True
+    read_until, horizon = progress.read_until_ms, progress.horizon_ms
+    if read_until is None and run.mode == LIVE:
+        # This run read no slice (no hour sealed since the last): say where the detector stands
+        # and the horizon it met, as the operator's look does when it skips a run -- not None.
+        from connectors.offline_devices_horizon import look_before_detecting
+
+        look = look_before_detecting(stream)
+        read_until, horizon = look.read_until_ms, look.sealed_horizon_ms
+    cut_at_horizon = run.mode == BACKFILL and (read_until or 0) < run.read_until_ms
+    result = OfflineDevicesResult(
+        stream=stream.name,
+        mode=run.mode,
+        query_id=str(query.id),
+        output=run.output,
+        batches=progress.batches,
+        slices=progress.slices,
+        records=progress.records,
+        periods_opened=writer.opened,
+        periods_closed=writer.closed,
+        read_until=format_optional_event_time(read_until),
+        horizon=format_optional_event_time(horizon),
+        watermark=format_optional_event_time(None if read_until is None else read_until - 1),
+        cut_at_horizon=cut_at_horizon,
+    )
+    if cut_at_horizon:
         log.warning(
             {
                 "event": "backfill_cut_at_horizon",
@@ -323,8 +332,8 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
                 "once the persist job has sealed the rest",
             }
         )
-    log.info({"event": "query_finished", **summary})
-    return summary
+    log.info({"event": "query_finished", **result.to_json()})
+    return result
 
 
 def _restore(spark, settings: dict[str, str | None]) -> None:

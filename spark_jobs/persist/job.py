@@ -22,7 +22,6 @@ later run stops the same way until the loss is dealt with), 1 another failure wh
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -37,6 +36,7 @@ from connectors.kinesis_log import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
+from tidemark.persist_run_summary import PersistRunSummary  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
 log = logging.getLogger("tidemark.persist")
@@ -59,7 +59,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="slice batches by record count only (for comparison; the event-time rules still route and seal)",
     )
-    parser.add_argument("--run-summary", type=Path, help="write the run's summary (sealed hours, G) as JSON here")
+    parser.add_argument(
+        "--run-summary",
+        type=Path,
+        help="write the run's summary (sealed hours, G: tidemark.persist_run_summary) as JSON here",
+    )
     return parser.parse_args(argv)
 
 
@@ -111,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"persist: {error}", file=sys.stderr)
         return EXIT_LOST
     if args.run_summary:
-        args.run_summary.parent.mkdir(parents=True, exist_ok=True)
-        args.run_summary.write_text(json.dumps(summary, indent=2) + "\n")
+        summary.write(args.run_summary)
     return 0
 
 
@@ -125,7 +128,7 @@ def run_persist(
     session_conf: dict[str, str] | None = None,
     crash_points: tuple[CrashPoint, ...] = (),
     injected_throttling: float = 0.0,
-) -> dict:
+) -> PersistRunSummary:
     """Run the live persist query; returns a summary of the run: batches, G, the hours it sealed.
 
     Aligned slicing needs log timestamps that are event times; where the stream says they are

@@ -14,8 +14,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import msgspec
+
 from tidemark.crash_points import CrashPoint
 from tidemark.event_time_text import format_event_time, format_optional_event_time
+from tidemark.persist_run_summary import PersistRunSummary
 from tidemark.stream_config import StreamConfig
 
 log = logging.getLogger("tidemark.persist")
@@ -170,7 +173,7 @@ def source_options(
     )
 
 
-def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) -> dict:
+def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) -> PersistRunSummary:
     """Run ``run`` to its end (available_now) or until stopped (continuous); returns its summary:
     batches, G, the hours it sealed, the event hours it wrote, how it started. ``progress`` is
     called after every batch (see PersistBatch). The caller has checked the topic against
@@ -301,27 +304,28 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     if global_watermark_ms is None and run.mode == "live":
         # A run that persisted no batch leaves G where it was: say where, not "None".
         global_watermark_ms = tables.last_live_global_watermark_ms()
-    summary = {
-        "stream": stream.name,
-        "mode": run.trigger if run.mode == "live" else run.mode,
-        "query_id": query.id,
-        "batches": persist_batch.batches,
-        "global_watermark": format_optional_event_time(global_watermark_ms),
-        "sealed_hours": [format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))],
-        "event_hours": [format_event_time(hour) for hour in sorted(persist_batch.event_hours)],
-        "insert_only_batches": persist_batch.insert_only_batches,
-        "inserted": persist_batch.inserted_rows,
-        "commit_conflicts_retried": persist_batch.conflicts_retried,
-        "resumed_from_ledger": resumed is not None,
-    }
-    if stream.source.kind == "kinesis":
+    summary = PersistRunSummary(
+        stream=stream.name,
+        mode=run.trigger if run.mode == "live" else run.mode,
+        query_id=str(query.id),
+        batches=persist_batch.batches,
+        global_watermark=format_optional_event_time(global_watermark_ms),
+        sealed_hours=tuple(format_event_time(hour) for hour in sorted(set(persist_batch.sealed_hours))),
+        event_hours=tuple(format_event_time(hour) for hour in sorted(persist_batch.event_hours)),
+        insert_only_batches=persist_batch.insert_only_batches,
+        inserted=persist_batch.inserted_rows,
+        commit_conflicts_retried=persist_batch.conflicts_retried,
+        resumed_from_ledger=resumed is not None,
         # The driver's Kinesis reader counts the calls Kinesis throttled (backed off, never
         # failed): a throttled run and a slow one look alike otherwise.
-        summary["throttled_calls"] = _source_report(query.recentProgress).get("throttled_calls", 0)
+        throttled_calls=(
+            _source_report(query.recentProgress).get("throttled_calls", 0) if stream.source.kind == "kinesis" else None
+        ),
+    )
     log.info(
         {
             "event": "query_finished",
-            **summary,
+            **msgspec.to_builtins(summary),
             "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress),
         }
     )

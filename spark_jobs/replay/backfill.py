@@ -62,7 +62,6 @@ from tidemark.backfill_result import (  # noqa: E402
     BackfillRefusal,
     BackfillResult,
     BackfillYielded,
-    ComparisonWithLive,
     LostSpan,
     encode_backfill_outcome,
 )
@@ -344,7 +343,7 @@ def backfill(
     spark = lake_spark_session(f"tidemark-backfill-{stream.name}", batch_job_conf(stream, max_records_per_batch))
     started = time.monotonic()
     counted = {"batches": 0, "records": 0, "late": 0, "quarantined": 0}
-    summary = {"event_hours": [], "inserted": 0, "commit_conflicts_retried": 0}
+    summary = None  # no bounds: nothing to read, no pipeline run
     if bounds:
         tracker = BackfillProgress(bounds, dense=position_type_for(stream.source.kind).dense)
 
@@ -372,11 +371,7 @@ def backfill(
         )
         summary = run_pipeline(spark, stream, run, progress=progress)
     seconds = time.monotonic() - started
-    comparison = (
-        msgspec.convert(compare_with_live(spark, stream, request.shadow, bounds).to_json(), ComparisonWithLive)
-        if request.compare
-        else None
-    )
+    comparison = compare_with_live(spark, stream, request.shadow, bounds).comparison() if request.compare else None
     read = counted["records"] + counted["late"] + counted["quarantined"]
     into_events = request.shadow is None
     result = BackfillResult(
@@ -390,10 +385,10 @@ def backfill(
         **counted,
         seconds=round(seconds, 1),
         records_per_second=round(read / seconds) if seconds > 0 and read else None,
-        event_hours=tuple(summary["event_hours"]),
+        event_hours=summary.event_hours if summary else (),
         # Into events: rows this run's own commits inserted (MERGE metrics), not what it read.
-        inserted=summary["inserted"] if into_events else None,
-        commit_conflicts_retried=summary["commit_conflicts_retried"] if into_events else None,
+        inserted=(summary.inserted if summary else 0) if into_events else None,
+        commit_conflicts_retried=(summary.commit_conflicts_retried if summary else 0) if into_events else None,
         lost=tuple(msgspec.convert(part.to_json(), LostSpan) for part in plan.lost),
         comparison=comparison,
         window_by=WINDOW_BY.get(stream.source.kind),

@@ -206,15 +206,15 @@ def recover(
                 crash_points=crash_points,
             )
             summary = run_pipeline(spark, stream, run)
-            event_hours.update(summary["event_hours"])
+            event_hours.update(summary.event_hours)
             # Counted from this run's own commits (their MERGE metrics): another writer filling the
             # same offsets at the same time does not count as recovered here.
             recovered.append(
                 RecoveredRange(
                     start=offsets.start,
                     end=offsets.end,
-                    inserted=summary["inserted"],
-                    commit_conflicts_retried=summary["commit_conflicts_retried"],
+                    inserted=summary.inserted,
+                    commit_conflicts_retried=summary.commit_conflicts_retried,
                     global_watermark=format_optional_event_time(pinned),
                 )
             )

@@ -69,14 +69,14 @@ def compare_with_live(spark, stream: StreamConfig, shadow: str, ranges: dict[int
     return Reconciliation(
         stream.name,
         tuple(
-            HourComparison(
+            HourComparison.of_hour_ms(
                 r.source_partition,
                 r.hour_ms,
                 r.live,
                 r.shadow,
-                r.missing_in_live,
-                r.extra_in_live,
-                r.routed_differently,
+                missing_in_live=r.missing_in_live,
+                extra_in_live=r.extra_in_live,
+                routed_differently=r.routed_differently,
             )
             for r in hours
         ),

@@ -29,7 +29,18 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import dag, task
 
+from tidemark.event_time_text import format_event_time, parse_event_time
+from tidemark.offline_devices_result import OfflineDevicesResult
 from tidemark_airflow.offline_devices_operator import OfflineDevicesOperator
+
+
+def fake_result(mode, slices, records, read_until, horizon, opened, closed):
+    \"\"\"The result the real job writes (tidemark.offline_devices_result), as the job encodes it.\"\"\"
+    return OfflineDevicesResult(
+        stream="telemetry", mode=mode, query_id="fake", output="/lake/x", batches=slices + 1, slices=slices,
+        records=records, periods_opened=opened, periods_closed=closed, read_until=read_until, horizon=horizon,
+        watermark=format_event_time(parse_event_time(read_until) - 1),
+    )
 
 
 class FakeJobOfflineDevicesOperator(OfflineDevicesOperator):
@@ -39,10 +50,9 @@ class FakeJobOfflineDevicesOperator(OfflineDevicesOperator):
 
     def run_spark_submit(self, context, args):
         if self.writes_summary:
-            with open(args[args.index("--result") + 1], "w") as summary_file:
-                json.dump({{"slices": 2, "records": 1200, "read_until": "2026-11-21T20:00:00.000Z",
-                           "horizon": "2026-11-21T22:00:00.000Z", "periods_opened": 3, "periods_closed": 2,
-                           "output": "/lake/x"}}, summary_file)
+            fake_result(
+                "backfill", 2, 1200, "2026-11-21T20:00:00.000Z", "2026-11-21T22:00:00.000Z", 3, 2
+            ).write(args[args.index("--result") + 1])
 
 
 def fake_dag(dag_id, request, writes_summary):
@@ -86,9 +96,8 @@ class FakeLiveJobOperator(OfflineDevicesOperator):
                 "v1\\n" + json.dumps({{"batchWatermarkMs": watermark, "conf": {{}}}}) + "\\n" + json.dumps(offset)
             )
             (CHECKPOINT / "commits" / str(batch_id)).write_text("v1\\n" + json.dumps({{"nextBatchWatermarkMs": watermark}}))
-        with open(args[args.index("--result") + 1], "w") as summary_file:
-            json.dump({{"slices": 4, "records": 100, "read_until": until, "horizon": until, "periods_opened": 0,
-                       "periods_closed": 0, "output": "/lake/x"}}, summary_file)
+        until_text = format_event_time(until)
+        fake_result("live", 4, 100, until_text, until_text, 0, 0).write(args[args.index("--result") + 1])
 
 
 @dag(dag_id="fake_offline_devices__live", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"))
@@ -234,6 +243,7 @@ def test_a_skipped_run_returns_the_summary_a_run_with_no_slice_returns(fake_dag_
         "read_until": "2026-11-25T03:00:00.000Z",
         "horizon": "2026-11-25T03:00:00.000Z",
         "watermark": "2026-11-25T02:59:59.999Z",
+        "cut_at_horizon": False,
     }
 
 

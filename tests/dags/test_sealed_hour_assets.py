@@ -16,11 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 # The operator under test, with spark-submit replaced by writing the run summary the job would
 # write at the path the operator passed it.
 FAKE_JOB_DAGS = """
-import json
-
 import pendulum
 from airflow.sdk import dag
 
+from tidemark.persist_run_summary import PersistRunSummary
 from tidemark_airflow.persist_operator import PersistStreamOperator
 from tidemark_airflow.sealed_hour_assets import sealed_hours_alias
 
@@ -32,8 +31,7 @@ class FakeJobPersistStreamOperator(PersistStreamOperator):
 
     def run_spark_submit(self, context, args):
         if self.summary is not None:
-            with open(args[args.index("--run-summary") + 1], "w") as summary_file:
-                json.dump(self.summary, summary_file)
+            self.summary.write(args[args.index("--run-summary") + 1])
 
 
 def fake_persist_dag(dag_id, summary):
@@ -51,11 +49,24 @@ def fake_persist_dag(dag_id, summary):
     return fake_persist()
 
 
-SUMMARY = {{"stream": "telemetry", "mode": "available_now", "batches": 5, "global_watermark": "2026-11-22T03:59:29.999Z"}}
-seals_two = fake_persist_dag(
-    "fake_persist__seals_two", {{**SUMMARY, "sealed_hours": ["2026-11-22T01:00:00Z", "2026-11-22T02:00:00Z"]}}
-)
-seals_none = fake_persist_dag("fake_persist__seals_none", {{**SUMMARY, "sealed_hours": []}})
+def summary(*sealed_hours):
+    return PersistRunSummary(
+        stream="telemetry",
+        mode="available_now",
+        query_id="fake",
+        batches=5,
+        global_watermark="2026-11-22T03:59:29.999Z",
+        sealed_hours=sealed_hours,
+        event_hours=("2026-11-22T01:00:00.000Z", "2026-11-22T02:00:00.000Z", "2026-11-22T03:00:00.000Z"),
+        insert_only_batches=0,
+        inserted=1500,
+        commit_conflicts_retried=0,
+        resumed_from_ledger=False,
+    )
+
+
+seals_two = fake_persist_dag("fake_persist__seals_two", summary("2026-11-22T01:00:00.000Z", "2026-11-22T02:00:00.000Z"))
+seals_none = fake_persist_dag("fake_persist__seals_none", summary())
 writes_no_summary = fake_persist_dag("fake_persist__writes_no_summary", None)
 """
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tidemark.crash_points import CrashPoint
+from tidemark.persist_run_summary import PersistRunSummary
 
 
 def pause_at(folder: Path, after: str, batch: int) -> CrashPoint:
@@ -86,7 +87,7 @@ class LiveInThread:
         self._conf = conf
         self._log = log
         self._points = points
-        self._summary: dict | None = None
+        self._summary: PersistRunSummary | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="live-in-thread", daemon=True)
 
@@ -97,7 +98,7 @@ class LiveInThread:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
-    def join(self, timeout_s: float = 300) -> dict:
+    def join(self, timeout_s: float = 300) -> PersistRunSummary | None:
         self._thread.join(timeout_s)
         if self._thread.is_alive():
             raise AssertionError(f"the live run did not end within {timeout_s:.0f} s; tail:\n{_tail(self._log)}")

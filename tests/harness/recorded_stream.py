@@ -12,6 +12,7 @@ from pathlib import Path
 
 from generator.ledger_history import LedgerHistory
 from harness.persist_job import REPO
+from tidemark.hour_report import HourReport, write_hour_report
 from tidemark.quality_summary import QualitySummary, SummaryPaths, write_quality_summary
 from tidemark.stream_config import StreamConfig, load_stream
 from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
@@ -132,9 +133,21 @@ def _write_reports(folder: Path, now_ms: int, start_ms: int) -> str:
         ),
     )
     (runs / "summary.html").write_text("<html><body><h1>recorded quality summary</h1></body></html>")
-    hours = folder / "hours"
-    hours.mkdir()
-    (hours / f"{_datetime(start_ms).strftime('%Y-%m-%dT%H')}Z.json").write_text("{}")
+    hour_ms = start_ms - start_ms % 3_600_000
+    write_hour_report(
+        folder / "hours" / f"{_datetime(hour_ms).strftime('%Y-%m-%dT%H')}Z.json",
+        HourReport(
+            stream=STREAM,
+            hour=_datetime(hour_ms).strftime("%Y-%m-%dT%H:00:00Z"),
+            hour_ms=hour_ms,
+            run_name=run,
+            checked_at_ms=now_ms,
+            sealed_at_ms=None,
+            success=False,
+            partitions=(),
+            summary_html=str(runs / "summary.html"),
+        ),
+    )
     docs = folder / "gx" / "uncommitted" / "data_docs" / "local_site"
     docs.mkdir(parents=True)
     (docs / "index.html").write_text("<html><body>recorded data docs</body></html>")

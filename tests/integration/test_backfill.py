@@ -29,6 +29,7 @@ from harness.persist_job import (
 )
 from spark_jobs.persist.job import run_persist as run_live_persist
 from spark_jobs.replay.backfill import main as backfill_main
+from tidemark.backfill_result import BackfillRefusal, BackfillResult, decode_backfill_outcome
 from tidemark.crash_points import CRASH_AT, TEST_FAULTS, CrashPoint
 from tidemark.stream_config import load_stream
 
@@ -124,9 +125,8 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
         ]
     )
     assert code == 0
-    import json
-
-    result = json.loads(result_path.read_text())
+    result = decode_backfill_outcome(result_path.read_bytes())
+    assert isinstance(result, BackfillResult)
 
     live_events, shadow_events = live_lake.table(spark, "events"), live_lake.table(spark, "events", "equal")
     assert _rows(shadow_events, EVENT_COLUMNS) == _rows(live_events, EVENT_COLUMNS)
@@ -141,10 +141,10 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
         "backfill"
     }
     # Nothing was written to live's tables, and the comparison agrees.
-    assert result["comparison"]["differing"] == [] and result["comparison"]["recovery_requests"] == []
-    assert result["comparison"]["records_live"] == result["comparison"]["records_shadow"] == live_events.count()
-    assert result["records"] + result["late"] + result["quarantined"] == live_events.count() + late.count() + 1
-    assert result["lost"] == []
+    assert result.comparison.differing == () and result.recovery_requests == ()
+    assert result.comparison.records_live == result.comparison.records_shadow == live_events.count()
+    assert result.records + result.late + result.quarantined == live_events.count() + late.count() + 1
+    assert result.lost == ()
 
     # The set belongs to that run: another run may not write it (its batches append, they do not MERGE).
     refused = tmp_path / "refused.json"
@@ -160,9 +160,9 @@ def test_a_backfill_into_a_shadow_set_equals_live_row_for_row_late_and_quarantin
         ]
     )
     assert again == 2
-    assert json.loads(refused.read_text())["error"].startswith(
-        "param 'shadow_name': the shadow set 'equal' already holds another run's backfill"
-    )
+    refusal = decode_backfill_outcome(refused.read_bytes())
+    assert isinstance(refusal, BackfillRefusal)
+    assert refusal.error.startswith("param 'shadow_name': the shadow set 'equal' already holds another run's backfill")
 
 
 def test_a_hole_in_live_is_found_and_a_killed_backfill_into_events_fills_it_exactly_once(live_lake, spark, tmp_path):

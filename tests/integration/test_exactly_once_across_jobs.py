@@ -22,6 +22,7 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
+from tidemark.persist_run_summary import PersistRunSummary
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +98,7 @@ def test_recovery_and_live_never_duplicate_and_offsets_past_retention_are_report
         left_out,
         expected_left_out,
     )
-    assert json.loads((tmp_path / "live.json").read_text())["insert_only_batches"] == 0
+    assert PersistRunSummary.read(tmp_path / "live.json").insert_only_batches == 0
 
     # Live first, then recovery: of partition 0's 300 offsets, only the 20 deleted from events
     # (a hole) are inserted again; the other 280 are skipped.

@@ -115,7 +115,7 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
     first = produce_window(kafka_broker.bootstrap, topic, at("14:00:00"), at("17:30:00"), now_ms)
     run_persist(conf, "--mode", "available_now", log=tmp_path / "persist-1.log")
     live_1 = run_request(spark, stream, OfflineDevicesRequest("live"))
-    assert (live_1["read_until"], live_1["horizon"]) == (_iso(at("17:00:00")), _iso(at("17:00:00")))
+    assert (live_1.read_until, live_1.horizon) == (_iso(at("17:00:00")), _iso(at("17:00:00")))
     assert _table(spark, lake / "offline_devices") == ground_truth(at("17:00:00"))
 
     # 17:30 to 21:00 with partition 3 frozen: partitions 0-2 race 3.5 hours ahead of it.
@@ -135,7 +135,9 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
     # The Spark-free look before a scheduled run agrees: no hour sealed since the last run.
     assert look_before_detecting(stream).nothing_new
     live_2 = run_request(spark, stream, OfflineDevicesRequest("live"))
-    assert live_2["slices"] == 0, "nothing new is sealed while partition 3 holds G"
+    assert live_2.slices == 0, "nothing new is sealed while partition 3 holds G"
+    # A run that read no slice says where the detector stands, not None.
+    assert (live_2.read_until, live_2.horizon) == (_iso(at("17:00:00")), _iso(at("17:00:00")))
     # Nothing past the sealed horizon, though the lake holds records hours past it.
     assert _table(spark, lake / "offline_devices") == ground_truth(at("17:00:00"))
 
@@ -144,7 +146,7 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
     assert _event_times(spark, lake) == sorted(t for p in range(PARTITIONS) for t in first[p] + second[p])
     assert spark.read.format("delta").load(str(lake / "late")).count() == 0
     live_3 = run_request(spark, stream, OfflineDevicesRequest("live"))
-    assert (live_3["read_until"], live_3["slices"]) == (_iso(at("20:00:00")), 6)  # 30-minute slices from 17:00
+    assert (live_3.read_until, live_3.slices) == (_iso(at("20:00:00")), 6)  # 30-minute slices from 17:00
     assert look_before_detecting(stream).nothing_new, "the real checkpoint read Spark-free: nothing new"
     live = _table(spark, lake / "offline_devices")
 
@@ -153,7 +155,7 @@ def test_live_in_small_slices_and_two_backfills_give_the_ground_truth_row_for_ro
     for number in (1, 2):
         output = str(tmp_path / f"backfill-{number}")
         summary = run_request(spark, stream, OfflineDevicesRequest("backfill", at("14:00:00"), at("20:00:00"), output))
-        assert summary["slices"] == 2 and "cut_at_horizon" not in summary
+        assert (summary.slices, summary.cut_at_horizon) == (2, False)
         backfills.append(_table(spark, Path(output)))
 
     truth = ground_truth(at("20:00:00"))

@@ -33,6 +33,7 @@ from expectations.quality_tables import QualityTablesMissingError
 from harness.persist_job import REPO, produce, run_in_process, telemetry_value
 from spark_jobs.lake.tables import LakeTables
 from tidemark.event_time_text import parse_event_time
+from tidemark.hour_report import read_hour_report
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.stream_config import load_stream
 from tidemark.table_schemas import LEDGER_COLUMNS, QUARANTINE_COLUMNS, SEALS_COLUMNS, ddl, events_columns, late_columns
@@ -562,13 +563,13 @@ def test_the_checked_hour_is_remembered_and_reconciling_finds_the_rest(cases):
     report_dir, result = cases["report_dir"], cases["result"]
     path = hour_report_path(report_dir, "cases", H)
     assert path.name == "2026-11-22T01Z.json" and str(path) in result.hour_reports
-    remembered = json.loads(path.read_text())
-    assert (remembered["hour"], remembered["run_name"], remembered["sealed_at_ms"]) == (
+    remembered = read_hour_report(path)
+    assert (remembered.hour, remembered.run_name, remembered.sealed_at_ms) == (
         "2026-11-22T01:00:00Z",
         "cases-1",
         H + 2 * HOUR - 10 * MINUTE,
     )
-    assert remembered["success"] is False
+    assert remembered.success is False
     seals = {H - HOUR: H + HOUR, H: H + 2 * HOUR - 10 * MINUTE}
     assert unchecked_sealed_hours(seals, report_dir, "cases") == [H - HOUR]
     assert unchecked_sealed_hours({**seals, H: NOW}, report_dir, "cases") == [H - HOUR, H], "amended after the check"
@@ -767,8 +768,8 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
     from tidemark.recovery_request import RecoveryRequest
 
     folder, stream = clean["folder"], clean["stream"]
-    before = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
-    assert before["success"] is True and before["damage"] == [], "checked OK before the damage"
+    before = read_hour_report(hour_report_path(folder / "reports", "clean", H))
+    assert before.success is True and before.damage == (), "checked OK before the damage"
     damaged_at = time.monotonic()
     DeltaTable.forPath(spark, stream.table_path("events")).delete(
         "source_partition = 1 AND source_offset IN (10, 11, 12)"
@@ -799,8 +800,8 @@ def test_rows_deleted_from_a_checked_hour_are_a_hole_naming_the_delete_until_rec
             "restart_live": False,
         }
     ]
-    report = json.loads(hour_report_path(folder / "reports", "clean", H).read_text())
-    assert (report["success"], [d["operation"] for d in report["damage"]]) == (False, ["DELETE"])
+    report = read_hour_report(hour_report_path(folder / "reports", "clean", H))
+    assert (report.success, [d.operation for d in report.damage]) == (False, ["DELETE"])
     assert "DELETE (events version" in Path(found["paths"]["summary_html"]).read_text()
 
     # The request the run reported goes to the job as it is, as the recover DAG passes it on.

@@ -1,6 +1,7 @@
 """The demo prints the backfill task's XCom by the job's typed result (tidemark.backfill_result)."""
 
-from tidemark.backfill_result import BackfillResult, ComparisonWithLive, HourDifference
+from tidemark.backfill_result import BackfillResult
+from tidemark.reconciliation import ComparisonWithLive, HourComparison
 from tidemark_cli.demo import _print_backfill
 
 
@@ -28,7 +29,7 @@ def _result(comparison: ComparisonWithLive | None) -> dict:
 
 
 def test_a_backfill_compared_with_live_is_printed_with_each_differing_partition_hour(capsys):
-    differing = HourDifference(
+    differing = HourComparison(
         partition=1,
         hour="2026-11-22T01:00:00Z",
         live=20,
@@ -53,4 +54,5 @@ def test_a_backfill_not_compared_and_an_unreadable_result_say_so(capsys):
 
     out = capsys.readouterr().out.splitlines()
     assert out[1] == "Not compared with live (the request did not ask for it)"
-    assert out[2].startswith("(the backfill task's result is not one tidemark can read: ")
+    assert out[2].startswith("(the backfill task's result is not a backfill result tidemark can read (")
+    assert "at `$.records`" in out[2]

@@ -10,14 +10,13 @@ from tidemark.backfill_result import (
     BackfillRefusal,
     BackfillResult,
     BackfillYielded,
-    ComparisonWithLive,
-    HourDifference,
     LostSpan,
     decode_backfill_outcome,
     encode_backfill_outcome,
 )
 from tidemark.live_batch_wait import LiveBatchYield
 from tidemark.offset_coverage import OffsetRange
+from tidemark.reconciliation import ComparisonWithLive, HourComparison
 from tidemark.recovery_request import RecoveryRequest
 from tidemark.recovery_result import (
     RecoveredRange,
@@ -91,7 +90,7 @@ def test_a_backfill_outcome_is_a_result_or_a_refusal_told_apart_by_its_outcome_f
         compared_hours=2,
         records_live=53,
         records_shadow=60,
-        differing=(HourDifference(1, "2026-11-21T10:00:00.000Z", 53, 60, 7, 0, 0),),
+        differing=(HourComparison(1, "2026-11-21T10:00:00.000Z", 53, 60, 7, 0, 0),),
         recovery_requests=(RecoveryRequest("telemetry", 1, (OffsetRange(70, 77),), "RECONCILE: 7 records"),),
     )
     result = _backfill(comparison=comparison)
