@@ -40,8 +40,9 @@ MINUTE_MS = 60_000
 
 
 def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STREAM) -> int:
-    from tidemark.duration import format_duration_ms
-    from tidemark.event_time_text import format_event_time
+    """The demo's steps, each timed (StepClock): the services, a backlog, the persist DAG and its
+    report, the quality, backfill and offline-device DAGs, then where to look. 0 when every DAG
+    run it waits for ended; CommandFailed names the one that did not."""
     from tidemark.stream_config import load_stream
 
     clock = StepClock()
@@ -49,6 +50,25 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     ensure_jars(jars_root(), GROUPS)
     stream = load_stream(os.environ["TIDEMARK_CONF"], stream_name)
     kinesis = stream.source.kind == "kinesis"
+    airflow = _start_services(stream, kinesis, clock)
+    reports = tidemark_home() / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    _produce_backlog(stream, kinesis, hours, bad_records, reports, clock)
+    api, password = _run_persist_dag(stream, airflow, clock)
+    report_file = _persistence_report(stream, kinesis, reports, clock)
+    summary_html = _run_quality_dag(stream, api, reports, clock)
+    _run_backfill_dag(stream, kinesis, api, reports, clock)
+    if stream.offline_devices is not None:
+        _run_detector_dag(stream, api, clock)
+    _print_where_to_look(stream, airflow, password, report_file, summary_html)
+    print("\nWhere the demo's time went:")
+    print("\n".join(clock.lines()))
+    return 0
+
+
+def _start_services(stream, kinesis: bool, clock: StepClock) -> AirflowStandalone:
+    """The log (Kafka broker or loopback Kinesis, its topic or stream made), the loopback S3 when
+    the lake is there, and Airflow; returns Airflow."""
     if kinesis:
         _start_kinesis_stream(stream, clock)
     else:
@@ -65,12 +85,17 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     _step("Starting Airflow", clock, "Airflow start")
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())
-
     if not kinesis:
         create_topic(stream.source.bootstrap_servers, stream.source.topic, stream.source.partitions)
+    return airflow
 
-    reports = tidemark_home() / "reports"
-    reports.mkdir(parents=True, exist_ok=True)
+
+def _produce_backlog(stream, kinesis: bool, hours: int, bad_records: int, reports: Path, clock: StepClock) -> None:
+    """A few simulated hours after the stream's global watermark (none when a demo just ran),
+    with the generator; its summary goes to ``reports/generated.json`` and, on Kinesis, the
+    minutes it arrived in to ``reports/arrived_<stream>.json`` (the backfill's window)."""
+    from tidemark.event_time_text import format_event_time
+
     backlog = demo_backlog(int(time.time() * 1000), hours, last_global_watermark_ms(stream))
     if backlog is None:
         _step(
@@ -78,42 +103,46 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
             clock,
             "producing",
         )
-    else:
-        _step(
-            f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)",
-            clock,
-            "producing",
-        )
-        if backlog.note:
-            print(backlog.note)
-        produced_from_ms = int(time.time() * 1000)
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "generator",
-                "--stream",
-                stream.name,
-                "backlog",
-                "--hours",
-                f"{backlog.hours:.6f}",
-                "--end",
-                format_event_time(backlog.end_ms),
-                "--profiles",
-                "steady,slow,heavy,bursty",
-                "--bad-records",
-                str(bad_records),
-                "--summary-file",
-                str(reports / "generated.json"),
-            ],
-            quiet=True,
-        )
-        if kinesis:
-            # Kinesis windows are by arrival time (AT_TIMESTAMP), and the whole backlog arrived
-            # now: the backfill below reads the minutes it was produced in.
-            arrived = {"arrived_from": produced_from_ms, "arrived_until": int(time.time() * 1000) + MINUTE_MS}
-            (reports / f"arrived_{stream.name}.json").write_text(json.dumps(arrived) + "\n")
+        return
+    _step(
+        f"Producing {backlog.hours:g} simulated hours (profiles steady, slow, heavy, bursty; {bad_records} bad records)",
+        clock,
+        "producing",
+    )
+    if backlog.note:
+        print(backlog.note)
+    produced_from_ms = int(time.time() * 1000)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--stream",
+            stream.name,
+            "backlog",
+            "--hours",
+            f"{backlog.hours:.6f}",
+            "--end",
+            format_event_time(backlog.end_ms),
+            "--profiles",
+            "steady,slow,heavy,bursty",
+            "--bad-records",
+            str(bad_records),
+            "--summary-file",
+            str(reports / "generated.json"),
+        ],
+        quiet=True,
+    )
+    if kinesis:
+        # Kinesis windows are by arrival time (AT_TIMESTAMP), and the whole backlog arrived
+        # now: the backfill below reads the minutes it was produced in.
+        arrived = {"arrived_from": produced_from_ms, "arrived_until": int(time.time() * 1000) + MINUTE_MS}
+        (reports / f"arrived_{stream.name}.json").write_text(json.dumps(arrived) + "\n")
 
+
+def _run_persist_dag(stream, airflow: AirflowStandalone, clock: StepClock) -> tuple[AirflowApi, str]:
+    """Trigger the persist DAG through Airflow's API and wait for it; returns the API client and
+    the admin password it logged in with."""
     dag_id = f"tidemark_persist__{stream.name}"
     _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)", clock, "persist DAG run")
     password = airflow.admin_password()
@@ -129,6 +158,12 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     if state != "success":
         raise CommandFailed(f"the run {run_id} ended {state}; its task log is in the UI: {airflow.url}/dags/{dag_id}")
     print(f"Run {run_id}: {state}")
+    return api, password
+
+
+def _persistence_report(stream, kinesis: bool, reports: Path, clock: StepClock) -> Path:
+    """Print the per-partition (per-shard) report of what the lake holds; returns its JSON file."""
+    from tidemark.duration import format_duration_ms
 
     _step(
         "Per shard: its state, records read, persisted, late, quarantined, how far behind the shard's tip"
@@ -145,7 +180,12 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
         f"hour was already sealed); kept, never dropped, in {stream.table_path('late')} with the "
         f"watermark each met."
     )
+    return report_file
 
+
+def _run_quality_dag(stream, api: AirflowApi, reports: Path, clock: StepClock):
+    """Trigger the quality DAG (its recover DAG unpaused), wait, print each partition's status;
+    returns the HTML summary's path."""
     quality_dag = f"tidemark_quality__{stream.name}"
     _step(
         f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)",
@@ -159,6 +199,13 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     quality_state = api.wait_for_run(quality_dag, quality_run)
     summary_html = _print_quality_summary(reports / stream.name / "runs")
     print(f"Run {quality_run}: {quality_state} (it fails while a partition is not OK, and triggers its recovery)")
+    return summary_html
+
+
+def _run_backfill_dag(stream, kinesis: bool, api: AirflowApi, reports: Path, clock: StepClock) -> None:
+    """Backfill the backlog's window into a shadow table set and compare it with live: event
+    hours on Kafka, the minutes it arrived in on Kinesis (windows by arrival time)."""
+    from tidemark.event_time_text import format_event_time
 
     backfill_dag = f"tidemark_backfill__{stream.name}"
     if kinesis:
@@ -188,38 +235,40 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     _print_backfill(api.return_value(backfill_dag, backfill_run, "backfill"))
     print(f"Run {backfill_run}: {backfill_state} (it fails when the backfill and live differ, and triggers recovery)")
 
-    if stream.offline_devices is not None:
-        detector_dag = f"tidemark_offline_devices__{stream.name}"
-        _step(
-            f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)",
-            clock,
-            "offline-devices DAG run",
-        )
-        api.wait_for_dag(detector_dag)
-        api.unpause(detector_dag)
-        detector_run = api.trigger(detector_dag)
-        detector_state = api.wait_for_run(detector_dag, detector_run)
-        print(
-            f"Run {detector_run}: {detector_state}; {_detector_result(api.return_value(detector_dag, detector_run, 'detect'))}"
-        )
 
+def _run_detector_dag(stream, api: AirflowApi, clock: StepClock) -> None:
+    """Trigger the offline-device detector's DAG over the sealed hours, wait, print its result."""
+    detector_dag = f"tidemark_offline_devices__{stream.name}"
+    _step(
+        f"Running the DAG {detector_dag}: the offline-device detector over the sealed hours (replayable, stateful)",
+        clock,
+        "offline-devices DAG run",
+    )
+    api.wait_for_dag(detector_dag)
+    api.unpause(detector_dag)
+    detector_run = api.trigger(detector_dag)
+    detector_state = api.wait_for_run(detector_dag, detector_run)
+    print(
+        f"Run {detector_run}: {detector_state}; {_detector_result(api.return_value(detector_dag, detector_run, 'detect'))}"
+    )
+
+
+def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, report_file: Path, summary_html) -> None:
+    """The UI and its login, the DAGs, the watermark page, the lake's tables and the reports."""
     # Not a Path: pathlib would fold s3a://bucket into s3a:/bucket.
     lake = f"{stream.lake.root.rstrip('/')}/{stream.name}"
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
-        f"DAG:         {airflow.url}/dags/{dag_id}  (unpaused: it persists new records every 5 minutes)\n"
+        f"DAG:         {airflow.url}/dags/tidemark_persist__{stream.name}  (unpaused: it persists new records every 5 minutes)\n"
         f"Watermarks:  {airflow.url}/tidemark/streams/{stream.name}  (per partition; in the UI under Browse, "
         f"'tidemark watermarks')\n"
         f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals,claims}}\n"
         f"Reports:     {report_file}\n"
         f"Quality:     {summary_html}  (and Data Docs, linked from it)\n"
-        f"Backfill:    {airflow.url}/dags/{backfill_dag}  (Trigger with params for any range; daily reconciliation at "
-        f"{stream.backfill.reconcile_schedule} UTC)\n"
+        f"Backfill:    {airflow.url}/dags/tidemark_backfill__{stream.name}  (Trigger with params for any range; daily "
+        f"reconciliation at {stream.backfill.reconcile_schedule} UTC)\n"
         f"Stop with:   tidemark down  (or make down)"
     )
-    print("\nWhere the demo's time went:")
-    print("\n".join(clock.lines()))
-    return 0
 
 
 def _start_kinesis_stream(stream, clock: StepClock) -> None:
