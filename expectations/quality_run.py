@@ -43,7 +43,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 # spark-submit runs this file as a script; make the project importable when it is not installed.
@@ -68,7 +68,7 @@ from expectations.quality_tables import QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
 from tidemark.hour_report import HourReport, write_hour_report
-from tidemark.log_position import position_type_for
+from tidemark.log_position import PositionType, position_type_for
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.quality_summary import write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
@@ -116,8 +116,6 @@ def run_quality(
         )
     hours_ms = require_hour_starts([int(hour) for hour in hours])
     lake.require()
-    settings = stream.quality
-    position_type = position_type_for(stream.source.kind)
     log.info(
         {
             "event": "quality_run_started",
@@ -127,7 +125,67 @@ def run_quality(
         }
     )
     stages = _Stages()
+    facts = _gather_facts(lake, stream, hours_ms, log_bounds, now_ms, sweep, stages)
+    project = GxProject(gx_dir)
+    outcomes, checks = _validate(project, stream, facts, sweep, stages, run_name)
+    found = name_the_damage(_findings(outcomes, facts, stream.quality, sweep), damage)
+    with stages.time("reports"):
+        result = _report(project, stream, facts, found, checks, log_bounds, now_ms, report_dir, run_name, damage, sweep)
+    result = result.finished(time.monotonic() - started, stages.items())
+    write_summary(result)
+    log.info(
+        {
+            "event": "quality_run_finished",
+            "stream": stream.name,
+            "run_name": run_name,
+            "success": result.success,
+            "statuses": {str(p.partition): p.status.value for p in result.partitions},
+            "recovery_requests": len(result.recovery_requests),
+            "sweep": sweep,
+            "damage": [d.sentence() for d in result.damage],
+            "summary_html": result.summary_html,
+            "seconds": round(result.seconds, 3),
+        }
+    )
+    return result
 
+
+@dataclass(frozen=True)
+class _RunFacts:
+    """What one quality run found in the lake and the log, before any check judged it: the
+    ledger, the hours' seals, the partitions and their live positions, and each check family's
+    facts (empty for a family the run does not check)."""
+
+    hours_ms: list[int]
+    entries: list[LedgerEntry]
+    seals: dict[int, int | None]
+    partitions: list[int]
+    positions: dict[int, int | None]
+    earliest: dict[int, int]
+    position_type: PositionType
+    range_facts: list
+    span_counts: dict
+    uniqueness_facts: list
+    hour_counts: dict
+    gap_facts: list
+    volume_facts: list
+    retention_facts: list
+    stall_facts: list
+
+
+def _gather_facts(
+    lake: LakeFacts,
+    stream: StreamConfig,
+    hours_ms: list[int],
+    log_bounds: Mapping[int, LogBoundsView],
+    now_ms: int,
+    sweep: bool,
+    stages: _Stages,
+) -> _RunFacts:
+    """Read the lake's facts for ``hours_ms``, each stage timed. A sweep gathers completeness and
+    retention only."""
+    settings = stream.quality
+    position_type = position_type_for(stream.source.kind)
     with stages.time("ledger"):
         entries = lake.ledger()
         seals = lake.seals() if hours_ms and not sweep else {}
@@ -187,28 +245,51 @@ def run_quality(
             dict(log_bounds),
             finished_partitions(entries),
         )
+    return _RunFacts(
+        hours_ms,
+        entries,
+        seals,
+        partitions,
+        positions,
+        earliest,
+        position_type,
+        range_facts,
+        span_counts,
+        uniqueness_facts,
+        hour_counts,
+        gap_facts,
+        volume_facts,
+        retention_facts,
+        stall_facts,
+    )
 
-    project = GxProject(gx_dir)
+
+def _validate(
+    project: GxProject, stream: StreamConfig, facts: _RunFacts, sweep: bool, stages: _Stages, run_name: str
+) -> tuple[dict[str, FamilyOutcome], list[CheckSummary]]:
+    """Each check family's GX validation of its facts (not run when it has none), logged one
+    line each."""
+    settings, position_type = stream.quality, facts.position_type
     plan = [
-        (completeness.family(position_type), range_facts),
-        (retention.family(position_type), retention_facts),
-        (gaps.family(settings), gap_facts),
-        (uniqueness.family(), uniqueness_facts),
-        (late_and_quarantine.family(settings), volume_facts),
-        (stall.family(position_type), [] if sweep else stall_facts),
+        (completeness.family(position_type), facts.range_facts),
+        (retention.family(position_type), facts.retention_facts),
+        (gaps.family(settings), facts.gap_facts),
+        (uniqueness.family(), facts.uniqueness_facts),
+        (late_and_quarantine.family(settings), facts.volume_facts),
+        (stall.family(position_type), [] if sweep else facts.stall_facts),
     ]
     outcomes: dict[str, FamilyOutcome] = {}
     checks = []
-    for family, facts in plan:
-        if facts:
-            rows = [fact.row(row_id) for row_id, fact in enumerate(facts)]
+    for family, family_facts in plan:
+        if family_facts:
+            rows = [fact.row(row_id) for row_id, fact in enumerate(family_facts)]
             outcome = project.validate(stream.name, family, rows, run_name)
         else:
             outcome = not_run(family.name)
         outcomes[family.name] = outcome
         check = CheckSummary(
             family.name,
-            bool(facts),
+            bool(family_facts),
             outcome.success,
             outcome.rows,
             tuple(outcome.failed_rules),
@@ -218,104 +299,112 @@ def run_quality(
         )
         checks.append(check)
         log.info({"event": "quality_check", "stream": stream.name, "run_name": run_name, **check.to_json()})
+    return outcomes, checks
 
-    found: list[Finding] = [
-        *completeness.findings(outcomes[completeness.NAME], range_facts),
-        *retention.findings(outcomes[retention.NAME], retention_facts),
-        *gaps.findings(outcomes[gaps.NAME], gap_facts, settings),
-        *uniqueness.findings(outcomes[uniqueness.NAME], uniqueness_facts),
-        *late_and_quarantine.findings(outcomes[late_and_quarantine.NAME], volume_facts, settings),
-        *stall.findings(outcomes[stall.NAME], [] if sweep else stall_facts),
+
+def _findings(outcomes: dict[str, FamilyOutcome], facts: _RunFacts, settings, sweep: bool) -> list[Finding]:
+    """What each family's outcome says of its facts, one finding per failed or warned row."""
+    return [
+        *completeness.findings(outcomes[completeness.NAME], facts.range_facts),
+        *retention.findings(outcomes[retention.NAME], facts.retention_facts),
+        *gaps.findings(outcomes[gaps.NAME], facts.gap_facts, settings),
+        *uniqueness.findings(outcomes[uniqueness.NAME], facts.uniqueness_facts),
+        *late_and_quarantine.findings(outcomes[late_and_quarantine.NAME], facts.volume_facts, settings),
+        *stall.findings(outcomes[stall.NAME], [] if sweep else facts.stall_facts),
     ]
-    found = name_the_damage(found, damage)
 
-    with stages.time("reports"):
-        data_docs = project.build_data_docs()
-        stall_by_partition = {fact.partition: fact for fact in stall_facts}
-        partition_results = [
-            partition_quality(
-                partition,
-                [f for f in found if f.partition == partition],
-                stall_by_partition[partition],
-                positions.get(partition),
-                log_bounds.get(partition),
-                entries,
-                hours_ms,
-                hour_counts,
-                span_counts.get((None, partition), NO_COUNT),
-                position_type,
+
+def _report(
+    project: GxProject,
+    stream: StreamConfig,
+    facts: _RunFacts,
+    found: list[Finding],
+    checks: list[CheckSummary],
+    log_bounds: Mapping[int, LogBoundsView],
+    now_ms: int,
+    report_dir: str | Path,
+    run_name: str,
+    damage: Sequence[LakeDamage],
+    sweep: bool,
+) -> QualityRunResult:
+    """The run's result (each partition's verdict, the recovery requests, the figures per hour),
+    its Data Docs built and, unless a sweep, each hour's report written."""
+    hours_ms, partitions, position_type = facts.hours_ms, facts.partitions, facts.position_type
+    data_docs = project.build_data_docs()
+    stall_by_partition = {fact.partition: fact for fact in facts.stall_facts}
+    partition_results = [
+        partition_quality(
+            partition,
+            [f for f in found if f.partition == partition],
+            stall_by_partition[partition],
+            facts.positions.get(partition),
+            log_bounds.get(partition),
+            facts.entries,
+            hours_ms,
+            facts.hour_counts,
+            facts.span_counts.get((None, partition), NO_COUNT),
+            position_type,
+        )
+        for partition in partitions
+    ]
+    requests = tuple(
+        request
+        for quality in partition_results
+        if (
+            request := recovery_request(
+                stream.name, quality, [f for f in found if f.partition == quality.partition], position_type
             )
-            for partition in partitions
-        ]
-        requests = tuple(
-            request
-            for quality in partition_results
-            if (
-                request := recovery_request(
-                    stream.name, quality, [f for f in found if f.partition == quality.partition], position_type
-                )
-            )
         )
-        figures_per_hour = hour_figures(
-            hours_ms, partitions, found, range_facts, hour_counts, span_counts, gap_facts, earliest
-        )
-        folder = summary_folder(report_dir, stream.name, run_name)
-        hour_paths = (
-            {} if sweep else {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
-        )
-        ran = any(check.ran for check in checks)
-        result = QualityRunResult(
-            stream=stream.name,
-            run_name=run_name,
-            now_ms=now_ms,
-            hours_ms=tuple(hours_ms),
-            partitions=tuple(partition_results),
-            hours=tuple(figures_per_hour),
-            checks=tuple(checks),
-            recovery_requests=requests,
-            summary_json=str(folder / "summary.json"),
-            summary_html=str(folder / "summary.html"),
-            data_docs_index=str(data_docs) if ran and data_docs is not None else None,
-            hour_reports=tuple(str(hour_paths[h]) for h in hours_ms if h in hour_paths),
-            seconds=0.0,
-            stage_seconds=(),
-            damage=tuple(damage),
-            sweep=sweep,
-        )
-        for hour_ms in hour_paths:
-            figures = [f for f in figures_per_hour if f.hour_ms == hour_ms]
-            write_hour_report(
-                hour_paths[hour_ms],
-                HourReport(
-                    stream=stream.name,
-                    hour=hour_text(hour_ms),
-                    hour_ms=hour_ms,
-                    run_name=run_name,
-                    checked_at_ms=now_ms,
-                    sealed_at_ms=seals.get(hour_ms),
-                    success=all(not f.failed_checks for f in figures),
-                    partitions=tuple(figures),
-                    # Why the hour was checked again: the commits that removed or rewrote its rows.
-                    damage=tuple(d.summary() for d in result.damage_in(hour_ms)),
-                    summary_html=result.summary_html,
-                ),
-            )
-    result = result.finished(time.monotonic() - started, stages.items())
-    write_summary(result)
-    log.info(
-        {
-            "event": "quality_run_finished",
-            "stream": stream.name,
-            "run_name": run_name,
-            "success": result.success,
-            "statuses": {str(p.partition): p.status.value for p in result.partitions},
-            "recovery_requests": len(result.recovery_requests),
-            "sweep": sweep,
-            "damage": [d.sentence() for d in result.damage],
-            "summary_html": result.summary_html,
-            "seconds": round(result.seconds, 3),
-        }
     )
+    figures_per_hour = hour_figures(
+        hours_ms,
+        partitions,
+        found,
+        facts.range_facts,
+        facts.hour_counts,
+        facts.span_counts,
+        facts.gap_facts,
+        facts.earliest,
+    )
+    folder = summary_folder(report_dir, stream.name, run_name)
+    hour_paths = {} if sweep else {hour_ms: hour_report_path(report_dir, stream.name, hour_ms) for hour_ms in hours_ms}
+    ran = any(check.ran for check in checks)
+    result = QualityRunResult(
+        stream=stream.name,
+        run_name=run_name,
+        now_ms=now_ms,
+        hours_ms=tuple(hours_ms),
+        partitions=tuple(partition_results),
+        hours=tuple(figures_per_hour),
+        checks=tuple(checks),
+        recovery_requests=requests,
+        summary_json=str(folder / "summary.json"),
+        summary_html=str(folder / "summary.html"),
+        data_docs_index=str(data_docs) if ran and data_docs is not None else None,
+        hour_reports=tuple(str(hour_paths[h]) for h in hours_ms if h in hour_paths),
+        seconds=0.0,
+        stage_seconds=(),
+        damage=tuple(damage),
+        sweep=sweep,
+    )
+    for hour_ms in hour_paths:
+        figures = [f for f in figures_per_hour if f.hour_ms == hour_ms]
+        write_hour_report(
+            hour_paths[hour_ms],
+            HourReport(
+                stream=stream.name,
+                hour=hour_text(hour_ms),
+                hour_ms=hour_ms,
+                run_name=run_name,
+                checked_at_ms=now_ms,
+                sealed_at_ms=facts.seals.get(hour_ms),
+                success=all(not f.failed_checks for f in figures),
+                partitions=tuple(figures),
+                # Why the hour was checked again: the commits that removed or rewrote its rows.
+                damage=tuple(d.summary() for d in result.damage_in(hour_ms)),
+                summary_html=result.summary_html,
+            ),
+        )
     return result
 
 
