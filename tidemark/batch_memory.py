@@ -6,7 +6,7 @@ it spans (several aligned steps are packed up to the budget, never past it), so 
 decides what a batch holds. Most batches are written in one pass from the source, but a batch
 whose ranges must be known before it is written is cached (spark_jobs/persist/batch.py), so the
 heap is sized for one cached batch of decoded rows (the raw value of a valid record is dropped
-when it is decoded, see spark_jobs/persist/decode_stage.py); the rest of the driver's heap is Spark's and
+when it is decoded, see spark_jobs/log_source/decode_stage.py); the rest of the driver's heap is Spark's and
 Delta's own, whatever the budget.
 
 Units: bytes for a record, MiB for memory.

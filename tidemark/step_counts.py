@@ -1,6 +1,6 @@
 """What one partition's share of one aligned step held: the counts its ledger row reports.
 
-The source counts while it decodes (spark_jobs.persist.decode_stage) and hands the counts to the persist
+The source counts while it decodes (spark_jobs.log_source.decode_stage) and hands the counts to the persist
 batch as one *summary row* per (partition, step) after that partition's records, so the batch
 learns them without a pass of its own over the records. The persist batch can then write
 ``events`` straight from the source, in the same pass as the read.

@@ -9,7 +9,7 @@ from typing import Literal
 
 import msgspec
 
-from spark_jobs.persist.decode_stage import DecodeSpec
+from spark_jobs.log_source.decode_stage import DecodeSpec
 from spark_jobs.source_spec import Count, Milliseconds, PositiveMilliseconds, spec_from_options, spec_options
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS
 

@@ -42,7 +42,7 @@ from pyspark.sql.streaming.datasource import (
 
 from spark_jobs.kafka_source.options import SOURCE_NAME, KafkaSourceOptions
 from spark_jobs.kafka_source.rows import arrow_schema, range_batch, record_batch
-from spark_jobs.log_source import PartitionRange, PlannedReading, summary_batch
+from spark_jobs.log_source.planned_reading import PartitionRange, PlannedReading, summary_batch
 from tidemark.event_time_text import format_event_time
 from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus
@@ -213,11 +213,11 @@ class KafkaLogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvai
             }
         )
         if self._options.feedback_dir:
-            from spark_jobs.persist.retention_stop import write_lost_offsets
+            from spark_jobs.log_source.retention_stop import write_lost_offsets
 
             write_lost_offsets(
                 self._options.feedback_dir, lost
-            )  # for the driver: see spark_jobs.persist.retention_stop
+            )  # for the driver: see spark_jobs.log_source.retention_stop
         raise RetentionLossError(message, lost)
 
     def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:

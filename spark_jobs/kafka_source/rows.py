@@ -7,7 +7,7 @@ tidemark.planned_range.RAW_RECORD_SCHEMA); a column a kind does not use is null.
 
 from __future__ import annotations
 
-from spark_jobs.log_source import PartitionRange, raw_arrow_schema
+from spark_jobs.log_source.planned_reading import PartitionRange, raw_arrow_schema
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
 
 

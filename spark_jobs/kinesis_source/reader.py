@@ -44,7 +44,7 @@ from pyspark.sql.streaming.datasource import (
 
 from spark_jobs.kinesis_source.options import SOURCE_NAME, KinesisSourceOptions
 from spark_jobs.kinesis_source.rows import arrow_schema, range_batch, record_batch
-from spark_jobs.log_source import PartitionRange, PlannedReading, summary_batch
+from spark_jobs.log_source.planned_reading import PartitionRange, PlannedReading, summary_batch
 from tidemark.log_position import KINESIS_SEQUENCE_NUMBERS
 from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 
-from spark_jobs.log_source import PartitionRange, raw_arrow_schema
+from spark_jobs.log_source.planned_reading import PartitionRange, raw_arrow_schema
 from tidemark.log_position import position_key
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW, PlannedRange
 

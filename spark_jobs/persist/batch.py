@@ -1,7 +1,7 @@
 """One micro-batch of the persist job: write what the source decoded and routed, seal, and commit.
 
 The source decodes and routes each record under the event-time state it planned the batch under
-(spark_jobs.persist.decode_stage; carried in its range rows, checkpointed with the offsets): a valid
+(spark_jobs.log_source.decode_stage; carried in its range rows, checkpointed with the offsets): a valid
 record with event time < G − allowed_lateness goes to ``late`` with the G it met, every other
 valid record to ``events``, an invalid one to ``quarantine``. Hours newly sealed by G go to
 ``seals``. Then the ledger, and last the feedback the planner needs for the next batch (W_p
@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from spark_jobs.crash_switch import CrashSwitch
 from spark_jobs.lake.overlap_guard import OverlapGuard
 from spark_jobs.lake.tables import LakeTables
-from spark_jobs.persist.event_time_feedback import write_feedback
+from spark_jobs.log_source.event_time_feedback import write_feedback
 from spark_jobs.streaming_checkpoint import planned_ranges
 from tidemark.batch_summary import (
     event_hours,
@@ -104,7 +104,7 @@ class PersistBatch:
 
     ``sole_writer``: this query is the only writer the tables ever had (a backfill's own shadow
     set), so its replay is all it must guard against and plain appends suffice for the others.
-    Its input is the source's decoded rows (spark_jobs.persist.decode_stage): each says the G it is
+    Its input is the source's decoded rows (spark_jobs.log_source.decode_stage): each says the G it is
     routed under (its step's; for backfill and recovery, live's where live covered it).
     ``progress`` is called after each batch with the batch's planned ranges and its counts
     (records, late, quarantined).

@@ -123,11 +123,11 @@ def source_options(
     read_tasks: int = 1,
 ):
     """The source's options for ``run`` of ``stream``: built here once, from the typed config.
-    The source decodes what it reads (spark_jobs.persist.decode_stage), routing the offsets live covered
+    The source decodes what it reads (spark_jobs.log_source.decode_stage), routing the offsets live covered
     under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given. ``read_tasks``
     is used when the stream does not set source.read_tasks (the cluster's parallelism)."""
     from spark_jobs.kafka_source.options import KafkaSourceOptions
-    from spark_jobs.persist.decode_stage import DecodeSpec
+    from spark_jobs.log_source.decode_stage import DecodeSpec
 
     tolerances = stream.event_time
     decode = DecodeSpec(
@@ -185,7 +185,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.persist.batch import PersistBatch, QueryIdentity
     from spark_jobs.persist.driver_beat import DriverBeatWriter
     from spark_jobs.persist.lake_resume import resume_from_lake
-    from spark_jobs.persist.retention_stop import clear_lost_offsets
+    from spark_jobs.log_source.retention_stop import clear_lost_offsets
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from tidemark.live_routing import LiveRouting
 
@@ -350,9 +350,9 @@ def _source_report(progress) -> dict:
 
 def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
     """Raise RetentionLossError, with the exact ranges, when the query failed because the source
-    stopped for offsets retention took (spark_jobs.persist.retention_stop); else return."""
+    stopped for offsets retention took (spark_jobs.log_source.retention_stop); else return."""
     from connectors.kafka_log import RetentionLossError
-    from spark_jobs.persist.retention_stop import read_lost_offsets
+    from spark_jobs.log_source.retention_stop import read_lost_offsets
     from tidemark.retention_loss import retention_loss_message
 
     lost = read_lost_offsets(feedback_dir)
@@ -421,7 +421,7 @@ def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:
 
 def _feedback_dir(stream: StreamConfig, run: PersistRun) -> str:
     """Where the batches leave W_p for the planner: beside the checkpoint when that is a local
-    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.persist.event_time_feedback),
+    folder; otherwise on the driver's disk under TIDEMARK_HOME (see spark_jobs.log_source.event_time_feedback),
     in a folder named by a digest of the checkpoint URI. A digest, not ``hash()``: Python salts
     string hashes per process, and a restarted job must find the folder its last run wrote."""
     import hashlib

@@ -7,7 +7,7 @@ import json
 
 import pyarrow as pa
 
-from spark_jobs.persist.decode_stage import DecodeSpec
+from spark_jobs.log_source.decode_stage import DecodeSpec
 from tidemark.live_routing import RoutedRange
 from tidemark.planned_range import RANGE_ROW, RECORD_ROW
 from tidemark.step_counts import StepCounts

@@ -10,7 +10,7 @@ import pytest
 
 from spark_jobs.kafka_source.options import KafkaSourceOptions
 from spark_jobs.kafka_source.reader import KafkaLogReader, KafkaLogSource
-from spark_jobs.persist.decode_stage import DecodeSpec
+from spark_jobs.log_source.decode_stage import DecodeSpec
 from tidemark.live_routing import RoutedRange
 from tidemark.planned_range import RAW_RECORD_SCHEMA
 from tidemark.stream_config import PayloadField, PayloadSchema

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spark_jobs.persist.retention_stop import clear_lost_offsets, read_lost_offsets, write_lost_offsets
+from spark_jobs.log_source.retention_stop import clear_lost_offsets, read_lost_offsets, write_lost_offsets
 from tidemark.retention_loss import LostOffsets
 
 

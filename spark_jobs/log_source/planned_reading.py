@@ -96,7 +96,7 @@ class PlannedReading:
         """W_p after the batch ``plan_seq``, as the persist job reported it (none before the first)."""
         if self._options.feedback_dir is None or plan_seq < 0:
             return {}
-        from spark_jobs.persist.event_time_feedback import read_feedback
+        from spark_jobs.log_source.event_time_feedback import read_feedback
 
         return read_feedback(self._options.feedback_dir, plan_seq) or {}
 
