@@ -182,10 +182,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.lake.claims_table import ClaimsTable
     from spark_jobs.lake.overlap_guard import OverlapGuard
     from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.log_source.retention_stop import clear_lost_offsets
     from spark_jobs.persist.batch import PersistBatch, QueryIdentity
     from spark_jobs.persist.driver_beat import DriverBeatWriter
     from spark_jobs.persist.lake_resume import resume_from_lake
-    from spark_jobs.log_source.retention_stop import clear_lost_offsets
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
     from tidemark.live_routing import LiveRouting
 
