@@ -16,16 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from tidemark.aligned_slices import LoggedRecord
-
-
-class RetentionLossError(RuntimeError):
-    """Offsets tidemark must read are no longer in the log: they fell out of retention.
-
-    ``lost``: the exact ranges (tidemark.retention_loss.LostOffsets) when they are known."""
-
-    def __init__(self, message: str, lost: tuple = ()):
-        super().__init__(message)
-        self.lost = lost
+from tidemark.retention_loss import RetentionLossError
 
 
 class KafkaUnavailableError(RuntimeError):
@@ -315,7 +306,7 @@ def read_ranges(
             poll_s=0.1,
             timeout_s=timeout_s,
             silence=lambda: f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished()}",
-            lost=lambda p: _lost_while_reading(consumer, topic, p, next_offsets[p], *todo[p]),
+            lost=lambda p: _lost_while_reading(consumer, bootstrap_servers, topic, p, next_offsets[p], *todo[p]),
         )
         for fetch in fetches:
             received: dict[int, list[RawRecord]] = {}
@@ -388,14 +379,15 @@ def _open_messages(messages, open_partitions, lost) -> Iterator[tuple[int, objec
 
 
 def _lost_while_reading(
-    consumer, topic: str, partition: int, offset: int, start: int, end: int | None
+    consumer, servers: str, topic: str, partition: int, offset: int, start: int, end: int | None
 ) -> RetentionLossError:
     """The error for a range whose next offset left the log between planning and reading (the
     planner stops before a loss it can see; this is the race after it): with the exact lost
     offsets [offset, earliest retained) when the broker says where the log starts now."""
     from confluent_kafka import KafkaException, TopicPartition
 
-    from tidemark.retention_loss import LostOffsets, retention_loss_message
+    from tidemark.log_connection import KafkaConnection
+    from tidemark.retention_loss import LostRange, retention_loss_message
 
     try:
         earliest, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=5, cached=False)
@@ -406,8 +398,8 @@ def _lost_while_reading(
             f"partition {partition} of {topic!r}: offsets from {offset} are no longer retained, range [{start}, {end}) "
             "cannot be read"
         )
-    lost = (LostOffsets(partition, offset, earliest),)
-    return RetentionLossError(retention_loss_message(topic, lost), lost)
+    lost = (LostRange(partition, offset, earliest),)
+    return RetentionLossError(retention_loss_message(KafkaConnection(servers, topic), lost), lost)
 
 
 def first_records(

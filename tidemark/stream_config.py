@@ -35,6 +35,8 @@ from tidemark.config_values import (
     PositiveMilliseconds,
 )
 from tidemark.duration import format_duration_ms
+from tidemark.log_connection import KafkaConnection, KinesisConnection
+from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS, PositionType
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, suggested_partition_limit
 from tidemark.stall_rules import StallRules
 
@@ -175,6 +177,13 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
     # parallelism (Spark's defaultParallelism), like the input splits of Spark's own sources.
     read_tasks: WholeNumber | None = None
 
+    # How positions are stored and named (offsets, BIGINT).
+    position_type: ClassVar[PositionType] = KAFKA_OFFSETS
+
+    def connection(self) -> KafkaConnection:
+        """Where the topic is, as the one typed value that reaches every client of it."""
+        return KafkaConnection(self.bootstrap_servers, self.topic, self.open_transaction_timeout_ms)
+
     @property
     def log_name(self) -> str:
         """The log's name: the topic."""
@@ -189,6 +198,11 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
     def partition_hint(self) -> str:
         """Which partitions there are, for a form's help text."""
         return f"0 … {self.partitions - 1}"
+
+    @property
+    def fixed_partitions(self) -> tuple[int, ...]:
+        """The partitions a request may name, known without asking the log: 0 … partitions − 1."""
+        return tuple(range(self.partitions))
 
     def __post_init__(self):
         if self.partitions > self.max_partitions:
@@ -247,6 +261,14 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
             "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, ~/.aws, an instance role); remove this key"
         )
 
+    # How positions are stored and named (sequence numbers, fixed-width text keys).
+    position_type: ClassVar[PositionType] = KINESIS_SEQUENCE_NUMBERS
+
+    def connection(self, *, injected_throttling: float = 0.0) -> KinesisConnection:
+        """Where the stream is, as the one typed value that reaches every client of it
+        (``injected_throttling``: the chaos switch of the throttling tests, 0 in production)."""
+        return KinesisConnection(self.stream, self.region, self.endpoint, injected_throttling=injected_throttling)
+
     @property
     def log_name(self) -> str:
         """The log's name: the Kinesis stream."""
@@ -262,6 +284,12 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
     def partition_hint(self) -> str:
         """Which partitions there are, for a form's help text: shards are numbered by their ids."""
         return "a shard's number (shardId-000000000007 is 7)"
+
+    @property
+    def fixed_partitions(self) -> None:
+        """None: shards are numbered by their ids and change with resharding, so which exist is
+        asked of the stream's listing, by the job, before any work (never at parse time)."""
+        return None
 
     def __post_init__(self):
         if self.shards > self.max_partitions:

@@ -213,9 +213,9 @@ class KafkaLogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvai
             }
         )
         if self._options.feedback_dir:
-            from spark_jobs.log_source.retention_stop import write_lost_offsets
+            from spark_jobs.log_source.retention_stop import write_lost_ranges
 
-            write_lost_offsets(
+            write_lost_ranges(
                 self._options.feedback_dir, lost
             )  # for the driver: see spark_jobs.log_source.retention_stop
         raise RetentionLossError(message, lost)

@@ -182,7 +182,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.lake.claims_table import ClaimsTable
     from spark_jobs.lake.overlap_guard import OverlapGuard
     from spark_jobs.lake.tables import LakeTables
-    from spark_jobs.log_source.retention_stop import clear_lost_offsets
+    from spark_jobs.log_source.retention_stop import clear_lost_ranges
     from spark_jobs.persist.batch import PersistBatch, QueryIdentity
     from spark_jobs.persist.driver_beat import DriverBeatWriter
     from spark_jobs.persist.lake_resume import resume_from_lake
@@ -227,7 +227,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
             }
         )
     feedback_dir = _feedback_dir(stream, run)
-    clear_lost_offsets(feedback_dir)
+    clear_lost_ranges(feedback_dir)
     options = source_options(
         stream,
         run,
@@ -352,10 +352,10 @@ def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
     """Raise RetentionLossError, with the exact ranges, when the query failed because the source
     stopped for offsets retention took (spark_jobs.log_source.retention_stop); else return."""
     from connectors.kafka_log import RetentionLossError
-    from spark_jobs.log_source.retention_stop import read_lost_offsets
+    from spark_jobs.log_source.retention_stop import read_lost_ranges
     from tidemark.retention_loss import retention_loss_message
 
-    lost = read_lost_offsets(feedback_dir)
+    lost = read_lost_ranges(feedback_dir)
     if lost:
         raise RetentionLossError(retention_loss_message(log_name(stream), lost), lost) from None
 

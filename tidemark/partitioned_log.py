@@ -1,0 +1,121 @@
+"""The one interface of a partitioned log, as every tidemark job reads one.
+
+A Kafka topic and a Kinesis stream are both logs of partitions (a Kinesis shard is a partition,
+numbered by its id) read from positions (tidemark.log_position). What a job needs of either is
+this protocol; the adapters (connectors.kafka_log.KafkaLog, connectors.kinesis_log.KinesisLog)
+implement it, and connectors.partitioned_logs.open_log chooses one from the stream's
+``LogConnection``, in that one place. The Spark source, the planner, the retention check and
+the look before a run speak to the protocol only.
+
+Two kinds of reading:
+
+- **Planning** (the driver): which partitions there are and where a new one starts, each
+  partition's bounds now (``look``), the time index the planner slices with (the methods of
+  tidemark.aligned_slices.BatchedLogTimeIndex), and what retention took (``lost_to_retention``).
+  A log may read ahead while it looks (Kinesis has no other way to learn where a shard ends) and
+  hand what it holds to the tasks (``in_hand``).
+- **Reading** (a Spark task): ``read_ranges`` yields the records of exact position ranges, in
+  a process that has only the ``LogConnection``.
+
+Seams for what plugs in next: client settings (TLS, SASL, OAuth) arrive through the
+``LogConnection`` the factory opens (never inside it: it names where they are); payload decoders
+(a schema registry's Avro or Protobuf) work on the records' bytes after ``read_ranges``
+(spark_jobs.log_source.decode_stage), so no adapter knows a payload format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from tidemark.aligned_slices import BatchedLogTimeIndex
+from tidemark.log_connection import LogConnection
+from tidemark.retention_loss import LostRange
+from tidemark.source_state import SourceState
+
+# What a run that ends where the log was when it started reads to:
+# (partition, its readable end now) → the end this run reads it to.
+RunEnd = Callable[[int, int], int]
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """One partition as the planner sees it now.
+
+    ``earliest``: its first retained position. ``end``: the readable end (Kafka: the last
+    stable offset, below which every transaction is decided; Kinesis: the end of what the reader
+    holds). ``written_end``: where the next record goes (Kafka's high watermark, above ``end``
+    while a transaction is open; else ``end``). ``held``: nothing more is readable now, but the
+    partition is not idle (a Kinesis child shard waiting for its parents, or a shard behind its
+    tip with no record in hand): it holds G. ``finished``: closed and read to its end; it leaves
+    G's minimum. ``caught_up``: the reader is at the partition's tip.
+    """
+
+    earliest: int
+    end: int
+    written_end: int
+    held: bool = False
+    finished: bool = False
+    caught_up: bool = True
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One data record as every log gives it: its position, its log timestamp (ms, UTC: Kafka's
+    record timestamp, Kinesis's ApproximateArrivalTimestamp), its key and its bytes."""
+
+    position: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+
+
+class PartitionedLog(BatchedLogTimeIndex, Protocol):
+    """A partitioned log, opened from its ``connection`` for one process (driver or task)."""
+
+    connection: LogConnection
+
+    def partition_ids(self) -> list[int]:
+        """The partitions the log lists now, ascending (a cheap metadata question)."""
+        ...
+
+    def first_positions(self, partitions: Iterable[int], starting: str = "earliest") -> dict[int, int]:
+        """Where each of ``partitions`` starts when nothing was read of it yet: its earliest
+        retained position, or its end (``starting="latest"``)."""
+        ...
+
+    def look(
+        self, positions: Mapping[int, int], target_ms: int | None = None, max_records: int | None = None
+    ) -> dict[int, PartitionView]:
+        """Every partition of ``positions`` (partition → the next position to read) as it is
+        now. A log that learns its ends by reading may read ahead from the positions, records up
+        to ``target_ms`` (log time) and at most ``max_records`` per partition; a partition it
+        cannot see is left out."""
+        ...
+
+    def lost_to_retention(self, state: SourceState) -> tuple[LostRange, ...]:
+        """The ranges at ``state``'s positions that left the log before they were read."""
+        ...
+
+    def in_hand(self, partition: int, start: int, end: int) -> list[LogRecord] | None:
+        """The records of [start, end) the driver already holds, for the task to take along;
+        None when the task must read them itself."""
+        ...
+
+    def available_now_end(self) -> RunEnd:
+        """For a run that must end: the end each partition is read to, fixed now (Kafka: the
+        readable ends now; Kinesis: what arrived before now)."""
+        ...
+
+    def progress(self) -> dict:
+        """What the log says of its reading for Spark's progress report (e.g. throttled calls)."""
+        ...
+
+    def read_ranges(self, ranges: Mapping[int, tuple[int, int]]) -> Iterator[tuple[int, list[LogRecord]]]:
+        """The records of each partition's [start, end), as (partition, records) pieces in
+        position order per partition. Raises tidemark.retention_loss.RetentionLossError when a
+        range's start is no longer retained."""
+        ...
+
+    def close(self) -> None: ...
