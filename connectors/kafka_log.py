@@ -39,10 +39,16 @@ class LogBounds:
 
 @dataclass(frozen=True)
 class RawRecord:
+    """A data record as read: a tidemark.partitioned_log.LogRecord whose position is its offset."""
+
     offset: int
     timestamp_ms: int
     key: bytes | None
     value: bytes | None
+
+    @property
+    def position(self) -> int:
+        return self.offset
 
 
 class KafkaLog:
@@ -52,18 +58,45 @@ class KafkaLog:
     the same question of all partitions of a step, and each question here costs the same for one
     partition or thousands: one ListOffsets or offsetsForTimes request (answered for every
     partition of a broker at once), or one short-lived reader assigned all the partitions asked.
-    Its clients live as long as it does: a look-up never opens a client of its own.
+    Its clients live as long as it does: a look-up never opens a client of its own. They are
+    made at the first question: a Spark task that only reads ranges never makes them.
+
+    It is the Kafka adapter of tidemark.partitioned_log.PartitionedLog (opened by
+    connectors.partitioned_logs.open_log from a KafkaConnection).
     """
 
-    def __init__(self, bootstrap_servers: str, topic: str, timeout_s: float = 30.0):
-        from confluent_kafka import Consumer
-        from confluent_kafka.admin import AdminClient
+    def __init__(self, bootstrap_servers: str, topic: str, timeout_s: float = 30.0, *, connection=None):
+        from tidemark.log_connection import KafkaConnection
 
+        self.connection = connection or KafkaConnection(bootstrap_servers, topic)
         self._topic = topic
         self._timeout_s = timeout_s
         self._bootstrap = bootstrap_servers
-        self._consumer = Consumer(_reader_settings(bootstrap_servers))
-        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self._clients = None
+
+    @classmethod
+    def of(cls, connection, timeout_s: float = 30.0) -> KafkaLog:
+        """The log a tidemark.log_connection.KafkaConnection names."""
+        return cls(connection.bootstrap_servers, connection.topic, timeout_s, connection=connection)
+
+    @property
+    def _consumer(self):
+        return self._opened()[0]
+
+    @property
+    def _admin(self):
+        return self._opened()[1]
+
+    def _opened(self) -> tuple:
+        if self._clients is None:
+            from confluent_kafka import Consumer
+            from confluent_kafka.admin import AdminClient
+
+            self._clients = (
+                Consumer(_reader_settings(self._bootstrap)),
+                AdminClient({"bootstrap.servers": self._bootstrap}),
+            )
+        return self._clients
 
     def partition_ids(self) -> list[int]:
         """The topic's partitions; fails clearly when the topic does not exist."""
@@ -204,8 +237,46 @@ class KafkaLog:
             window *= 16
         return answers
 
+    # -- the rest of tidemark.partitioned_log.PartitionedLog ----------------------------------------
+
+    def first_positions(self, partitions: Iterable[int], starting: str = "earliest") -> dict[int, int]:
+        """Each partition's earliest retained offset, or its readable end (``starting="latest"``)."""
+        bounds = self.partition_bounds(partitions)
+        return {p: b.earliest if starting == "earliest" else b.end for p, b in bounds.items()}
+
+    def look(self, positions: Mapping[int, int], target_ms: int | None = None, max_records: int | None = None) -> dict:
+        """Every partition's bounds now (one ListOffsets round trip): Kafka reads nothing ahead."""
+        from tidemark.partitioned_log import PartitionView
+
+        return {p: PartitionView(b.earliest, b.end, b.written_end) for p, b in self.partition_bounds(positions).items()}
+
+    def lost_to_retention(self, state) -> tuple:
+        """[position, earliest retained) of every partition whose log now starts past its position."""
+        from tidemark.retention_loss import lost_ranges
+
+        positions = state.positions()
+        return lost_ranges(positions, {p: b.earliest for p, b in self.partition_bounds(positions).items()})
+
+    def in_hand(self, partition: int, start: int, end: int) -> None:
+        """None: a task reads its ranges from the broker (the driver holds no records)."""
+        return None
+
+    def available_now_end(self):
+        """The readable ends now: an available_now run reads up to them and no further."""
+        ends = {p: b.end for p, b in self.partition_bounds().items()}
+        return lambda partition, end: min(end, ends.get(partition, end))
+
+    def progress(self) -> dict:
+        return {}
+
+    def read_ranges(self, ranges: Mapping[int, tuple[int, int]]) -> Iterator[tuple[int, list[RawRecord]]]:
+        """The data records of each {partition: (start, end)}: see the module's ``read_ranges``."""
+        return read_ranges(self._bootstrap, self._topic, ranges, timeout_s=max(60.0, self._timeout_s))
+
     def close(self) -> None:
-        self._consumer.close()
+        if self._clients is not None:
+            self._clients[0].close()
+            self._clients = None
 
 
 def _transient_errors() -> frozenset:

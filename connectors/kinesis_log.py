@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.kinesis_access import KinesisAccess
+from tidemark.retention_loss import LostRange
 from tidemark.shard_lineage import ShardInfo, is_finished, partition_of, shard_from_listing, shard_id_of, waiting_for
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,24 @@ class KinesisRecord:
     data: bytes
     partition_key: str
 
+    # As a tidemark.partitioned_log.LogRecord: the sequence is the position, the arrival the log
+    # timestamp, the partition key the key.
+    @property
+    def position(self) -> int:
+        return self.sequence
+
+    @property
+    def timestamp_ms(self) -> int:
+        return self.arrival_ms
+
+    @property
+    def key(self) -> bytes:
+        return self.partition_key.encode()
+
+    @property
+    def value(self) -> bytes:
+        return self.data
+
 
 @dataclass(frozen=True)
 class ShardBounds:
@@ -138,41 +157,6 @@ class ShardBounds:
     waiting_for: tuple[int, ...]
     millis_behind_latest: int | None
     listed: bool = True
-
-
-@dataclass(frozen=True, order=True)
-class LostSequences:
-    """Sequence numbers [start, end) of ``partition`` that expired before the lake read them.
-
-    ``end`` is the first sequence retained (the trim horizon's first record), or None when
-    nothing after ``start`` is retained (an open shard with no retained record, or a shard no
-    longer listed at all). Kinesis sequence numbers are sparse: how many records the range held
-    is unknowable now, possibly none (see ``KinesisLog.lost_to_retention``)."""
-
-    partition: int
-    shard_id: str
-    start: int
-    end: int | None
-
-    def describe(self) -> str:
-        end = "the shard's end" if self.end is None else str(self.end)
-        return f"shard {self.shard_id} (partition {self.partition}): sequence numbers [{self.start}, {end})"
-
-    def to_json(self) -> dict:
-        return {"partition": self.partition, "shard_id": self.shard_id, "start_sequence": str(self.start),
-                "end_sequence": None if self.end is None else str(self.end)}  # fmt: skip
-
-
-def retention_loss_message(stream: str, lost: Iterable[LostSequences]) -> str:
-    """What a person reads when the job stops at a retention loss."""
-    ranges = "; ".join(range_.describe() for range_ in lost)
-    return (
-        f"retention overtook the reader of Kinesis stream {stream!r}: {ranges} expired before they were read "
-        "(the stream's RetentionPeriodHours). Kinesis sequence numbers are sparse, so how many records were lost "
-        "is unknown (possibly none). The job stops here rather than skip them; every later run stops the same "
-        "way and the quality run reports them LOST. Raise the stream's retention (IncreaseStreamRetentionPeriod) "
-        "to keep this from recurring, and accept the loss explicitly to go on (see docs/operations/when-the-world-fails.md)"
-    )
 
 
 def kinesis_client(
@@ -199,6 +183,39 @@ def kinesis_client(
     settings = KinesisAccess.from_source(_Reached(region, endpoint), environ).client_settings()
     keys = {name: value for name, value in settings.items() if name not in ("region_name", "endpoint_url")}
     return boto3.session.Session().client("kinesis", region_name=region, endpoint_url=endpoint, config=config, **keys)
+
+
+class InjectedThrottling:
+    """A Kinesis client that refuses a fraction of GetRecords calls with Kinesis's throttling
+    error before asking the real one: the chaos switch of the throttling tests (a loopback
+    Kinesis never throttles). Everything else goes to ``client`` unchanged."""
+
+    def __init__(self, client, fraction: float, seed: int = 27):
+        self._client = client
+        self._fraction = fraction
+        self._random = random.Random(seed)
+        self.refused = 0
+
+    def get_records(self, **params):
+        if self._random.random() < self._fraction:
+            from botocore.exceptions import ClientError
+
+            self.refused += 1
+            raise ClientError(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "Rate exceeded (injected)"}},
+                "GetRecords",
+            )
+        return self._client.get_records(**params)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def kinesis_client_for(connection, max_workers: int = 16):
+    """The boto3 client this process reads ``connection`` (a tidemark.log_connection.KinesisConnection)
+    with, credentials from the environment, wrapped in the injected throttling when it asks for it."""
+    client = kinesis_client(connection.region, connection.endpoint, max_workers)
+    return InjectedThrottling(client, connection.injected_throttling) if connection.injected_throttling else client
 
 
 @dataclass(frozen=True)
@@ -457,7 +474,30 @@ class KinesisLog:
     are about what ``fill`` has read, and the planner's log end is ``bounds()[p].end``. Call
     ``fill`` before planning; after a batch commits, the next ``fill`` with the new positions
     drops what was consumed.
+
+    It is the Kinesis adapter of tidemark.partitioned_log.PartitionedLog (opened by
+    connectors.partitioned_logs.open_log from a KinesisConnection): ``look`` is ``fill`` then
+    ``bounds``, and what the driver read travels to the tasks (``in_hand``).
     """
+
+    connection = None  # the KinesisConnection it was opened from (``of``)
+
+    @classmethod
+    def of(cls, connection, *, max_workers: int = 16, clock: Callable[[], float] = time.time) -> KinesisLog:
+        """The log a tidemark.log_connection.KinesisConnection names, with its own client
+        (credentials from the environment; the injected throttling when the connection asks)."""
+        log = cls(
+            connection.stream,
+            connection.region,
+            connection.endpoint,
+            client=kinesis_client_for(connection, max_workers),
+            clock=clock,
+            max_calls_per_second=connection.max_calls_per_second,
+            max_workers=max_workers,
+        )
+        log._own_client = True
+        log.connection = connection
+        return log
 
     def __init__(
         self,
@@ -474,6 +514,7 @@ class KinesisLog:
         shard_refresh_s: float = SHARD_REFRESH_S,
     ):
         self._stream = stream
+        self._region, self._endpoint, self._max_calls_per_second = region, endpoint, max_calls_per_second
         self._where = _where(region, endpoint)
         self._own_client = client is None
         client = client if client is not None else kinesis_client(region, endpoint, max_workers)
@@ -788,14 +829,27 @@ class KinesisLog:
 
     # -- retention -------------------------------------------------------------------------------
 
-    def lost_to_retention(
+    def lost_to_retention(self, state) -> tuple[LostRange, ...]:
+        """The ranges at the positions of ``state`` (a tidemark.source_state.SourceState) that
+        expired before they were read: ``lost_at_positions`` with what the state remembers."""
+        from tidemark.partition_status import PartitionStatus
+
+        return tuple(
+            self.lost_at_positions(
+                state.positions(),
+                last_read_ms={p: s.last_produced_ms for p, s in state.partitions.items() if s.last_produced_ms},
+                finished=[p for p, s in state.partitions.items() if s.status == PartitionStatus.FINISHED],
+            )
+        )
+
+    def lost_at_positions(
         self,
         positions: Mapping[int, int],
         *,
         last_read_ms: Mapping[int, int] | None = None,
         finished: Iterable[int] = (),
         lake_began_ms: int | None = None,
-    ) -> list[LostSequences]:
+    ) -> list[LostRange]:
         """The ranges at the lake's ``positions`` that expired before they were read.
 
         What can be known: within a shard, sequence numbers and arrival times rise together, and
@@ -834,7 +888,7 @@ class KinesisLog:
             if shard is None:
                 if earliest_unread_ms is None or (state is not None and state.finished):
                     continue
-                lost.append(LostSequences(partition, shard_id_of(partition), position, None))
+                lost.append(LostRange(partition, position, None))
                 continue
             if earliest_unread_ms is None and position <= shard.starting_sequence:
                 if lake_began_ms is None:
@@ -846,9 +900,9 @@ class KinesisLog:
             if first is None:
                 if shard.closed and shard.ending_sequence < position:
                     continue  # read to its end already
-                lost.append(LostSequences(partition, shard.shard_id, position, None))
+                lost.append(LostRange(partition, position, None))
             elif first > position:
-                lost.append(LostSequences(partition, shard.shard_id, position, first))
+                lost.append(LostRange(partition, position, first))
         return lost
 
     def _trim_horizon(self, shard: ShardInfo) -> int | None:
@@ -871,6 +925,75 @@ class KinesisLog:
                 return None
             iterator = page["NextShardIterator"]
         return None
+
+    # -- the rest of tidemark.partitioned_log.PartitionedLog ----------------------------------------
+
+    def partition_ids(self) -> list[int]:
+        return sorted(self.shards())
+
+    def first_positions(self, partitions: Iterable[int], starting: str = "earliest") -> dict[int, int]:
+        """Each shard's starting sequence number (TRIM_HORIZON): a shard has no position before
+        its first record, so "latest" is refused at start-up (spark_jobs.persist.pipeline)."""
+        shards = self.shards()
+        return {p: shards[p].starting_sequence for p in partitions if p in shards}
+
+    def look(self, positions: Mapping[int, int], target_ms: int | None = None, max_records: int | None = None) -> dict:
+        """``fill`` from ``positions``, then every filled shard as the planner sees it: held while
+        it waits for its parents or is behind its tip with no record in hand."""
+        from tidemark.partitioned_log import PartitionView
+
+        self.fill(positions, target_ms, max_records)
+        views = {}
+        for partition, shard in self.bounds().items():
+            behind = shard.end <= positions.get(partition, shard.end) and not shard.caught_up
+            views[partition] = PartitionView(
+                shard.earliest,
+                shard.end,
+                shard.end,
+                held=bool(shard.waiting_for) or behind,
+                finished=shard.finished,
+                caught_up=shard.caught_up,
+            )
+        return views
+
+    def in_hand(self, partition: int, start: int, end: int) -> list[KinesisRecord] | None:
+        return self.take(partition, start, end)
+
+    def available_now_end(self):
+        """What arrived before now: an available_now run leaves later records for the next run."""
+        cutoff_ms = int(self._clock() * 1000)
+
+        def end_of_run(partition: int, end: int) -> int:
+            cut = self.offset_for_time(partition, cutoff_ms)
+            return min(end, cut) if cut is not None else end
+
+        return end_of_run
+
+    def progress(self) -> dict:
+        bounds = self.bounds()
+        return {
+            "millis_behind_latest": {str(p): b.millis_behind_latest for p, b in sorted(bounds.items())},
+            "throttled_calls": self.throttled_calls,
+        }
+
+    def read_ranges(self, ranges: Mapping[int, tuple[int, int]]) -> Iterator[tuple[int, list[KinesisRecord]]]:
+        """The records of each {partition: (start, end)}, shard by shard (``read_range``)."""
+        for partition, (start, end) in sorted(ranges.items()):
+            records = list(
+                read_range(
+                    self._stream,
+                    self._region,
+                    self._endpoint,
+                    shard_id_of(partition),
+                    start,
+                    end,
+                    client=self._api.client,
+                    clock=self._clock,
+                    max_calls_per_second=self._max_calls_per_second,
+                )
+            )
+            if records:
+                yield partition, records
 
     def close(self) -> None:
         if self._pool is not None:

@@ -226,7 +226,8 @@ def _ask_log(
     """The log's readable end per partition now; per lagging partition the log time of the
     record at its position (None: only offsets without data before the end); notes for a
     person when those times could not be read (a position the log no longer retains)."""
-    from connectors.kafka_log import KafkaLog, RetentionLossError, first_records
+    from connectors.kafka_log import KafkaLog, first_records
+    from tidemark.retention_loss import RetentionLossError
 
     _reachable(stream.source.bootstrap_servers, timeout_s)
     log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic, timeout_s=timeout_s)

@@ -53,7 +53,7 @@ class ShardLogBounds:
     millis_behind_latest: int | None
     finished: bool
     listed: bool = True
-    lost: object | None = None  # connectors.kinesis_log.LostSequences
+    lost: object | None = None  # tidemark.retention_loss.LostRange
     first_unread_ms: int | None = None  # arrival (ms, UTC) of the first record past the position
 
     @property
@@ -133,7 +133,7 @@ def _kinesis_bounds(stream, positions: Mapping[int, int], finished: set[int], ch
             arrived_after = {p: int(created.timestamp() * 1000) for p in checked} if created is not None else {}
             lost = {
                 gone.partition: gone
-                for gone in log.lost_to_retention(checked, last_read_ms=arrived_after, finished=finished)
+                for gone in log.lost_at_positions(checked, last_read_ms=arrived_after, finished=finished)
             }
     finally:
         log.close()

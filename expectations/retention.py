@@ -12,7 +12,7 @@ gone: LOST) and ``missing_below_earliest == 0`` (a hole that can no longer be re
 Runs on every quality run, also when no hour is checked.
 
 A Kinesis stream has no "earliest retained offset" to compare with: the log says which sequence
-range at the live position expired unread (connectors.kinesis_log.KinesisLog.lost_to_retention:
+range at the live position expired unread (connectors.kinesis_log.KinesisLog.lost_at_positions:
 [position, first retained), or to the shard's end when nothing is retained), and how many
 records it held is unknowable (sequence numbers are sparse). Its facts (``kinesis_facts``) carry
 that range and the shard id; the rules are the same two, over 0/1 and a count of ranges.
@@ -40,7 +40,7 @@ class RetentionFacts:
     lost_holes: tuple[OffsetRange, ...]
     positions: PositionType = KAFKA_OFFSETS
     shard_id: str | None = None  # Kinesis: the shard
-    lost_unread: object | None = None  # Kinesis: the LostSequences expired at the position, or None
+    lost_unread: object | None = None  # Kinesis: the LostRange expired at the position, or None
 
     @property
     def never_read(self) -> tuple[OffsetRange, ...]:

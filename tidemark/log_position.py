@@ -64,6 +64,11 @@ class PositionType:
             return None
         return position if self.sql_type == "BIGINT" else position_key(position)
 
+    def to_json(self, position: int) -> int | str:
+        """A position for a JSON reader: an offset as a number; a sequence number as its decimal
+        text (56 digits do not survive a reader that parses numbers as doubles)."""
+        return position if self.dense else str(position)
+
     def from_column(self, value: int | str | None) -> int | None:
         if value is None:
             return None

@@ -185,6 +185,15 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
         return KafkaConnection(self.bootstrap_servers, self.topic, self.open_transaction_timeout_ms)
 
     @property
+    def starting(self) -> str:
+        """Where a partition with no checkpoint starts: earliest or latest."""
+        return self.starting_offsets
+
+    def unsupported_setting(self) -> None:
+        """None: every setting of a Kafka source is supported."""
+        return None
+
+    @property
     def log_name(self) -> str:
         """The log's name: the topic."""
         return self.topic
@@ -264,10 +273,23 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
     # How positions are stored and named (sequence numbers, fixed-width text keys).
     position_type: ClassVar[PositionType] = KINESIS_SEQUENCE_NUMBERS
 
-    def connection(self, *, injected_throttling: float = 0.0) -> KinesisConnection:
-        """Where the stream is, as the one typed value that reaches every client of it
-        (``injected_throttling``: the chaos switch of the throttling tests, 0 in production)."""
-        return KinesisConnection(self.stream, self.region, self.endpoint, injected_throttling=injected_throttling)
+    def connection(self) -> KinesisConnection:
+        """Where the stream is, as the one typed value that reaches every client of it."""
+        return KinesisConnection(self.stream, self.region, self.endpoint)
+
+    @property
+    def starting(self) -> str:
+        """Where a shard with no checkpoint starts, in every log's words: earliest (TRIM_HORIZON) or latest."""
+        return "earliest" if self.starting_position == "trim_horizon" else "latest"
+
+    def unsupported_setting(self) -> str | None:
+        """A setting the job cannot honour yet, named with why; None when there is none."""
+        if self.starting_position == "latest":
+            return (
+                "starting_position: 'latest' is not supported for Kinesis yet (a shard has no position before "
+                "its first record); use trim_horizon (the shards' oldest retained records)"
+            )
+        return None
 
     @property
     def log_name(self) -> str:

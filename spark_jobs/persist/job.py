@@ -31,12 +31,12 @@ from pathlib import Path
 # on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
-from connectors.kafka_log import RetentionLossError  # noqa: E402
 from connectors.kinesis_log import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.persist_run_summary import PersistRunSummary  # noqa: E402
+from tidemark.retention_loss import RetentionLossError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
 log = logging.getLogger("tidemark.persist")

@@ -2,7 +2,7 @@
 
 The three differ only in what a ``PersistRun`` says: the mode, the trigger, and for the bounded
 modes the offset ranges and the G they are routed under. Everything else — the reader
-(spark_jobs.kafka_source), the decoder, the routing and the writer (spark_jobs.persist.batch) —
+(spark_jobs.log_source), the decoder, the routing and the writer (spark_jobs.persist.batch) —
 is the same code, so a record is decoded and routed the same way whichever job reads it.
 """
 
@@ -80,21 +80,20 @@ def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ)
         if name == stream.name:
             # A Kafka topic's partitions are 0..n-1; a Kinesis stream's shards are numbered by
             # their ids and change with resharding: the source ignores a frozen shard it lacks.
-            if stream.source.kind == "kafka" and int(partition) >= stream.source.partitions:
+            known = stream.source.fixed_partitions
+            if known is not None and int(partition) not in known:
                 raise ValueError(f"TIDEMARK_CHAOS_FREEZE: stream {name!r} has no partition {partition}")
             frozen.add(int(partition))
     return tuple(sorted(frozen))
 
 
 def check_source_supported(stream: StreamConfig) -> None:
-    """Refuse, naming the key, what the source cannot do yet, before any work: a Kinesis shard
-    has no position before its first record, so starting from the tip (``latest``) needs a
-    reading the source does not do yet."""
-    if stream.source.kind == "kinesis" and stream.source.starting_position == "latest":
-        raise ValueError(
-            f"streams.{stream.name}.source.starting_position: 'latest' is not supported for Kinesis yet; "
-            "use trim_horizon (the shards' oldest retained records)"
-        )
+    """Refuse, naming the key, what the source cannot do yet, before any work (e.g. a Kinesis
+    shard has no position before its first record, so starting from the tip needs a reading the
+    source does not do yet)."""
+    unsupported = stream.source.unsupported_setting()
+    if unsupported is not None:
+        raise ValueError(f"streams.{stream.name}.source.{unsupported}")
 
 
 def throttling_from_environment(stream: StreamConfig, environ=os.environ) -> float:
@@ -126,8 +125,10 @@ def source_options(
     The source decodes what it reads (spark_jobs.log_source.decode_stage), routing the offsets live covered
     under live's G when ``routing`` (tidemark.live_routing.LiveRouting) is given. ``read_tasks``
     is used when the stream does not set source.read_tasks (the cluster's parallelism)."""
-    from spark_jobs.kafka_source.options import KafkaSourceOptions
+    import msgspec
+
     from spark_jobs.log_source.decode_stage import DecodeSpec
+    from spark_jobs.log_source.options import LogSourceOptions
 
     tolerances = stream.event_time
     decode = DecodeSpec(
@@ -137,8 +138,14 @@ def source_options(
         routing.ranges() if routing else (),
         source_kind=stream.source.kind,
     )
-    # What every log's source is told the same way: the run, the event-time rules, the decoder.
-    common = dict(
+    connection = stream.source.connection()
+    if run.injected_throttling:
+        if not hasattr(connection, "injected_throttling"):
+            raise ValueError(f"TIDEMARK_CHAOS_THROTTLE: the log of stream {stream.name!r} is never throttled")
+        connection = msgspec.structs.replace(connection, injected_throttling=run.injected_throttling)
+    return LogSourceOptions(
+        connection=connection,
+        starting=stream.source.starting,
         max_records_per_batch=run.max_records_per_batch,
         alignment=run.align and stream.source.log_timestamp_is_event_time,
         max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
@@ -153,23 +160,6 @@ def source_options(
         decode=decode,
         read_tasks=stream.source.read_tasks or read_tasks,
         max_partitions=stream.source.max_partitions,
-    )
-    if stream.source.kind == "kinesis":
-        from spark_jobs.kinesis_source.options import KinesisSourceOptions
-
-        return KinesisSourceOptions(
-            stream=stream.source.stream,
-            region=stream.source.region,
-            endpoint=stream.source.endpoint,
-            injected_throttling=run.injected_throttling,
-            **common,
-        )
-    return KafkaSourceOptions(
-        bootstrap_servers=stream.source.bootstrap_servers,
-        topic=stream.source.topic,
-        starting_offsets=stream.source.starting_offsets,
-        open_transaction_timeout_ms=stream.source.open_transaction_timeout_ms,
-        **common,
     )
 
 
@@ -232,7 +222,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         stream,
         run,
         feedback_dir,
-        resumed.state.to_offset(log_name(stream)) if resumed else None,
+        resumed.state.to_offset(stream.source.log_name) if resumed else None,
         routing,
         read_tasks=spark.sparkContext.defaultParallelism,
     )
@@ -316,11 +306,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         inserted=persist_batch.inserted_rows,
         commit_conflicts_retried=persist_batch.conflicts_retried,
         resumed_from_ledger=resumed is not None,
-        # The driver's Kinesis reader counts the calls Kinesis throttled (backed off, never
-        # failed): a throttled run and a slow one look alike otherwise.
-        throttled_calls=(
-            _source_report(query.recentProgress).get("throttled_calls", 0) if stream.source.kind == "kinesis" else None
-        ),
+        # A log that throttles (Kinesis) counts the calls it backed off from (never failed): a
+        # throttled run and a slow one look alike otherwise. None: the log does not throttle.
+        throttled_calls=_source_report(query.recentProgress).get("throttled_calls"),
     )
     log.info(
         {
@@ -351,58 +339,35 @@ def _source_report(progress) -> dict:
 def _raise_retention_loss(stream: StreamConfig, feedback_dir: str) -> None:
     """Raise RetentionLossError, with the exact ranges, when the query failed because the source
     stopped for offsets retention took (spark_jobs.log_source.retention_stop); else return."""
-    from connectors.kafka_log import RetentionLossError
     from spark_jobs.log_source.retention_stop import read_lost_ranges
-    from tidemark.retention_loss import retention_loss_message
+    from tidemark.retention_loss import RetentionLossError, retention_loss_message
 
     lost = read_lost_ranges(feedback_dir)
     if lost:
-        raise RetentionLossError(retention_loss_message(log_name(stream), lost), lost) from None
+        raise RetentionLossError(retention_loss_message(stream.source.connection(), lost), lost) from None
 
 
 def check_topic_partitions(stream: StreamConfig) -> None:
     """Check the topic's partition count against source.max_partitions before any work, Spark's
     start included: a refused job costs a metadata request, not a JVM
     (tidemark.partition_limit.PartitionLimitError names the key and a value that would hold)."""
+    from connectors.partitioned_logs import open_log
     from tidemark.partition_limit import check_partition_limit
 
-    if stream.source.kind == "kinesis":
-        from connectors.kinesis_log import KinesisLog, kinesis_client
-
-        source = stream.source
-        log = KinesisLog(
-            source.stream, source.region, source.endpoint, client=kinesis_client(source.region, source.endpoint)
-        )
-        try:
-            # Also the start-up check that the stream exists and answers (the error names it).
-            count = len(log.shards())
-        finally:
-            log.close()
-    else:
-        from connectors.kafka_log import KafkaLog
-
-        log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
-        try:
-            count = len(log.partition_ids())
-        finally:
-            log.close()
-    check_partition_limit(log_name(stream), count, stream.source.max_partitions)
-
-
-def log_name(stream: StreamConfig) -> str:
-    """The name of the log the stream reads: its Kafka topic or its Kinesis stream."""
-    return stream.source.stream if stream.source.kind == "kinesis" else stream.source.topic
+    log = open_log(stream.source.connection())
+    try:
+        # Also the start-up check that the log exists and answers (the error names it).
+        count = len(log.partition_ids())
+    finally:
+        log.close()
+    check_partition_limit(stream.source.log_name, count, stream.source.max_partitions)
 
 
 def log_source(stream: StreamConfig):
-    """The Spark data source class that reads ``stream``'s log."""
-    if stream.source.kind == "kinesis":
-        from spark_jobs.kinesis_source.reader import KinesisLogSource
+    """The Spark data source class that reads ``stream``'s log: one for every kind of log."""
+    from spark_jobs.log_source.reader import LogSource
 
-        return KinesisLogSource
-    from spark_jobs.kafka_source.reader import KafkaLogSource
-
-    return KafkaLogSource
+    return LogSource
 
 
 def _time_spent(startup_s: float, total_s: float, progress) -> dict[str, float]:

@@ -296,7 +296,7 @@ def plan_kinesis_recovery(
             )
         # The trim horizon is read whatever the lake remembers (lake_began_ms=0: a stream younger
         # than its retention has lost nothing and is not asked).
-        expired = kinesis.lost_to_retention({partition: request.ranges[0].start}, lake_began_ms=0)
+        expired = kinesis.lost_at_positions({partition: request.ranges[0].start}, lake_began_ms=0)
     finally:
         kinesis.close()
     if not expired:

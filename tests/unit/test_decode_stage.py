@@ -21,9 +21,10 @@ LIVE_G = NOW - 7_200_000
 
 def _raw(rows):
     """Raw rows as the Kafka source yields them (its Arrow schema); a column a row lacks is null."""
-    from spark_jobs.kafka_source.rows import arrow_schema
+    from spark_jobs.log_source.rows import arrow_schema
+    from tidemark.log_position import KAFKA_OFFSETS
 
-    schema = arrow_schema(pa)
+    schema = arrow_schema(pa, KAFKA_OFFSETS)
     return pa.RecordBatch.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
 
 

@@ -13,11 +13,11 @@ from connectors.kinesis_log import (
     KinesisLog,
     KinesisShardGoneError,
     KinesisStreamNotFoundError,
-    LostSequences,
     read_range,
 )
 from harness.fake_kinesis import BASE_SEQUENCE, FakeKinesis, SecondsClock
 from tidemark.aligned_slices import LoggedRecord
+from tidemark.retention_loss import LostRange
 
 STREAM = "rides"
 ENDPOINT = "http://127.0.0.1:4567"
@@ -408,21 +408,16 @@ def _aged(kinesis, clock):
 def test_range_expired_before_it_was_read_is_lost(kinesis, clock):
     old, recent = _aged(kinesis, clock)
     log = _log(kinesis, clock)
-    lost = log.lost_to_retention({0: old[0] + 1}, last_read_ms={0: T0 - 30 * 3_600_000})
-    assert lost == [LostSequences(0, "shardId-000000000000", old[0] + 1, recent[0])]
-    assert lost[0].to_json() == {
-        "partition": 0,
-        "shard_id": "shardId-000000000000",
-        "start_sequence": str(old[0] + 1),
-        "end_sequence": str(recent[0]),
-    }
+    lost = log.lost_at_positions({0: old[0] + 1}, last_read_ms={0: T0 - 30 * 3_600_000})
+    assert lost == [LostRange(0, old[0] + 1, recent[0])]
+    assert lost[0].to_json() == {"partition": 0, "start": str(old[0] + 1), "end": str(recent[0])}
 
 
 def test_recent_reads_cannot_have_lost_anything_and_ask_nothing(kinesis, clock):
     kinesis.add_shard(0)
     seqs = kinesis.put(0, T0)
     log = _log(kinesis, clock)
-    assert log.lost_to_retention({0: seqs[0] + 1}, last_read_ms={0: T0}) == []
+    assert log.lost_at_positions({0: seqs[0] + 1}, last_read_ms={0: T0}) == []
     assert not [call for call in kinesis.calls if call[0] in ("GetShardIterator", "GetRecords")]
 
 
@@ -430,21 +425,21 @@ def test_never_read_shard_loses_only_what_the_lake_was_answerable_for(kinesis, c
     old, recent = _aged(kinesis, clock)
     log = _log(kinesis, clock)
     start = _start(kinesis, 0)
-    assert log.lost_to_retention({0: start}) == []  # the lake starts at the trim horizon
+    assert log.lost_at_positions({0: start}) == []  # the lake starts at the trim horizon
     kinesis.created_s = NOW_S - 40 * 3_600
     log = _log(kinesis, clock)
-    lost = log.lost_to_retention({0: start}, lake_began_ms=int(NOW_S * 1000) - 35 * 3_600_000)
-    assert lost == [LostSequences(0, "shardId-000000000000", start, recent[0])]
+    lost = log.lost_at_positions({0: start}, lake_began_ms=int(NOW_S * 1000) - 35 * 3_600_000)
+    assert lost == [LostRange(0, start, recent[0])]
 
 
 def test_expired_unlisted_shard_is_lost_only_if_the_lake_was_reading_it(kinesis, clock):
     kinesis.add_shard(1)
     log = _log(kinesis, clock)
     gone = 7
-    assert log.lost_to_retention({gone: BASE_SEQUENCE}) == []
-    assert log.lost_to_retention({gone: BASE_SEQUENCE}, last_read_ms={gone: T0 - 48 * 3_600_000}, finished={gone}) == []
-    assert log.lost_to_retention({gone: BASE_SEQUENCE}, last_read_ms={gone: T0 - 48 * 3_600_000}) == [
-        LostSequences(gone, "shardId-000000000007", BASE_SEQUENCE, None)
+    assert log.lost_at_positions({gone: BASE_SEQUENCE}) == []
+    assert log.lost_at_positions({gone: BASE_SEQUENCE}, last_read_ms={gone: T0 - 48 * 3_600_000}, finished={gone}) == []
+    assert log.lost_at_positions({gone: BASE_SEQUENCE}, last_read_ms={gone: T0 - 48 * 3_600_000}) == [
+        LostRange(gone, BASE_SEQUENCE, None)
     ]
 
 

@@ -82,7 +82,7 @@ def test_a_young_stream_asks_no_trim_horizon(stream, kinesis, clock):
     assert len(iterators) == 1  # the probe's; lost_to_retention asked nothing
 
 
-def test_records_expired_unread_are_a_lost_sequence_range_with_the_shard_id(stream, kinesis, clock):
+def test_records_expired_unread_are_a_lost_sequence_range_of_the_shard(stream, kinesis, clock):
     kinesis.created_s = NOW_S - 40 * 3_600
     kinesis.add_shard(0)
     old = kinesis.put(0, T0 - 30 * HOUR_MS, T0 - 29 * HOUR_MS)
@@ -90,7 +90,7 @@ def test_records_expired_unread_are_a_lost_sequence_range_with_the_shard_id(stre
     kinesis.shards["shardId-000000000000"].trimmed = 2
     bounds = _bounds(stream, kinesis, clock, {0: old[0] + 1})
     lost = bounds[0].lost
-    assert (lost.shard_id, lost.start, lost.end) == ("shardId-000000000000", old[0] + 1, recent)
+    assert (lost.partition, lost.start, lost.end) == (0, old[0] + 1, recent)
     assert bounds[0].earliest == recent
 
 

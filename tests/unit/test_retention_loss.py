@@ -27,6 +27,6 @@ def test_the_message_of_a_kinesis_stream_names_shards_sequence_numbers_and_says_
     message = retention_loss_message(STREAM, (LostRange(7, sequence, None), LostRange(2, 5, 9)))
     assert "Kinesis stream 'rides'" in message
     assert f"shard shardId-000000000007 (partition 7): sequence numbers [{sequence}, the shard's end)" in message
-    assert "shard shardId-000000000002 (partition 2): sequence numbers [5, 9);" in message, "no count: sparse"
+    assert "shard shardId-000000000002 (partition 2): sequence numbers [5, 9) were deleted" in message, "no count"
     assert "RetentionPeriodHours" in message and "how many records were lost is unknown" in message
     assert LostRange(7, sequence, None).to_json() == {"partition": 7, "start": str(sequence), "end": None}

@@ -1,4 +1,4 @@
-"""Retention overtaking a reader, at the two places it can be met: the Kafka source's planning
+"""Retention overtaking a reader, at the two places it can be met: the log source's planning
 (the driver sees the log start past a partition's position before it plans a batch) and a read
 task (the offsets left the log between planning and reading). Both name the exact lost offsets.
 Scripted stand-ins for the broker; tests/integration/test_world_faults.py runs the real one."""
@@ -10,20 +10,22 @@ import pytest
 from confluent_kafka import KafkaError
 from test_kafka_log_batched import Message, ScriptedConsumer, consumer  # noqa: F401 (the fixture)
 
-from connectors.kafka_log import LogBounds, RetentionLossError, read_ranges
-from spark_jobs.kafka_source.options import KafkaSourceOptions
-from spark_jobs.kafka_source.reader import KafkaLogReader
+from connectors.kafka_log import KafkaLog, LogBounds, read_ranges
+from spark_jobs.log_source.options import LogSourceOptions
+from spark_jobs.log_source.reader import LogReader
+from tidemark.log_connection import KafkaConnection
 from tidemark.partition_status import PartitionStatus
-from tidemark.retention_loss import LostOffsets
+from tidemark.retention_loss import LostRange, RetentionLossError
 from tidemark.source_state import PartitionState, SourceState
 
 TOPIC = "telemetry"
 
 
-class LogWithBounds:
-    """The driver's view of the log: its partitions and their bounds; nothing else may be asked."""
+class LogWithBounds(KafkaLog):
+    """The Kafka adapter over scripted bounds: its partitions and their bounds; no broker is asked."""
 
     def __init__(self, bounds: dict[int, LogBounds]):
+        super().__init__("b:1", TOPIC)
         self._bounds = bounds
 
     def partition_ids(self):
@@ -32,14 +34,10 @@ class LogWithBounds:
     def partition_bounds(self, partitions=None):
         return dict(self._bounds)
 
-    def close(self):
-        pass
 
-
-def _reader(bounds, **options) -> KafkaLogReader:
-    reader = KafkaLogReader(KafkaSourceOptions("b:1", TOPIC, **options), clock=lambda: 1_763_800_000.0)
-    reader._log = LogWithBounds(bounds)
-    return reader
+def _reader(bounds, **options) -> LogReader:
+    options = LogSourceOptions(KafkaConnection("b:1", TOPIC), **options)
+    return LogReader(options, clock=lambda: 1_763_800_000.0, open_log=lambda connection: LogWithBounds(bounds))
 
 
 def _state(positions: dict[int, int]) -> dict:
@@ -53,7 +51,7 @@ def test_planning_stops_before_a_batch_naming_the_offsets_that_left_the_log():
     reader = _reader({0: LogBounds(0, 100, 100), 1: LogBounds(70, 100, 100)})
     with pytest.raises(RetentionLossError) as raised:
         reader.latestOffset(_state({0: 100, 1: 40}), None)
-    assert raised.value.lost == (LostOffsets(1, 40, 70),)
+    assert raised.value.lost == (LostRange(1, 40, 70),)
     assert "partition 1: offsets [40, 70) (30 offsets) were deleted from the log before they were read" in str(
         raised.value
     )
@@ -63,7 +61,7 @@ def test_a_run_resumed_from_the_ledger_stops_the_same_way():
     reader = _reader({0: LogBounds(0, 100, 100), 1: LogBounds(70, 100, 100)}, resume_from=_state({0: 100, 1: 40}))
     with pytest.raises(RetentionLossError) as raised:
         reader.initialOffset()
-    assert raised.value.lost == (LostOffsets(1, 40, 70),)
+    assert raised.value.lost == (LostRange(1, 40, 70),)
 
 
 class RetentionMovedConsumer(ScriptedConsumer):
@@ -78,6 +76,6 @@ def test_a_read_task_that_meets_the_loss_names_the_offsets_up_to_the_earliest_re
     monkeypatch.setattr(confluent_kafka, "Consumer", RetentionMovedConsumer)
     with pytest.raises(RetentionLossError) as raised:
         list(read_ranges("b:1", TOPIC, {1: (40, 100)}, timeout_s=5))
-    assert raised.value.lost == (LostOffsets(1, 40, 70),)
+    assert raised.value.lost == (LostRange(1, 40, 70),)
     assert "partition 1: offsets [40, 70)" in str(raised.value)
     assert consumer.created[0].closed

@@ -86,7 +86,7 @@ def test_a_standalone_master_ships_code_and_jars_and_names_the_driver_address_it
     names = zipfile.ZipFile(zip_path).namelist()
     for module in (
         "tidemark/partition_watermark.py",
-        "spark_jobs/kafka_source/reader.py",
+        "spark_jobs/log_source/reader.py",
         "connectors/kafka_log.py",
         "connectors/jars.py",
     ):

@@ -1,1 +1,0 @@
-"""tidemark's Kinesis streaming source (PySpark Python Data Source on boto3)."""
