@@ -14,7 +14,7 @@ log timestamp its event time:
 Targets: (a) at 256 partitions takes at most 1.3x (a) at 4; (a) at 256 is at least as fast as (b)
 at 256 (wall time a/b <= 1.0). Peak RSS of (a) at 4 and 256 partitions is reported side by side.
 
-Planning, without Spark: the source's planner (spark_jobs.kafka_source.reader.KafkaLogReader) in this
+Planning, without Spark: the source's planner (spark_jobs.log_source.reader.LogReader) in this
 process against a topic of ``--planning-partitions`` partitions holding 10 records per partition
 over an hour: the seconds of its start (initialOffset), of its first batch (a backlog: several
 aligned steps packed up to the row budget, W_p unknown everywhere, the most questions a batch
@@ -105,8 +105,8 @@ def produce_spread(bootstrap: str, topic: str, partitions: int, records: int, sp
 
 def planning_figures(bench, partitions: int, max_records_per_batch: int) -> dict:
     """The source's planner alone on a topic of ``partitions`` partitions (see the module doc)."""
-    from spark_jobs.kafka_source.options import KafkaSourceOptions
-    from spark_jobs.kafka_source.reader import KafkaLogReader
+    from spark_jobs.log_source.options import LogSourceOptions
+    from spark_jobs.log_source.reader import LogReader
 
     topic = f"bench_planning_{partitions}"
     print(f"  planning on {topic} ...", file=sys.stderr, flush=True)
@@ -120,9 +120,8 @@ def planning_figures(bench, partitions: int, max_records_per_batch: int) -> dict
         )
         stream = bench.load_stream(bench.stream_config(bench.scratch / "planning", topic))
         tolerances = stream.event_time
-        options = KafkaSourceOptions(
-            bench.bootstrap,
-            topic,
+        options = LogSourceOptions(
+            stream.source.connection(),
             max_records_per_batch=max_records_per_batch,
             max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
             max_drift_ms=tolerances.max_drift_ms,
@@ -131,7 +130,7 @@ def planning_figures(bench, partitions: int, max_records_per_batch: int) -> dict
             read_tasks=2,
             max_partitions=max(partitions, stream.source.max_partitions),
         )
-        repeats = [_plan_three_batches(KafkaLogReader(options), max_records_per_batch) for _ in range(PLANNING_REPEATS)]
+        repeats = [_plan_three_batches(LogReader(options), max_records_per_batch) for _ in range(PLANNING_REPEATS)]
     except Exception as error:  # noqa: BLE001 - a failed planning run is recorded, the scenario goes on
         return {"failed": f"{type(error).__name__}: {error}"}
     first = sorted(repeat["batches"][0]["seconds"] for repeat in repeats)
