@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from tidemark.log_position import position_type_for, position_value
+from tidemark.log_position import position_value
 from tidemark.offset_coverage import LIVE_MODE
 from tidemark.stream_config import StreamConfig
 from tidemark.stream_overview import LedgerPoint, PartitionTotals, StreamOverview, build_stream_overview
@@ -64,10 +64,10 @@ def read_stream_overview(
         )
     rules = stream.quality.stall_rules()
     live = ledger.to_pyarrow_table(columns=_LEDGER_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
-    sparse = not position_type_for(stream.source.kind).dense
+    sparse = not stream.source.position_type.dense
     points = _charted_points(live, now_ms - window_ms, now_ms - rules.stall_timeout_ms, rules.window, sparse=sparse)
     totals = _totals(live)
-    partitions = {p.partition for p in points} | (set() if sparse else set(range(stream.source.partitions)))
+    partitions = {p.partition for p in points} | set(stream.source.fixed_partitions or ())
     log_ends, oldest_unread, notes = None, None, []
     if ask_log:
         try:
@@ -76,7 +76,7 @@ def read_stream_overview(
             partitions |= set(log_ends)
         except Exception as error:  # the page must still show the lake when the log is away
             notes = [
-                f"the log at {_log_address(stream)} did not answer ({error}): log ends and lag are the newest ledger rows'"
+                f"the log at {stream.source.address} did not answer ({error}): log ends and lag are the newest ledger rows'"
             ]
     overview = build_stream_overview(
         stream.name,
@@ -89,7 +89,7 @@ def read_stream_overview(
         last_sealed_hour_ms=last_sealed_hour_ms(stream),
         log_ends=log_ends,
         oldest_unread_ms=oldest_unread,
-        positions=position_type_for(stream.source.kind),
+        positions=stream.source.position_type,
     )
     return overview if not notes else _with_notes(overview, notes)
 
@@ -278,13 +278,6 @@ def _ask_kinesis(
         if shard.end > position:
             oldest[partition] = shard.first_unread_ms
     return ends, oldest, []
-
-
-def _log_address(stream: StreamConfig) -> str:
-    source = stream.source
-    if source.kind == "kinesis":
-        return f"Kinesis stream {source.stream!r} at {source.endpoint or 'AWS ' + source.region}"
-    return source.bootstrap_servers
 
 
 def _reachable(bootstrap_servers: str, timeout_s: float) -> None:

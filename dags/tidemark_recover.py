@@ -14,7 +14,6 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import Param, dag, task
 
-from tidemark.log_position import position_type_for
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import RecoveryLost
 from tidemark_airflow.alerts import alarm_callbacks
@@ -41,7 +40,7 @@ def recover_dag(stream: StreamConfig):
             "ranges": Param(
                 "",
                 type=["string", "array"],
-                description=f'{position_type_for(stream.source.kind).name} ranges, end exclusive: "100-200,300-350"',
+                description=f'{stream.source.position_type.name} ranges, end exclusive: "100-200,300-350"',
             ),
             "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
             "restart_live": Param(

@@ -68,7 +68,7 @@ from expectations.quality_tables import QualityTablesMissingError
 from expectations.quality_verdicts import NO_COUNT, LogBoundsView, hour_figures, partition_quality, recovery_request
 from tidemark.event_time_text import parse_event_time
 from tidemark.hour_report import HourReport, write_hour_report
-from tidemark.log_position import PositionType, position_type_for
+from tidemark.log_position import PositionType
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.quality_summary import write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
@@ -185,7 +185,7 @@ def _gather_facts(
     """Read the lake's facts for ``hours_ms``, each stage timed. A sweep gathers completeness and
     retention only."""
     settings = stream.quality
-    position_type = position_type_for(stream.source.kind)
+    position_type = stream.source.position_type
     with stages.time("ledger"):
         entries = lake.ledger()
         seals = lake.seals() if hours_ms and not sweep else {}
@@ -588,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         if files_missing and spark is None:
             lake = DeltaLakeFacts(stream, skip_missing_files=True)
         try:
-            if position_type_for(stream.source.kind).dense:
+            if stream.source.position_type.dense:
                 log_bounds = read_log_bounds(stream)
             else:  # Kinesis answers only at a position: the lake's
                 log_bounds = read_log_bounds(stream, lake.ledger())

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from stack.daemon import Daemon, tail
 from stack.environment import LOOPBACK, jars_root, kafka_port, tidemark_home
@@ -45,6 +46,9 @@ class KafkaBroker:
     state_dir: Path
     jars_dir: Path
     port: int
+
+    # What the demo calls it when it starts it.
+    title: ClassVar[str] = "the local Kafka broker"
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> KafkaBroker:
@@ -146,6 +150,14 @@ class KafkaBroker:
 
     def create_topic(self, name: str, partitions: int, config: Mapping[str, str] | None = None) -> str:
         return create_topic(self.bootstrap, name, partitions, config)
+
+    def has_log(self, name: str) -> bool:
+        """True when topic ``name`` exists on the broker (the embedded services' common question)."""
+        return _partition_count(_admin(self.bootstrap), self.bootstrap, name) is not None
+
+    def create_log(self, name: str, partitions: int) -> str:
+        """Create topic ``name`` (``create_topic``); the embedded services' common verb."""
+        return self.create_topic(name, partitions)
 
     @property
     def log_file(self) -> Path:

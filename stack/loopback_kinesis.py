@@ -27,6 +27,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from stack.daemon import Daemon
 from stack.environment import (
@@ -53,6 +54,9 @@ class LoopbackKinesis:
     access_key_id: str = LOOPBACK_KINESIS_IDENTITY[0]
     secret_access_key: str = LOOPBACK_KINESIS_IDENTITY[1]
     region: str = LOOPBACK_KINESIS_REGION
+
+    # What the demo calls it when it starts it.
+    title: ClassVar[str] = f"the loopback Kinesis (moto's server on {LOOPBACK})"
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> LoopbackKinesis:
@@ -151,6 +155,15 @@ class LoopbackKinesis:
                 f"(or `tidemark up`), then create the stream."
             )
         return create_stream(self.client(), self.endpoint, name, shards, timeout_s)
+
+    def has_log(self, name: str) -> bool:
+        """True when stream ``name`` exists on the server (the embedded services' common question)."""
+        return name in self.client().list_streams().get("StreamNames", [])
+
+    def create_log(self, name: str, partitions: int) -> str:
+        """Create stream ``name`` with ``partitions`` shards (``create_stream``); the embedded
+        services' common verb."""
+        return self.create_stream(name, partitions)
 
     def _wait_answering(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

@@ -161,10 +161,10 @@ def _time(param: str, value: Any) -> int:
 
 
 def _partitions(value: Any, stream: StreamConfig) -> tuple[int, ...]:
-    kinesis = stream.source.kind == "kinesis"
-    every = () if kinesis else tuple(range(stream.source.partitions))
+    # None: the log's partitions are not known here (Kinesis shards): empty asks the job for all it lists.
+    fixed = stream.source.fixed_partitions
     if value in (None, "", []):
-        return every
+        return () if fixed is None else fixed
     items = [item.strip() for item in value.split(",")] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
         raise BackfillRequestError("partitions", f'expected a list of partition numbers or "0,2", got {value!r}')
@@ -174,10 +174,8 @@ def _partitions(value: Any, stream: StreamConfig) -> tuple[int, ...]:
             raise BackfillRequestError("partitions", f"{item!r} is not a partition number")
         partition = int(item)
         # A Kinesis shard is numbered by its id: the job refuses one the stream does not list.
-        if not kinesis and partition not in every:
-            raise BackfillRequestError(
-                "partitions",
-                f"partition {partition} is outside [0, {len(every)}): stream {stream.name!r} has {len(every)} partitions",
-            )
+        refusal = stream.partition_refusal(partition)
+        if refusal is not None:
+            raise BackfillRequestError("partitions", refusal)
         partitions.add(partition)
     return tuple(sorted(partitions))

@@ -53,6 +53,11 @@ class KafkaConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, t
     def partition_words(self, partition: int) -> str:
         return f"partition {partition}"
 
+    def partition_fields(self, partition: int) -> dict[str, str]:
+        """What a log line adds to name ``partition`` in the log's own terms: nothing, a Kafka
+        partition's number is its name."""
+        return {}
+
     def planner_settings(self) -> dict:
         """What tidemark.batch_planner.BatchPlanner needs to know of this log beyond the event-time rules."""
         return {"open_transaction_timeout_ms": self.open_transaction_timeout_ms}
@@ -89,6 +94,10 @@ class KinesisConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
 
     def partition_words(self, partition: int) -> str:
         return f"shard {shard_id_of(partition)} (partition {partition})"
+
+    def partition_fields(self, partition: int) -> dict[str, str]:
+        """What a log line adds to name ``partition`` in the log's own terms: the shard's id."""
+        return {"shard_id": shard_id_of(partition)}
 
     def planner_settings(self) -> dict:
         return {}

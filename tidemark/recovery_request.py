@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from tidemark.log_position import position_type_for
 from tidemark.offset_coverage import OffsetRange, merge_ranges
 from tidemark.param_error import ParamError
 from tidemark.request_value import RequestValue
@@ -103,12 +102,9 @@ def check_recovery_request(request: RecoveryRequest, streams: Mapping[str, Strea
         raise RecoveryRequestError(
             "stream", f"unknown stream {request.stream!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
-    if stream.source.kind == "kafka" and request.partition >= stream.source.partitions:
-        raise RecoveryRequestError(
-            "partition",
-            f"partition {request.partition} is outside [0, {stream.source.partitions}): "
-            f"stream {stream.name!r} has {stream.source.partitions} partitions",
-        )
+    refusal = stream.partition_refusal(request.partition)
+    if refusal is not None:
+        raise RecoveryRequestError("partition", refusal)
     return request
 
 
@@ -128,8 +124,8 @@ def recovery_request_from_params(params: Mapping[str, Any], streams: Mapping[str
 def parse_recovery_form(params: Mapping[str, Any], streams: Mapping[str, StreamConfig]) -> RecoveryRequest:
     """Validate what a person typed into a RecoveryRequest; RecoveryRequestError otherwise.
 
-    ``stream``: a configured stream's name. ``partition``: an int (or a string of digits) in
-    [0, partitions of the stream). ``ranges``: "start-end,start-end", end exclusive; they may not
+    ``stream``: a configured stream's name. ``partition``: an int (or a string of digits) the
+    stream can have as a partition (StreamConfig.partition_refusal). ``ranges``: "start-end,start-end", end exclusive; they may not
     overlap, adjacent ones are merged. ``reason``: a non-empty text of at most 500 characters.
     ``restart_live``: true or false (absent: false).
     """
@@ -140,12 +136,12 @@ def parse_recovery_form(params: Mapping[str, Any], streams: Mapping[str, StreamC
         raise RecoveryRequestError(
             "stream", f"unknown stream {name!r}; configured streams: {', '.join(sorted(streams)) or '(none)'}"
         )
-    source = streams[name].source
+    stream = streams[name]
     partition = _whole_number("partition", params.get("partition"))
-    if partition < 0:
-        hint = f"is outside [0, {source.partitions})" if source.kind == "kafka" else f"is not {source.partition_hint}"
-        raise RecoveryRequestError("partition", f"partition {partition} {hint}")
-    ranges = _merged(_parse_ranges(params.get("ranges"), position_type_for(source.kind).name))
+    refusal = stream.partition_refusal(partition)
+    if refusal is not None:
+        raise RecoveryRequestError("partition", refusal)
+    ranges = _merged(_parse_ranges(params.get("ranges"), stream.source.position_type.name))
     reason = params.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise RecoveryRequestError("reason", "say why this recovery runs (a non-empty text)")

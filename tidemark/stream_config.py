@@ -179,6 +179,13 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
 
     # How positions are stored and named (offsets, BIGINT).
     position_type: ClassVar[PositionType] = KAFKA_OFFSETS
+    # The Airflow AWS connection the log's credentials come from: none, a topic is not in AWS.
+    aws_conn_id: ClassVar[None] = None
+    # The embedded stack's service (stack.services) that stands in for the log: the local broker.
+    local_service: ClassVar[str] = "kafka"
+    # False: a record's log time is what its producer set (CreateTime), so a backlog written now
+    # can carry past times, and a window of log times finds it there.
+    stamps_arrival_time: ClassVar[bool] = False
 
     def connection(self) -> KafkaConnection:
         """Where the topic is, as the one typed value that reaches every client of it."""
@@ -202,6 +209,16 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
     def description(self) -> str:
         """The log in a sentence's words, for DAG docs and messages."""
         return f"Kafka topic `{self.topic}` ({self.partitions} partitions) at {self.bootstrap_servers}"
+
+    @property
+    def address(self) -> str:
+        """Where a client reaches the log, for a message saying it did not answer: the brokers."""
+        return self.bootstrap_servers
+
+    @property
+    def created_partitions(self) -> int:
+        """How many partitions the topic is created with (the demo) and has."""
+        return self.partitions
 
     @property
     def partition_hint(self) -> str:
@@ -272,6 +289,11 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
 
     # How positions are stored and named (sequence numbers, fixed-width text keys).
     position_type: ClassVar[PositionType] = KINESIS_SEQUENCE_NUMBERS
+    # The embedded stack's service (stack.services) that stands in for the log: the loopback Kinesis.
+    local_service: ClassVar[str] = "kinesis"
+    # True: Kinesis stamps each record with its arrival (ApproximateArrivalTimestamp), whatever its
+    # producer says, so a window of log times (AT_TIMESTAMP) finds a backlog when it was written.
+    stamps_arrival_time: ClassVar[bool] = True
 
     def connection(self) -> KinesisConnection:
         """Where the stream is, as the one typed value that reaches every client of it."""
@@ -301,6 +323,18 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
         """The log in a sentence's words, for DAG docs and messages."""
         where = self.endpoint or f"AWS {self.region}"
         return f"Kinesis stream `{self.stream}` (created with {self.shards} shards; read as listed) at {where}"
+
+    @property
+    def address(self) -> str:
+        """Where a client reaches the log, for a message saying it did not answer: the stream and
+        its endpoint (or its AWS region)."""
+        return f"Kinesis stream {self.stream!r} at {self.endpoint or 'AWS ' + self.region}"
+
+    @property
+    def created_partitions(self) -> int:
+        """How many shards the stream is created with (the demo, `tidemark create-kinesis-stream`);
+        resharding changes what it has."""
+        return self.shards
 
     @property
     def partition_hint(self) -> str:
@@ -498,6 +532,20 @@ class StreamConfig(_Section):
                     "offline_devices.device_field",
                     f"{device_field!r} is a {declared[device_field].type}; a device id is a string, long or int",
                 )
+
+    def partition_refusal(self, partition: int) -> str | None:
+        """Why ``partition`` cannot be one of the stream's partitions, as "partition N is …";
+        None when it can be. A log with fixed partitions (a Kafka topic: 0 … partitions − 1) is
+        checked here; a Kinesis shard number only has to be a number, because which shards exist
+        is asked of the stream's listing, by the job, before any work (no network at parse time)."""
+        fixed = self.source.fixed_partitions
+        if fixed is not None and partition not in fixed:
+            return (
+                f"partition {partition} is outside [0, {len(fixed)}): stream {self.name!r} has {len(fixed)} partitions"
+            )
+        if partition < 0:
+            return f"partition {partition} is not {self.source.partition_hint}"
+        return None
 
     def table_path(self, table: str) -> str:
         """Location of one of the stream's Delta tables (events, ledger, quarantine, late, seals)."""

@@ -27,7 +27,6 @@ from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
-from stack.kafka_broker import KafkaBroker, create_topic
 from tidemark.backfill_result import backfill_result_from
 from tidemark.offline_devices_result import OfflineDevicesResult, OfflineDevicesResultError
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
@@ -49,15 +48,14 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     clock.step("jars")
     ensure_jars(jars_root(), GROUPS)
     stream = load_stream(os.environ["TIDEMARK_CONF"], stream_name)
-    kinesis = stream.source.kind == "kinesis"
-    airflow = _start_services(stream, kinesis, clock)
+    airflow = _start_services(stream, clock)
     reports = tidemark_home() / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    _produce_backlog(stream, kinesis, hours, bad_records, reports, clock)
+    _produce_backlog(stream, hours, bad_records, reports, clock)
     api, password = _run_persist_dag(stream, airflow, clock)
-    report_file = _persistence_report(stream, kinesis, reports, clock)
+    report_file = _persistence_report(stream, reports, clock)
     summary_html = _run_quality_dag(stream, api, reports, clock)
-    _run_backfill_dag(stream, kinesis, api, reports, clock)
+    _run_backfill_dag(stream, api, reports, clock)
     if stream.offline_devices is not None:
         _run_detector_dag(stream, api, clock)
     _print_where_to_look(stream, airflow, password, report_file, summary_html)
@@ -66,15 +64,10 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     return 0
 
 
-def _start_services(stream, kinesis: bool, clock: StepClock) -> AirflowStandalone:
+def _start_services(stream, clock: StepClock) -> AirflowStandalone:
     """The log (Kafka broker or loopback Kinesis, its topic or stream made), the loopback S3 when
     the lake is there, and Airflow; returns Airflow."""
-    if kinesis:
-        _start_kinesis_stream(stream, clock)
-    else:
-        _step("Starting the local Kafka broker", clock, "Kafka broker")
-        kafka = KafkaBroker.from_environment()
-        print(kafka.start())
+    _start_log(stream, clock)
     if os.environ.get("TIDEMARK_LAKE_STORE") == "s3":
         from stack.loopback_s3 import LoopbackS3
 
@@ -85,15 +78,14 @@ def _start_services(stream, kinesis: bool, clock: StepClock) -> AirflowStandalon
     _step("Starting Airflow", clock, "Airflow start")
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())
-    if not kinesis:
-        create_topic(stream.source.bootstrap_servers, stream.source.topic, stream.source.partitions)
     return airflow
 
 
-def _produce_backlog(stream, kinesis: bool, hours: int, bad_records: int, reports: Path, clock: StepClock) -> None:
+def _produce_backlog(stream, hours: int, bad_records: int, reports: Path, clock: StepClock) -> None:
     """A few simulated hours after the stream's global watermark (none when a demo just ran),
-    with the generator; its summary goes to ``reports/generated.json`` and, on Kinesis, the
-    minutes it arrived in to ``reports/arrived_<stream>.json`` (the backfill's window)."""
+    with the generator; its summary goes to ``reports/generated.json`` and, when the log stamps
+    records with their arrival (Kinesis), the minutes it arrived in to ``reports/arrived_<stream>.json``
+    (the backfill's window)."""
     from tidemark.event_time_text import format_event_time
 
     backlog = demo_backlog(int(time.time() * 1000), hours, last_global_watermark_ms(stream))
@@ -133,9 +125,9 @@ def _produce_backlog(stream, kinesis: bool, hours: int, bad_records: int, report
         ],
         quiet=True,
     )
-    if kinesis:
-        # Kinesis windows are by arrival time (AT_TIMESTAMP), and the whole backlog arrived
-        # now: the backfill below reads the minutes it was produced in.
+    if stream.source.stamps_arrival_time:
+        # Windows are of log times, here arrival times (AT_TIMESTAMP), and the whole backlog
+        # arrived now: the backfill below reads the minutes it was produced in.
         arrived = {"arrived_from": produced_from_ms, "arrived_until": int(time.time() * 1000) + MINUTE_MS}
         (reports / f"arrived_{stream.name}.json").write_text(json.dumps(arrived) + "\n")
 
@@ -161,14 +153,15 @@ def _run_persist_dag(stream, airflow: AirflowStandalone, clock: StepClock) -> tu
     return api, password
 
 
-def _persistence_report(stream, kinesis: bool, reports: Path, clock: StepClock) -> Path:
+def _persistence_report(stream, reports: Path, clock: StepClock) -> Path:
     """Print the per-partition (per-shard) report of what the lake holds; returns its JSON file."""
     from tidemark.duration import format_duration_ms
 
+    # What spark_jobs.persist.report gives: dense offsets can be counted, sparse sequence numbers not.
     _step(
-        "Per shard: its state, records read, persisted, late, quarantined, how far behind the shard's tip"
-        if kinesis
-        else "Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread",
+        "Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread"
+        if stream.source.position_type.dense
+        else "Per shard: its state, records read, persisted, late, quarantined, how far behind the shard's tip",
         clock,
         "persistence report",
     )
@@ -202,16 +195,17 @@ def _run_quality_dag(stream, api: AirflowApi, reports: Path, clock: StepClock):
     return summary_html
 
 
-def _run_backfill_dag(stream, kinesis: bool, api: AirflowApi, reports: Path, clock: StepClock) -> None:
-    """Backfill the backlog's window into a shadow table set and compare it with live: event
-    hours on Kafka, the minutes it arrived in on Kinesis (windows by arrival time)."""
+def _run_backfill_dag(stream, api: AirflowApi, reports: Path, clock: StepClock) -> None:
+    """Backfill the backlog's window into a shadow table set and compare it with live: a window
+    is of log times: the backlog's event hours where the producer sets them (Kafka's CreateTime),
+    the minutes it arrived in where the log stamps arrival (Kinesis)."""
     from tidemark.event_time_text import format_event_time
 
     backfill_dag = f"tidemark_backfill__{stream.name}"
-    if kinesis:
+    if stream.source.stamps_arrival_time:
         _step(
-            f"Running the DAG {backfill_dag}: the minutes the backlog arrived in (Kinesis windows are by arrival "
-            "time) read again into a shadow table set, compared with live",
+            f"Running the DAG {backfill_dag}: the minutes the backlog arrived in (the log's windows are by "
+            "arrival time) read again into a shadow table set, compared with live",
             clock,
             "backfill DAG run",
         )
@@ -271,20 +265,22 @@ def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, repo
     )
 
 
-def _start_kinesis_stream(stream, clock: StepClock) -> None:
-    """Start the loopback Kinesis and create the demo's stream. Its streams live in memory: a stream
-    created anew cannot be the one an existing lake was read from (its sequence numbers start
-    again), so that lake and its checkpoints are moved aside, and the demo starts a fresh one."""
+def _start_log(stream, clock: StepClock) -> None:
+    """Start the embedded service that stands in for the stream's log (``source.local_service``)
+    and make its topic or stream. A log made anew cannot be the one an existing lake was read
+    from (its positions start again; the loopback Kinesis keeps its streams in memory, so a
+    restart does it), so that lake and its checkpoints are moved aside and the demo starts a
+    fresh one."""
     import shutil
 
-    from stack.loopback_kinesis import LoopbackKinesis
+    from stack.services import service
 
-    _step("Starting the loopback Kinesis (moto's server on 127.0.0.1)", clock, "loopback Kinesis")
-    kinesis = LoopbackKinesis.from_environment()
-    print(kinesis.start())
-    client = kinesis.client()
-    existed = stream.source.stream in client.list_streams().get("StreamNames", [])
-    print(kinesis.create_stream(stream.source.stream, stream.source.shards))
+    source = stream.source
+    log_service = service(source.local_service)
+    _step(f"Starting {log_service.title}", clock, log_service.title)
+    print(log_service.start())
+    existed = log_service.has_log(source.log_name)
+    print(log_service.create_log(source.log_name, source.created_partitions))
     if existed:
         return
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -293,10 +289,7 @@ def _start_kinesis_stream(stream, clock: StepClock) -> None:
         if path.exists() and not folder.startswith("s3"):
             aside = path.with_name(f"{path.name}.before-{stamp}")
             shutil.move(str(path), str(aside))
-            print(
-                f"The Kinesis stream {stream.source.stream!r} is new (the loopback Kinesis keeps streams in memory): "
-                f"the lake read from the old one is kept at {aside}"
-            )
+            print(f"The {source.connection().log_words} is new: the lake read from an earlier one is kept at {aside}")
 
 
 def _print_backfill(xcom: dict | None) -> None:

@@ -113,7 +113,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             stream = load_stream(self.conf_path, self.stream)
             self._driver_conf = batch_job_conf(stream)
             # A Kinesis stream's keys come from the connection its source names (read in submit).
-            self._kinesis_conn_id = stream.source.aws_conn_id if stream.source.kind == "kinesis" else None
+            self._kinesis_conn_id = stream.source.aws_conn_id
         except (StreamConfigError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream

@@ -261,14 +261,16 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = lake_spark_session(f"tidemark-report-{stream.name}")
     spark.sparkContext.setLogLevel("ERROR")
-    if stream.source.kind == "kinesis":
-        shards = build_kinesis_report(spark, stream)
-        print(render_kinesis(stream, shards, sealing_summary(spark, stream)))
-        figures = [asdict(r) for r in shards]
-    else:
+    # Dense positions (offsets) can be counted: in the log, without a record, not yet read. Sparse
+    # ones (sequence numbers) count nothing: that report gives records read and the lag in time.
+    if stream.source.position_type.dense:
         reports = build_report(spark, stream)
         print(render(stream, reports, sealing_summary(spark, stream)))
         figures = [{**asdict(r), "in_log": r.in_log, "lag": r.lag} for r in reports]
+    else:
+        shards = build_kinesis_report(spark, stream)
+        print(render_kinesis(stream, shards, sealing_summary(spark, stream)))
+        figures = [asdict(r) for r in shards]
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=2) + "\n")

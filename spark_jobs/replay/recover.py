@@ -55,7 +55,6 @@ sys.path[0] = str(Path(__file__).resolve().parents[2])
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
-from tidemark.log_position import position_type_for  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
     OffsetRange,
@@ -136,24 +135,29 @@ def _write_result(path: Path | None, outcome: RecoveryOutcome) -> None:
 
 def lost_report(stream: StreamConfig, partition: int, result: RecoveryResult) -> dict:
     """The log line's fields for ranges that left the log before they were persisted, in the
-    log's words: a Kafka topic's offsets, a Kinesis stream's shard and sequence numbers (as text:
-    56 digits do not survive a JSON reader that parses numbers as doubles)."""
-    position = position_type_for(stream.source.kind).name
-    fields = {"partition": partition, "position": position, "lost": [list(span) for span in result.lost]}
+    log's words (``stream.source.connection()``): a Kafka topic's partition and offsets, a Kinesis
+    stream's shard (its id too) and sequence numbers."""
+    log = stream.source.connection()
+    positions = log.position_type
+    # Sparse positions go as text: 56 digits do not survive a JSON reader that parses numbers as doubles.
+    lost = [[start, end] if positions.dense else [str(start), str(end)] for start, end in result.lost]
     spans = ", ".join(f"[{start}, {end})" for start, end in result.lost)
-    where, count = f"Kafka topic {stream.source.log_name!r}, partition {partition}", ""
-    if stream.source.kind == "kinesis":
-        from tidemark.shard_lineage import shard_id_of
-
-        fields["shard_id"] = shard_id_of(partition)
-        fields["lost"] = [[str(start), str(end)] for start, end in result.lost]
-        where = f"Kinesis stream {stream.source.log_name!r}, shard {shard_id_of(partition)}"
-        count = " (sequence numbers are sparse: how many records they held is unknown, possibly none)"
-    fields["detail"] = (
-        f"{position}s {spans} of {where} left the log (retention) before they were persisted{count}: they cannot be "
-        "recovered; every other range was"
+    # Dense offsets bound the records a range held; sparse sequence numbers say nothing of it.
+    count = (
+        ""
+        if positions.dense
+        else f" ({positions.name}s are sparse: how many records they held is unknown, possibly none)"
     )
-    return fields
+    return {
+        "partition": partition,
+        "position": positions.name,
+        "lost": lost,
+        **log.partition_fields(partition),
+        "detail": (
+            f"{positions.name}s {spans} of {log.log_words}, {log.partition_words(partition)} left the log (retention) "
+            f"before they were persisted{count}: they cannot be recovered; every other range was"
+        ),
+    }
 
 
 def recover(

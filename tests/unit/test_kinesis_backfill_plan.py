@@ -263,6 +263,7 @@ def test_lost_sequences_are_reported_by_shard_and_as_text(tmp_path):
     report = lost_report(stream, 3, result)
     assert report["lost"] == [[str(start), str(end)]] and report["shard_id"] == "shardId-000000000003"
     assert report["detail"].startswith(
-        f"sequence numbers [{start}, {end}) of Kinesis stream {STREAM!r}, shard shardId-000000000003 left the log"
+        f"sequence numbers [{start}, {end}) of Kinesis stream {STREAM!r}, shard shardId-000000000003 (partition 3) "
+        "left the log"
     )
     assert "how many records they held is unknown" in report["detail"]
