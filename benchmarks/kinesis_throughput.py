@@ -102,7 +102,7 @@ def reader_alone(kinesis: LoopbackKinesis, shards: int, total_bytes: int) -> dic
         log.close()
     per_shard_bytes = total_bytes / shards / seconds
     # The reader allows itself at most 5 GetRecords per shard in any second (a sliding window,
-    # connectors.kinesis_log._CallRate): over a run shorter than a few seconds the mean rate
+    # connectors.kinesis_api._CallRate): over a run shorter than a few seconds the mean rate
     # says nothing, so the calls are reported as made, with the records each brought.
     return {
         "records": records,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from connectors import kafka_lookups
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.retention_loss import RetentionLossError
 
@@ -78,6 +79,11 @@ class KafkaLog:
     def of(cls, connection, timeout_s: float = 30.0) -> KafkaLog:
         """The log a tidemark.log_connection.KafkaConnection names."""
         return cls(connection.bootstrap_servers, connection.topic, timeout_s, connection=connection)
+
+    @property
+    def timeout_s(self) -> float:
+        """How long (s) a question to the broker may take before it fails."""
+        return self._timeout_s
 
     @property
     def _consumer(self):
@@ -272,6 +278,23 @@ class KafkaLog:
     def read_ranges(self, ranges: Mapping[int, tuple[int, int]]) -> Iterator[tuple[int, list[RawRecord]]]:
         """The data records of each {partition: (start, end)}: see the module's ``read_ranges``."""
         return read_ranges(self._bootstrap, self._topic, ranges, timeout_s=max(60.0, self._timeout_s))
+
+    # -- look-ups (connectors.kafka_lookups) -------------------------------------------------------
+
+    def bounds_now(self, positions: Mapping[int, int], finished: Iterable[int], check_retention: bool) -> dict:
+        return kafka_lookups.bounds_now(self, positions, finished, check_retention)
+
+    def look_before_run(self, ledger: Mapping) -> dict:
+        return kafka_lookups.look_before_run(self, ledger)
+
+    def unread_now(self, positions: Mapping[int, int], finished: Iterable[int]):
+        return kafka_lookups.unread_now(self, positions, finished)
+
+    def plan_recovery(self, request):
+        return kafka_lookups.plan_recovery(self, request)
+
+    def backfill_indexes(self, request) -> dict:
+        return kafka_lookups.backfill_indexes(self, request)
 
     def close(self) -> None:
         if self._clients is not None:

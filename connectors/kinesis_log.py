@@ -11,129 +11,43 @@ The Spark source then hands each planned range's buffered records to its tasks (
 re-reads a range from Kinesis (``read_range``) only when the buffer does not hold it (a replay
 after a restart, recovery, backfill).
 
-Limits respected: GetRecords at most ``max_calls_per_second`` per shard (Kinesis allows 5 per
-shard, shared by every consumer), at most 10,000 records a call; an iterator is reused while it
-continues exactly at the position and is younger than 4.5 minutes (Kinesis expires it after 5);
-throttling backs off and is counted, never raised. boto3 is imported inside the functions so the
-driver, the DAG files and the unit tests import this module cheaply; credentials are the
-stream's AWS connection's keys when the process environment holds them (TIDEMARK_KINESIS_*,
-tidemark.kinesis_access), else boto3's default chain, and are never logged.
+An iterator is reused while it continues exactly at the position and is younger than 4.5
+minutes (Kinesis expires it after 5). The calls themselves (rate, throttling, errors, the client
+and its credentials) are connectors.kinesis_api's; reads outside the buffer are
+connectors.kinesis_shard_reads'.
 """
 
 from __future__ import annotations
 
 import bisect
-import logging
-import random
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from connectors import kinesis_lookups
+from connectors.kinesis_api import (
+    EXPIRED,
+    FILL_THROTTLE_RETRIES,
+    HORIZON_PAGES,
+    KinesisApi,
+    KinesisRecord,
+    KinesisShardGoneError,
+    KinesisStreamNotFoundError,
+    kinesis_client,
+    kinesis_client_for,
+    record_of,
+    where_of,
+)
+from connectors.kinesis_shard_reads import read_range
 from tidemark.aligned_slices import LoggedRecord
-from tidemark.kinesis_access import KinesisAccess
 from tidemark.retention_loss import LostRange
-from tidemark.shard_lineage import ShardInfo, is_finished, partition_of, shard_from_listing, shard_id_of, waiting_for
-
-log = logging.getLogger(__name__)
+from tidemark.shard_lineage import ShardInfo, is_finished, shard_from_listing, shard_id_of, waiting_for
 
 # Kinesis expires an iterator 5 minutes after it is returned; half a minute of margin covers a
 # slow call and clock skew between driver and service.
 ITERATOR_LIFETIME_S = 270.0
 SHARD_REFRESH_S = 10.0
-# Throttling backoff: full jitter over an exponential, capped (AWS's architecture-blog advice).
-_BACKOFF_BASE_S = 0.1
-_BACKOFF_CAP_S = 5.0
-# A fill gives a throttled shard this many retries, then leaves it for the next fill: one hot
-# shard must not hold up planning the other 1,799. read_range (a Spark task) keeps retrying.
-_FILL_THROTTLE_RETRIES = 4
-# An empty page with MillisBehindLatest > 0 is followed; lost_to_retention looks this far for
-# the trim horizon's first record.
-_HORIZON_PAGES = 50
-
-_THROTTLED = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "LimitExceededException",
-        "ThrottlingException",
-        "KMSThrottlingException",
-    }
-)
-_REFUSED = frozenset(
-    {
-        "UnrecognizedClientException",
-        "InvalidSignatureException",
-        "ExpiredTokenException",
-        "ExpiredToken",
-        "AccessDenied",
-        "AccessDeniedException",
-        "IncompleteSignature",
-        "InvalidClientTokenId",
-        "MissingAuthenticationToken",
-        "SignatureDoesNotMatch",
-        "KMSAccessDeniedException",
-    }
-)
-
-
-class KinesisUnavailableError(RuntimeError):
-    """Kinesis could not be read. The message names the stream, the shard when there is one, and
-    the endpoint or region, and says what to check. ``stream``, ``shard_id`` and ``where`` hold
-    the same for code."""
-
-    def __init__(self, message: str, *, stream: str, where: str, shard_id: str | None = None, code: str = ""):
-        super().__init__(message)
-        self.code = code  # the API's error code, when Kinesis answered with one
-        self.stream = stream
-        self.where = where
-        self.shard_id = shard_id
-
-
-class KinesisStreamNotFoundError(KinesisUnavailableError):
-    """The stream does not exist in that account and region (or endpoint)."""
-
-
-class KinesisEndpointError(KinesisUnavailableError):
-    """The endpoint or region did not answer (connection refused, connect or read timeout)."""
-
-
-class KinesisCredentialsError(KinesisUnavailableError):
-    """Kinesis refused the credentials (unknown key, bad signature, expired token, access denied)."""
-
-
-class KinesisShardGoneError(KinesisUnavailableError):
-    """A shard the job was reading is no longer listed: it expired (retention) or the stream was
-    deleted and recreated under the same name."""
-
-
-@dataclass(frozen=True)
-class KinesisRecord:
-    """One data record: its sequence number, ApproximateArrivalTimestamp (ms, UTC), bytes and key."""
-
-    sequence: int
-    arrival_ms: int
-    data: bytes
-    partition_key: str
-
-    # As a tidemark.partitioned_log.LogRecord: the sequence is the position, the arrival the log
-    # timestamp, the partition key the key.
-    @property
-    def position(self) -> int:
-        return self.sequence
-
-    @property
-    def timestamp_ms(self) -> int:
-        return self.arrival_ms
-
-    @property
-    def key(self) -> bytes:
-        return self.partition_key.encode()
-
-    @property
-    def value(self) -> bytes:
-        return self.data
 
 
 @dataclass(frozen=True)
@@ -157,257 +71,6 @@ class ShardBounds:
     waiting_for: tuple[int, ...]
     millis_behind_latest: int | None
     listed: bool = True
-
-
-def kinesis_client(
-    region: str, endpoint: str | None = None, max_workers: int = 16, *, environ: Mapping[str, str] | None = None
-):
-    """A boto3 Kinesis client for ``region`` and ``endpoint``, failing fast when the endpoint does
-    not answer (3 s to connect, 10 s to read, no botocore retries: tidemark's own loop retries a
-    connection once and backs off throttling itself, so throttles are counted).
-
-    Its keys are the stream's AWS connection's when ``environ`` (default ``os.environ``) holds
-    TIDEMARK_KINESIS_ACCESS_KEY_ID and _SECRET_ACCESS_KEY (and _SESSION_TOKEN, if set), else
-    boto3's default chain; region and endpoint are always the caller's. Raises
-    tidemark.kinesis_access.KinesisAccessError when only one of the pair is set. A fresh session
-    per client: boto3 sessions are not thread-safe, clients are."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        connect_timeout=3,
-        read_timeout=10,
-        retries={"total_max_attempts": 1},
-        max_pool_connections=max(10, max_workers + 2),
-    )
-    settings = KinesisAccess.from_source(_Reached(region, endpoint), environ).client_settings()
-    keys = {name: value for name, value in settings.items() if name not in ("region_name", "endpoint_url")}
-    return boto3.session.Session().client("kinesis", region_name=region, endpoint_url=endpoint, config=config, **keys)
-
-
-class InjectedThrottling:
-    """A Kinesis client that refuses a fraction of GetRecords calls with Kinesis's throttling
-    error before asking the real one: the chaos switch of the throttling tests (a loopback
-    Kinesis never throttles). Everything else goes to ``client`` unchanged."""
-
-    def __init__(self, client, fraction: float, seed: int = 27):
-        self._client = client
-        self._fraction = fraction
-        self._random = random.Random(seed)
-        self.refused = 0
-
-    def get_records(self, **params):
-        if self._random.random() < self._fraction:
-            from botocore.exceptions import ClientError
-
-            self.refused += 1
-            raise ClientError(
-                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "Rate exceeded (injected)"}},
-                "GetRecords",
-            )
-        return self._client.get_records(**params)
-
-    def __getattr__(self, name):
-        return getattr(self._client, name)
-
-
-def kinesis_client_for(connection, max_workers: int = 16):
-    """The boto3 client this process reads ``connection`` (a tidemark.log_connection.KinesisConnection)
-    with, credentials from the environment, wrapped in the injected throttling when it asks for it."""
-    client = kinesis_client(connection.region, connection.endpoint, max_workers)
-    return InjectedThrottling(client, connection.injected_throttling) if connection.injected_throttling else client
-
-
-@dataclass(frozen=True)
-class _Reached:
-    """Where kinesis_client goes, as KinesisAccess reads a stream's source; the keys it finds do
-    not depend on the stream's name."""
-
-    region: str
-    endpoint: str | None
-    stream: str = ""
-
-
-def _where(region: str, endpoint: str | None) -> str:
-    return f"endpoint {endpoint} (region {region})" if endpoint else f"region {region}"
-
-
-_EXPIRED = object()  # GetRecords said ExpiredIteratorException: ask for a new iterator, not an error
-
-
-class _CallRate:
-    """At most ``per_second`` calls per shard in any second; a caller over it sleeps."""
-
-    def __init__(self, per_second: float, clock, sleep):
-        self._window = max(1, int(per_second))
-        self._span_s = self._window / per_second
-        self._clock = clock
-        self._sleep = sleep
-        self._calls: dict[str, deque] = {}
-        self._lock = threading.Lock()
-
-    def wait(self, shard_id: str) -> None:
-        with self._lock:
-            calls = self._calls.setdefault(shard_id, deque(maxlen=self._window))
-        # One thread per shard at a time (fill hands each shard to one worker): no lock needed here.
-        if len(calls) == self._window:
-            wait_s = calls[0] + self._span_s - self._clock()
-            if wait_s > 0:
-                self._sleep(wait_s)
-        calls.append(self._clock())
-
-
-class _Api:
-    """Kinesis calls for one stream: rate-limited GetRecords, throttling backed off and counted,
-    ExpiredIteratorException turned into ``_EXPIRED``, every other failure a KinesisUnavailableError
-    naming the stream, shard and endpoint."""
-
-    def __init__(self, client, stream: str, where: str, clock, sleep, max_calls_per_second: float):
-        self.client = client
-        self.stream = stream
-        self.where = where
-        self._clock = clock
-        self._sleep = sleep
-        self._rate = _CallRate(max_calls_per_second, clock, sleep)
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.throttled_calls = 0
-
-    def call(self, operation: str, shard_id: str | None = None, throttle_retries: int | None = None, **params):
-        """The API's answer; None when still throttled after ``throttle_retries`` retries
-        (None: retry for ever)."""
-        from botocore.exceptions import (
-            ClientError,
-            ConnectionClosedError,
-            ConnectTimeoutError,
-            EndpointConnectionError,
-            NoCredentialsError,
-            ReadTimeoutError,
-        )
-
-        throttled = 0
-        connection_failures = 0
-        while True:
-            if operation == "get_records" and shard_id is not None:
-                self._rate.wait(shard_id)
-            with self._lock:
-                self.calls += 1
-            try:
-                return getattr(self.client, operation)(**params)
-            except ClientError as error:
-                code = error.response.get("Error", {}).get("Code", "")
-                if code == "ExpiredIteratorException":
-                    return _EXPIRED
-                if code not in _THROTTLED:
-                    raise self._refused(error, code, operation, shard_id) from None
-                with self._lock:
-                    self.throttled_calls += 1
-                throttled += 1
-                if throttle_retries is not None and throttled > throttle_retries:
-                    log.info("kinesis throttled", extra={"stream": self.stream, "shard": shard_id, "code": code})
-                    return None
-                self._sleep(random.uniform(0.5, 1.0) * min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**throttled))
-            except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError) as error:
-                connection_failures += 1
-                if connection_failures > 1:
-                    raise KinesisEndpointError(
-                        f"Kinesis at {self.where} did not answer {_api_name(operation)} for stream {self.stream!r}"
-                        f"{_of_shard(shard_id)}: {error}. Check that the endpoint or region is right and reachable "
-                        "from this machine (network, proxy, VPC endpoint)",
-                        stream=self.stream,
-                        where=self.where,
-                        shard_id=shard_id,
-                    ) from None
-                self._sleep(0.2)
-            except NoCredentialsError:
-                raise KinesisCredentialsError(
-                    f"no AWS credentials found to read Kinesis stream {self.stream!r} at {self.where}: set them in "
-                    "the environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE) or the stream's Airflow "
-                    "AWS connection",
-                    stream=self.stream,
-                    where=self.where,
-                    shard_id=shard_id,
-                ) from None
-
-    def _refused(self, error, code: str, operation: str, shard_id: str | None) -> KinesisUnavailableError:
-        message = error.response.get("Error", {}).get("Message", "") or str(error)
-        asked = f"{_api_name(operation)} for stream {self.stream!r}{_of_shard(shard_id)} at {self.where}"
-        details = dict(stream=self.stream, where=self.where, shard_id=shard_id, code=code)
-        if code == "403" and error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
-            # A 403 whose body botocore could not parse (a proxy's, an endpoint policy's, moto's
-            # XML): the code is the status and the message the raw body, but a refusal all the same.
-            code, message = "HTTP 403", message.split("<Message>")[-1].split("</Message>")[0][:300]
-            details["code"] = code
-        if code in _REFUSED or code == "HTTP 403":
-            return KinesisCredentialsError(
-                f"Kinesis refused the credentials ({code}) on {asked}: {message}. Check the access key, secret and "
-                "session token in the environment or the stream's Airflow AWS connection, that they are not expired, "
-                "and that their policy allows kinesis:ListShards, GetShardIterator, GetRecords and "
-                "DescribeStreamSummary on this stream",
-                **details,
-            )
-        if code == "ResourceNotFoundException" and (shard_id is None or "shard" not in message.lower()):
-            return KinesisStreamNotFoundError(
-                f"Kinesis stream {self.stream!r} does not exist at {self.where} ({asked}: {message}). Check "
-                "source.stream, source.region and source.endpoint in conf/streams.yaml, and the AWS account of the "
-                "credentials",
-                **details,
-            )
-        if code == "ResourceNotFoundException":
-            return KinesisShardGoneError(
-                f"shard {shard_id} of Kinesis stream {self.stream!r} is no longer there ({asked}: {message}): it "
-                "expired (RetentionPeriodHours) or the stream was recreated. lost_to_retention reports what the lake "
-                "had not read of it",
-                **details,
-            )
-        return KinesisUnavailableError(f"Kinesis failed {asked}: {code}: {message}", **details)
-
-    def iterator(self, shard_id: str, position: int, starting_sequence: int | None) -> str | None:
-        """An iterator at the first record with sequence >= ``position``; None while throttled.
-
-        A shard's starting position is TRIM_HORIZON (everything retained). Otherwise
-        AFTER_SEQUENCE_NUMBER(position − 1): exact for integers, and position − 1 is the last
-        record read when the position came from reading. A position that is a record's own
-        sequence (a time-index answer) makes position − 1 a number Kinesis may refuse as not its
-        own (InvalidArgumentException): then AT_SEQUENCE_NUMBER(position), and as a last resort
-        TRIM_HORIZON, whose records below the position the reader drops.
-        """
-        if starting_sequence is not None and position <= starting_sequence:
-            asks = [("TRIM_HORIZON", None)]
-        else:
-            asks = [("AFTER_SEQUENCE_NUMBER", position - 1), ("AT_SEQUENCE_NUMBER", position), ("TRIM_HORIZON", None)]
-        for kind, sequence in asks:
-            params = {"StreamName": self.stream, "ShardId": shard_id, "ShardIteratorType": kind}
-            if sequence is not None:
-                params["StartingSequenceNumber"] = str(sequence)
-            try:
-                answer = self.call("get_shard_iterator", shard_id, _FILL_THROTTLE_RETRIES, **params)
-            except KinesisUnavailableError as error:
-                if error.code == "InvalidArgumentException":
-                    continue
-                raise
-            return None if answer is None else answer["ShardIterator"]
-        raise KinesisUnavailableError(
-            f"Kinesis refused every iterator for shard {shard_id} of stream {self.stream!r} at {self.where} from "
-            f"sequence {position}",
-            stream=self.stream,
-            where=self.where,
-            shard_id=shard_id,
-        )
-
-
-def _api_name(operation: str) -> str:
-    return "".join(part.capitalize() for part in operation.split("_"))
-
-
-def _of_shard(shard_id: str | None) -> str:
-    return f", shard {shard_id}" if shard_id else ""
-
-
-def _record(raw: Mapping) -> KinesisRecord:
-    arrival = raw["ApproximateArrivalTimestamp"]
-    arrival_ms = int(arrival.timestamp() * 1000) if hasattr(arrival, "timestamp") else int(float(arrival) * 1000)
-    return KinesisRecord(int(raw["SequenceNumber"]), arrival_ms, bytes(raw["Data"]), raw.get("PartitionKey", ""))
 
 
 @dataclass
@@ -515,11 +178,12 @@ class KinesisLog:
     ):
         self._stream = stream
         self._region, self._endpoint, self._max_calls_per_second = region, endpoint, max_calls_per_second
-        self._where = _where(region, endpoint)
+        self._where = where_of(region, endpoint)
         self._own_client = client is None
         client = client if client is not None else kinesis_client(region, endpoint, max_workers)
-        self._api = _Api(client, stream, self._where, clock, sleep, max_calls_per_second)
+        self._api = KinesisApi(client, stream, self._where, clock, sleep, max_calls_per_second)
         self._clock = clock
+        self._sleep = sleep
         self._max_records_per_call = max_records_per_call
         self._max_workers = max_workers
         self._shard_refresh_s = shard_refresh_s
@@ -528,6 +192,25 @@ class KinesisLog:
         self._summary: dict | None = None
         self._states: dict[int, _Shard] = {}
         self._pool: ThreadPoolExecutor | None = None
+
+    def stream_reached(self) -> tuple[str, str, str | None]:
+        """(stream name, region, endpoint): the first arguments of connectors.kinesis_shard_reads'
+        functions."""
+        return self._stream, self._region, self._endpoint
+
+    def read_settings(self) -> dict:
+        """The keyword arguments that make connectors.kinesis_shard_reads' functions read as this
+        log does: its client, clock, sleep and per-shard call rate."""
+        return {
+            "client": self._api.client,
+            "clock": self._clock,
+            "sleep": self._sleep,
+            "max_calls_per_second": self._max_calls_per_second,
+        }
+
+    def now_s(self) -> float:
+        """This log's clock (seconds since the epoch)."""
+        return self._clock()
 
     @property
     def calls(self) -> int:
@@ -566,7 +249,8 @@ class KinesisLog:
         self._listed_at_s = self._clock()
         return listing
 
-    def _stream_summary(self) -> dict:
+    def stream_summary(self) -> dict:
+        """DescribeStreamSummary's answer, asked once per log (retention hours, creation time)."""
         if self._summary is None:
             answer = self._api.call("describe_stream_summary", None, None, StreamName=self._stream)
             self._summary = answer["StreamDescriptionSummary"]
@@ -651,7 +335,7 @@ class KinesisLog:
             else:
                 limit = max(1, min(self._max_records_per_call, max_records - len(state.records)))
             page = self._get_records(shard, iterator, limit)
-            if page is _EXPIRED:
+            if page is EXPIRED:
                 state.iterator = None
                 continue
             if page is None:
@@ -674,7 +358,7 @@ class KinesisLog:
             self._api.call,
             "get_records",
             shard.shard_id,
-            _FILL_THROTTLE_RETRIES,
+            FILL_THROTTLE_RETRIES,
             ShardIterator=iterator,
             Limit=limit,
         )
@@ -700,7 +384,7 @@ class KinesisLog:
 
     def _absorb(self, state: _Shard, page: Mapping, limit: int) -> None:
         raw = page.get("Records", [])
-        state.append([_record(record) for record in raw])
+        state.append([record_of(record) for record in raw])
         state.millis_behind_latest = page.get("MillisBehindLatest")
         following = page.get("NextShardIterator")
         if following is None:
@@ -872,7 +556,7 @@ class KinesisLog:
         last_read_ms = dict(last_read_ms or {})
         finished = set(finished)
         shards = self.shards(refresh=True)
-        summary = self._stream_summary()
+        summary = self.stream_summary()
         horizon_ms = int(self._clock() * 1000) - int(summary.get("RetentionPeriodHours", 24)) * 3_600_000
         created = summary.get("StreamCreationTimestamp")
         created_ms = int(created.timestamp() * 1000) if hasattr(created, "timestamp") else None
@@ -912,11 +596,11 @@ class KinesisLog:
         )
         while iterator is None:  # throttled: the iterator call has backed off; ask again
             iterator = self._api.iterator(shard.shard_id, shard.starting_sequence, shard.starting_sequence)
-        for _ in range(_HORIZON_PAGES):
+        for _ in range(HORIZON_PAGES):
             page = self._per_shard(
                 shard, self._api.call, "get_records", shard.shard_id, None, ShardIterator=iterator, Limit=1
             )
-            if page is _EXPIRED:
+            if page is EXPIRED:
                 iterator = self._api.iterator(shard.shard_id, shard.starting_sequence, shard.starting_sequence)
                 continue
             if page["Records"]:
@@ -980,20 +664,27 @@ class KinesisLog:
         """The records of each {partition: (start, end)}, shard by shard (``read_range``)."""
         for partition, (start, end) in sorted(ranges.items()):
             records = list(
-                read_range(
-                    self._stream,
-                    self._region,
-                    self._endpoint,
-                    shard_id_of(partition),
-                    start,
-                    end,
-                    client=self._api.client,
-                    clock=self._clock,
-                    max_calls_per_second=self._max_calls_per_second,
-                )
+                read_range(*self.stream_reached(), shard_id_of(partition), start, end, **self.read_settings())
             )
             if records:
                 yield partition, records
+
+    # -- look-ups (connectors.kinesis_lookups) -----------------------------------------------------
+
+    def bounds_now(self, positions: Mapping[int, int], finished: Iterable[int], check_retention: bool) -> dict:
+        return kinesis_lookups.bounds_now(self, positions, finished, check_retention)
+
+    def look_before_run(self, ledger: Mapping) -> dict:
+        return kinesis_lookups.look_before_run(self, ledger)
+
+    def unread_now(self, positions: Mapping[int, int], finished: Iterable[int]):
+        return kinesis_lookups.unread_now(self, positions, finished)
+
+    def plan_recovery(self, request):
+        return kinesis_lookups.plan_recovery(self, request)
+
+    def backfill_indexes(self, request) -> dict:
+        return kinesis_lookups.backfill_indexes(self, request)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -1001,213 +692,3 @@ class KinesisLog:
             self._pool = None
         if self._own_client and hasattr(self._api.client, "close"):
             self._api.client.close()
-
-
-def read_range(
-    stream: str,
-    region: str,
-    endpoint: str | None,
-    shard_id: str,
-    start: int,
-    end: int,
-    *,
-    client=None,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    max_calls_per_second: float = 5.0,
-) -> Iterator[KinesisRecord]:
-    """The records of one shard with start <= sequence < end, in order, read from Kinesis.
-
-    For Spark tasks replaying a range the driver's buffer no longer holds. Deterministic for
-    ranges below what was already read: it stops at the first sequence >= ``end``, at the shard's
-    end (no NextShardIterator) or when caught up (an empty page with MillisBehindLatest 0), and
-    follows empty pages with MillisBehindLatest > 0. Throttling backs off and retries (never
-    raised); an expired iterator is replaced at the last position read. Raises
-    KinesisUnavailableError (or a subclass) naming the stream, shard and endpoint.
-    """
-    if end <= start:
-        return
-    api = _Api(
-        client if client is not None else kinesis_client(region, endpoint, 1),
-        stream,
-        _where(region, endpoint),
-        clock,
-        sleep,
-        max_calls_per_second,
-    )
-    position = start
-    iterator = None
-    while True:
-        while iterator is None:
-            # A start of 0 or below cannot be "after" anything Kinesis accepts: read from the horizon.
-            iterator = api.iterator(shard_id, position, 0 if position <= 0 else None)
-        page = api.call("get_records", shard_id, None, ShardIterator=iterator, Limit=10_000)
-        if page is _EXPIRED:
-            iterator = None
-            continue
-        for raw in page.get("Records", []):
-            record = _record(raw)
-            if record.sequence < position:
-                continue
-            if record.sequence >= end:
-                return
-            yield record
-            position = record.sequence + 1
-        iterator = page.get("NextShardIterator")
-        if iterator is None or (not page.get("Records") and page.get("MillisBehindLatest") == 0):
-            return
-
-
-def first_records_at(
-    stream: str,
-    region: str,
-    endpoint: str | None,
-    shard_ids: Iterable[str],
-    timestamp_ms: int | None,
-    *,
-    client=None,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    max_calls_per_second: float = 5.0,
-    max_workers: int = 16,
-) -> dict[int, LoggedRecord | None]:
-    """Kinesis's time index, asked of the service: per shard (by partition), the first record whose
-    ApproximateArrivalTimestamp is at or after ``timestamp_ms`` (ms, UTC), as
-    LoggedRecord(sequence, arrival ms); ``timestamp_ms`` None asks for the first retained record
-    (TRIM_HORIZON). None for a shard that holds no such record now: it is caught up (an empty page
-    with MillisBehindLatest 0) or closed and read to its end before one.
-
-    AT_TIMESTAMP is the *arrival* time Kinesis stamped, never a producer's event time; a time
-    older than the trim horizon answers the first retained record. Empty pages with
-    MillisBehindLatest > 0 are followed (the records are further on); throttling backs off and
-    retries; an expired iterator is asked for again. Shards are asked concurrently (at most
-    ``max_workers`` at a time), each call within the per-shard rate. Raises
-    KinesisUnavailableError (or a subclass) naming the stream, shard and endpoint.
-    """
-    import datetime
-
-    api = _Api(
-        client if client is not None else kinesis_client(region, endpoint, max_workers),
-        stream,
-        _where(region, endpoint),
-        clock,
-        sleep,
-        max_calls_per_second,
-    )
-    if timestamp_ms is None:
-        ask = {"ShardIteratorType": "TRIM_HORIZON"}
-    else:
-        at = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
-        ask = {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": at}
-
-    def iterator(shard_id: str) -> str:
-        answer = api.call("get_shard_iterator", shard_id, None, StreamName=stream, ShardId=shard_id, **ask)
-        return answer["ShardIterator"]
-
-    def first(shard_id: str) -> LoggedRecord | None:
-        current = iterator(shard_id)
-        while True:
-            page = api.call("get_records", shard_id, None, ShardIterator=current, Limit=100)
-            if page is _EXPIRED:
-                current = iterator(shard_id)
-                continue
-            for raw in page.get("Records", []):
-                record = _record(raw)
-                # Kinesis answers at or after the time; a record stamped a fraction of a
-                # millisecond earlier than asked is not "at or after" in milliseconds.
-                if timestamp_ms is None or record.arrival_ms >= timestamp_ms:
-                    return LoggedRecord(record.sequence, record.arrival_ms)
-            following = page.get("NextShardIterator")
-            if following is None or (not page.get("Records") and page.get("MillisBehindLatest") == 0):
-                return None
-            current = following
-
-    shard_ids = list(shard_ids)
-    if not shard_ids:
-        return {}
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
-        answers = list(pool.map(first, shard_ids))
-    return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}
-
-
-# How far back ``shard_tips`` looks for a shard's newest record, widening until it finds one (ms):
-# a busy shard answers within the first minute, a quiet one within the retention.
-TIP_LOOKBACKS_MS = (60_000, 15 * 60_000, 2 * 3_600_000, 24 * 3_600_000, 7 * 24 * 3_600_000)
-
-
-def shard_tips(
-    stream: str,
-    region: str,
-    endpoint: str | None,
-    shard_ids: Iterable[str],
-    *,
-    client=None,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-    max_calls_per_second: float = 5.0,
-    max_workers: int = 16,
-    lookbacks_ms: Sequence[int] = TIP_LOOKBACKS_MS,
-) -> dict[int, int | None]:
-    """Per shard (by partition), the exclusive end of its records now: its newest record's
-    sequence number + 1 (None: no record retained within the longest look back).
-
-    Kinesis names no shard's newest sequence number. The newest records are found from their
-    arrival: AT_TIMESTAMP a minute ago, read to the tip (a page at MillisBehindLatest 0 that is
-    not full, or an empty one); none, then further back (``lookbacks_ms``). The cost is reading
-    what arrived in the first window that holds a record: for a recovery request of a stalled
-    shard, which must name everything unread up to now, not only what a probe read. Shards are
-    asked concurrently; the rate, throttling and errors as ``first_records_at``."""
-    import datetime
-
-    api = _Api(
-        client if client is not None else kinesis_client(region, endpoint, max_workers),
-        stream,
-        _where(region, endpoint),
-        clock,
-        sleep,
-        max_calls_per_second,
-    )
-
-    def newest_since(shard_id: str, since_ms: int) -> int | None:
-        at = datetime.datetime.fromtimestamp(since_ms / 1000, tz=datetime.UTC)
-        ask = {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": at}
-        current = api.call("get_shard_iterator", shard_id, None, StreamName=stream, ShardId=shard_id, **ask)[
-            "ShardIterator"
-        ]
-        newest = None
-        while True:
-            page = api.call("get_records", shard_id, None, ShardIterator=current, Limit=10_000)
-            if page is _EXPIRED:
-                current = api.call(
-                    "get_shard_iterator",
-                    shard_id,
-                    None,
-                    StreamName=stream,
-                    ShardId=shard_id,
-                    ShardIteratorType="AFTER_SEQUENCE_NUMBER" if newest is not None else "AT_TIMESTAMP",
-                    **({"StartingSequenceNumber": str(newest)} if newest is not None else {"Timestamp": at}),
-                )["ShardIterator"]
-                continue
-            records = page.get("Records", [])
-            if records:
-                newest = _record(records[-1]).sequence
-            following = page.get("NextShardIterator")
-            at_tip = page.get("MillisBehindLatest") == 0 and len(records) < 10_000
-            if following is None or at_tip:
-                return newest
-            current = following
-
-    def tip(shard_id: str) -> int | None:
-        now_ms = int(clock() * 1000)
-        for lookback in lookbacks_ms:
-            newest = newest_since(shard_id, now_ms - lookback)
-            if newest is not None:
-                return newest + 1
-        return None
-
-    shard_ids = list(shard_ids)
-    if not shard_ids:
-        return {}
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
-        answers = list(pool.map(tip, shard_ids))
-    return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}

@@ -71,8 +71,7 @@ def read_stream_overview(
     log_ends, oldest_unread, notes = None, None, []
     if ask_log:
         try:
-            ask = _ask_kinesis if sparse else _ask_log
-            log_ends, oldest_unread, notes = ask(stream, points, log_timeout_s)
+            log_ends, oldest_unread, notes = _ask_log(stream, points, log_timeout_s)
             partitions |= set(log_ends)
         except Exception as error:  # the page must still show the lake when the log is away
             notes = [
@@ -223,76 +222,22 @@ def _newest_ms(times) -> int | None:
 def _ask_log(
     stream: StreamConfig, points: list[LedgerPoint], timeout_s: float
 ) -> tuple[dict[int, int], dict[int, int | None], list[str]]:
-    """The log's readable end per partition now; per lagging partition the log time of the
-    record at its position (None: only offsets without data before the end); notes for a
-    person when those times could not be read (a position the log no longer retains)."""
-    from connectors.kafka_log import KafkaLog, first_records
-    from tidemark.retention_loss import RetentionLossError
+    """The log's ends now against the newest ledger point per partition, per lagging partition
+    the log time of its first unread record, and notes for a person
+    (tidemark.partitioned_log.PartitionedLog.unread_now). A FINISHED partition is not asked."""
+    from connectors.partitioned_logs import open_log
 
-    _reachable(stream.source.bootstrap_servers, timeout_s)
-    log = KafkaLog(stream.source.bootstrap_servers, stream.source.topic, timeout_s=timeout_s)
-    try:
-        ends = {partition: bounds.end for partition, bounds in log.partition_bounds().items()}
-    finally:
-        log.close()
-    positions: dict[int, int] = {}
-    for point in sorted(points, key=lambda p: p.read_time_ms):
-        positions[point.partition] = point.position
-    lagging = {p: position for p, position in positions.items() if ends.get(p, position) > position}
-    if not lagging:
-        return ends, {}, []
-    try:
-        records = first_records(stream.source.bootstrap_servers, stream.source.topic, lagging, timeout_s=timeout_s)
-    except (RetentionLossError, TimeoutError) as error:
-        return (
-            ends,
-            {},
-            [f"retention deadlines unknown: {error} (the quality run's retention check reports lost offsets)"],
-        )
-    return ends, {p: None if r is None else r.timestamp_ms for p, r in records.items()}, []
-
-
-def _ask_kinesis(
-    stream: StreamConfig, points: list[LedgerPoint], timeout_s: float
-) -> tuple[dict[int, int], dict[int, int | None], list[str]]:
-    """Each shard probed at its live position (connectors.log_bounds, no retention read): its
-    end as "unread or not", and per shard with unread records the arrival time of the first one
-    (its deadline is that plus the retention). A FINISHED shard is not asked."""
-    from connectors.log_bounds import read_log_bounds
-
-    if stream.source.endpoint:
-        from urllib.parse import urlsplit
-
-        url = urlsplit(stream.source.endpoint)
-        _reachable(f"{url.hostname}:{url.port or (443 if url.scheme == 'https' else 80)}", timeout_s)
     newest: dict[int, LedgerPoint] = {}
     for point in sorted(points, key=lambda p: p.read_time_ms):
         newest[point.partition] = point
     positions = {p: point.position for p, point in newest.items()}
     finished = {p for p, point in newest.items() if point.reading_status == "FINISHED"}
-    bounds = read_log_bounds(stream, positions, finished, check_retention=False)
-    ends, oldest = {}, {}
-    for partition, shard in bounds.items():
-        position = positions.get(partition, shard.earliest)
-        ends[partition] = position + 1 if shard.end > position else position
-        if shard.end > position:
-            oldest[partition] = shard.first_unread_ms
-    return ends, oldest, []
-
-
-def _reachable(bootstrap_servers: str, timeout_s: float) -> None:
-    """Raise ConnectionError unless one bootstrap server accepts a connection: a client would
-    retry a refused broker for its whole timeout, and the page must answer at once."""
-    import socket
-
-    for server in bootstrap_servers.split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            socket.create_connection((host, int(port)), timeout=min(timeout_s, 0.5)).close()
-            return
-        except (OSError, ValueError):
-            continue
-    raise ConnectionError(f"no broker of {bootstrap_servers} accepts connections")
+    log = open_log(stream.source.connection(), timeout_s=timeout_s)
+    try:
+        unread = log.unread_now(positions, finished)
+    finally:
+        log.close()
+    return unread.ends, unread.oldest_unread_ms, list(unread.notes)
 
 
 def _with_notes(overview: StreamOverview, notes: list[str]) -> StreamOverview:

@@ -16,27 +16,29 @@ from tidemark.log_connection import KafkaConnection, KinesisConnection, LogConne
 from tidemark.partitioned_log import PartitionedLog
 
 
-def _kafka(connection: KafkaConnection, role: str) -> PartitionedLog:
+def _kafka(connection: KafkaConnection, role: str, timeout_s: float | None) -> PartitionedLog:
     from connectors.kafka_log import KafkaLog
 
-    return KafkaLog.of(connection)
+    return KafkaLog.of(connection) if timeout_s is None else KafkaLog.of(connection, timeout_s)
 
 
-def _kinesis(connection: KinesisConnection, role: str) -> PartitionedLog:
+def _kinesis(connection: KinesisConnection, role: str, timeout_s: float | None) -> PartitionedLog:
     from connectors.kinesis_log import KinesisLog
 
-    # A task reads its shards one after the other: one connection is enough.
+    # A task reads its shards one after the other: one connection is enough. Its client has its
+    # own short timeouts (connectors.kinesis_api.kinesis_client).
     return KinesisLog.of(connection, max_workers=1 if role == "task" else 16)
 
 
 _ADAPTERS = {KafkaConnection: _kafka, KinesisConnection: _kinesis}
 
 
-def open_log(connection: LogConnection, role: str = "driver") -> PartitionedLog:
+def open_log(connection: LogConnection, role: str = "driver", timeout_s: float | None = None) -> PartitionedLog:
     """The log ``connection`` names, opened for a ``role``: "driver" (planning, look-ups) or
-    "task" (a Spark task reading ranges). The caller closes it."""
+    "task" (a Spark task reading ranges). ``timeout_s``: how long a question may take (None:
+    the adapter's default). The caller closes it."""
     try:
         opener = _ADAPTERS[type(connection)]
     except KeyError:
         raise TypeError(f"no adapter reads a {type(connection).__name__}") from None
-    return opener(connection, role)
+    return opener(connection, role, timeout_s)

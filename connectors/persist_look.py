@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from connectors.error_line import one_line
 from tidemark.furthest_live_row import FURTHEST_FIRST, furthest_key, furthest_per_partition
-from tidemark.log_position import position_type_for, position_value
+from tidemark.log_position import position_value
 from tidemark.nothing_new import LedgerPartition, LogPartitionNow, PersistLook, look_for_work
 from tidemark.offset_coverage import LIVE_MODE
 from tidemark.partition_status import PartitionStatus
@@ -51,7 +51,7 @@ def look_before_persist(stream: StreamConfig, now_ms: int | None = None, log_tim
         standing.global_watermark_ms,
         stream.event_time.idle_timeout_ms,
         now_ms,
-        position_type_for(stream.source.kind).name,
+        stream.source.position_type.name,
     )
 
 
@@ -86,49 +86,11 @@ def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
 
 
 def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -> dict[int, LogPartitionNow]:
-    if stream.source.kind == "kinesis":
-        from connectors.log_bounds import read_log_bounds
+    """The log's partitions now against the ledger's rows, asked of the stream's log."""
+    from connectors.partitioned_logs import open_log
 
-        positions = {p: row.position for p, row in standing.partitions.items()}
-        finished = [p for p, row in standing.partitions.items() if row.status == PartitionStatus.FINISHED]
-        bounds = read_log_bounds(stream, positions, finished, check_retention=False)
-        # Kinesis tells no shard's last arrival here: an ACTIVE shard may turn IDLE (None).
-        return {
-            p: LogPartitionNow(
-                b.earliest,
-                b.end,
-                unsettled=None
-                if b.caught_up or p in finished
-                else "the probe ended behind the shard's tip (MillisBehindLatest > 0)",
-                finished=b.finished and p not in finished,
-            )
-            for p, b in bounds.items()
-            if b.listed or p in standing.partitions
-        }
-    from connectors.kafka_log import KafkaLog
-
-    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic, timeout_s=timeout_s)
+    log = open_log(stream.source.connection(), timeout_s=timeout_s)
     try:
-        bounds = kafka.partition_bounds()
-        # Only an ACTIVE partition with nothing unread can change by the clock alone (turn IDLE):
-        # its last record's time decides it (one small read each; none when all are IDLE).
-        caught_up_active = {
-            p: b.end
-            for p, b in bounds.items()
-            if p in standing.partitions
-            and standing.partitions[p].status == PartitionStatus.ACTIVE
-            and b.end == standing.partitions[p].position
-            and b.written_end == b.end
-        }
-        last_produced = kafka.last_record_times(caught_up_active) if caught_up_active else {}
+        return log.look_before_run(standing.partitions)
     finally:
-        kafka.close()
-    return {
-        p: LogPartitionNow(
-            b.earliest,
-            b.end,
-            unsettled=f"a transaction is open past offset {b.end}" if b.written_end > b.end else None,
-            last_produced_ms=last_produced.get(p),
-        )
-        for p, b in bounds.items()
-    }
+        log.close()

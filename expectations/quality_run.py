@@ -95,7 +95,7 @@ def run_quality(
     then only the stream-wide stall and retention checks run) of ``stream``, write the reports
     and return what was found. ``log_bounds`` maps each partition of the log to its bounds now;
     ``now_ms`` is the time the stall rules judge at. A Kinesis stream's bounds are
-    connectors.log_bounds.ShardLogBounds; its positions are sequence numbers, checked through its
+    connectors.kinesis_lookups.ShardLogBounds; its positions are sequence numbers, checked through its
     PositionType (never subtracted).
 
     ``lake`` answers the facts of the stream's tables: expectations.delta_lake_facts.DeltaLakeFacts

@@ -140,7 +140,7 @@ def _sequence_family() -> CheckFamily:
 def kinesis_facts(
     positions: dict[int, int | None], bounds: dict, holes: dict[int, list[OffsetRange]], sequence_type: PositionType
 ) -> list[RetentionFacts]:
-    """Shards with a live position and bounds (connectors.log_bounds.ShardLogBounds), in order;
+    """Shards with a live position and bounds (connectors.kinesis_lookups.ShardLogBounds), in order;
     a finished shard (closed, read to its end) can lose nothing unread."""
     rows = []
     for partition in sorted(positions):

@@ -99,7 +99,7 @@ def facts(
     finished: set[int] = frozenset(),
 ) -> list[StallFacts]:
     """One row per partition. Kinesis (``position_type`` not dense): ``bounds`` are the shards'
-    connectors.log_bounds.ShardLogBounds, ``finished`` the partitions the ledger marks FINISHED."""
+    connectors.kinesis_lookups.ShardLogBounds, ``finished`` the partitions the ledger marks FINISHED."""
     if not position_type.dense:
         return [
             _shard_facts(entries, partition, rules, now_ms, positions, position_type, (bounds or {}), finished)

@@ -32,19 +32,17 @@ import sys
 import time
 from pathlib import Path
 
-import msgspec
-
 from generator.bad_records import BadRecord
-from generator.kafka_target import KafkaTarget, KafkaTargetError
-from generator.kinesis_sink import KinesisSink, KinesisSinkError
+from generator.destinations import DESTINATION_ERRORS, foreign_flag, open_destination
+from generator.kafka_target import KafkaTarget
+from generator.kinesis_sink import KinesisSink
 from generator.production_plan import ProductionPlan
 from generator.production_summary import PartitionTally, run_summary
 from generator.profiles import DEFAULT_PROFILE_ORDER, HOUR_MS, MINUTE_MS, PROFILES, RateProfile, profile_named
 from tidemark.config_values import endpoint_url
 from tidemark.duration import format_duration_ms, parse_duration_ms
 from tidemark.event_time_text import format_event_time, parse_event_time
-from tidemark.kinesis_access import KinesisAccess, KinesisAccessError
-from tidemark.stream_config import KinesisSource, StreamConfig, StreamConfigError, load_stream
+from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,13 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     except StreamConfigError as error:
         parser.error(str(error))
 
-    kinesis = isinstance(stream.source, KinesisSource)
-    _check_destination_flags(args, stream, parser)
+    foreign = foreign_flag(args, stream)
+    if foreign:
+        parser.error(foreign)
     start_ms, end_ms = _window(args, stream, parser)
     plan = ProductionPlan(
-        profiles=_profiles_by_partition(
-            args.profiles or DEFAULT_PROFILE_ORDER, stream.source.shards if kinesis else stream.source.partitions
-        ),
+        profiles=_profiles_by_partition(args.profiles or DEFAULT_PROFILE_ORDER, stream.source.created_partitions),
         start_ms=start_ms,
         end_ms=end_ms,
         seed=args.seed,
@@ -77,31 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     tallies = [PartitionTally(partition, profile.name) for partition, profile in enumerate(plan.profiles)]
     try:
-        if kinesis:
-            target, destination, described = _kinesis_sink(args, stream, len(plan.profiles))
-        else:
-            bootstrap = args.bootstrap or stream.source.bootstrap_servers
-            topic = args.topic or stream.source.topic
-            target = KafkaTarget(
-                bootstrap, topic, partitions_needed=len(plan.profiles), transaction_size=args.transaction_size
-            )
-            destination, described = {"topic": topic, "bootstrap": bootstrap}, f"topic {topic!r} at {bootstrap}"
+        destination = open_destination(args, stream, len(plan.profiles))
         print(
             f"{parser.prog}: {args.command} {format_event_time(start_ms)} .. {format_event_time(end_ms)} to "
-            f"{described}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
+            f"{destination.described}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
             file=sys.stderr,
         )
-        elapsed_s, interrupted = _produce(plan, target, tallies, paced=args.command == "live")
-    except (KafkaTargetError, KinesisSinkError) as error:
+        elapsed_s, interrupted = _produce(plan, destination.target, tallies, paced=args.command == "live")
+    except DESTINATION_ERRORS as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
-    if kinesis:
-        destination["retried_records"] = target.retried_records
 
     run = {
         "command": args.command,
         "stream": stream.name,
-        **destination,
+        **destination.summary_fields(),
         "window_start": format_event_time(start_ms),
         "window_end": format_event_time(end_ms),
         "seed": args.seed,
@@ -119,46 +106,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{parser.prog}: error: could not write --summary-file: {error}", file=sys.stderr)
             return 1
     return 0
-
-
-def _check_destination_flags(args: argparse.Namespace, stream: StreamConfig, parser: argparse.ArgumentParser) -> None:
-    """The flags that override where records go must be of the stream's kind of source."""
-    kind = stream.source.kind
-    wrong = {
-        "kafka": (("--kinesis-stream", args.kinesis_stream), ("--kinesis-endpoint", args.kinesis_endpoint)),
-        "kinesis": (
-            ("--bootstrap", args.bootstrap),
-            ("--topic", args.topic),
-            ("--transaction-size", args.transaction_size),
-        ),
-    }[kind]
-    for flag, value in wrong:
-        if value is not None:
-            parser.error(f"argument {flag}: stream {stream.name!r} is read from {kind} (source.kind), not this")
-
-
-def _kinesis_sink(args: argparse.Namespace, stream: StreamConfig, shards_needed: int) -> tuple[KinesisSink, dict, str]:
-    """The sink of a Kinesis stream, what the summary says of it, and how the start line names it.
-
-    Credentials: the TIDEMARK_KINESIS_* keys of this process's environment (the embedded stack
-    sets the loopback's; under Airflow the operator writes them from source.aws_conn_id), else
-    boto3's default chain; never shown. The generator is a tool beside the platform: it reads no
-    Airflow connection itself."""
-    source = stream.source
-    if args.kinesis_stream or args.kinesis_endpoint:
-        overrides = {
-            "stream": args.kinesis_stream or source.stream,
-            "endpoint": args.kinesis_endpoint or source.endpoint,
-        }
-        source = msgspec.structs.replace(source, **overrides)
-    try:
-        access = KinesisAccess.from_source(source)
-    except KinesisAccessError as error:
-        raise KinesisSinkError(f"the credentials for Kinesis stream {source.stream!r}: {error}") from None
-    sink = KinesisSink(access, shards_needed)
-    where = access.endpoint or f"region {access.region}"
-    destination = {"kinesis_stream": access.stream, "region": access.region, "endpoint": access.endpoint}
-    return sink, destination, f"Kinesis stream {access.stream!r} at {where}"
 
 
 def _window(args: argparse.Namespace, stream: StreamConfig, parser: argparse.ArgumentParser) -> tuple[int, int]:

@@ -35,6 +35,8 @@ class KafkaConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, t
     position_type: ClassVar[PositionType] = KAFKA_OFFSETS
     # Where an unread range went: what a person changes so that it does not happen again.
     retention_words: ClassVar[str] = "retention.ms/retention.bytes or a DeleteRecords call"
+    # What a backfill's [start, end) is a window of, when it is not the records' log timestamps.
+    window_by: ClassVar[str | None] = None
 
     def __post_init__(self):
         for required in ("bootstrap_servers", "topic"):
@@ -78,6 +80,9 @@ class KinesisConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
 
     position_type: ClassVar[PositionType] = KINESIS_SEQUENCE_NUMBERS
     retention_words: ClassVar[str] = "the stream's RetentionPeriodHours (IncreaseStreamRetentionPeriod raises it)"
+    window_by: ClassVar[str | None] = (
+        "arrival time: Kinesis's ApproximateArrivalTimestamp (AT_TIMESTAMP), not the records' event time"
+    )
 
     def __post_init__(self):
         for required in ("stream", "region"):

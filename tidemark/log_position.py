@@ -79,17 +79,6 @@ KAFKA_OFFSETS = PositionType("offset", "BIGINT", dense=True)
 KINESIS_SEQUENCE_NUMBERS = PositionType("sequence number", "STRING", dense=False)
 
 
-_POSITION_TYPES = {"kafka": KAFKA_OFFSETS, "kinesis": KINESIS_SEQUENCE_NUMBERS}
-
-
-def position_type_for(source_kind: str) -> PositionType:
-    """The position type of a stream read from ``source_kind`` (``source.kind``: kafka, kinesis)."""
-    try:
-        return _POSITION_TYPES[source_kind]
-    except KeyError:
-        raise ValueError(f"no log kind {source_kind!r}; tidemark reads {sorted(_POSITION_TYPES)}") from None
-
-
 def position_value(value: int | str | None) -> int | None:
     """A position read from any table or document: a Kafka offset (int) or a sequence number's
     key or decimal text (str); None stays None."""

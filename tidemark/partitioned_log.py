@@ -16,6 +16,12 @@ Two kinds of reading:
   hand what it holds to the tasks (``in_hand``).
 - **Reading** (a Spark task): ``read_ranges`` yields the records of exact position ranges, in
   a process that has only the ``LogConnection``.
+- **Look-ups** (one question per job, each log answering it its own way): the bounds the quality
+  run judges (``bounds_now``), the look before a scheduled run (``look_before_run``), what the
+  watermark page shows unread (``unread_now``), what a recovery can replay (``plan_recovery``)
+  and a backfill window's positions (``backfill_indexes``). Kafka asks its ListOffsets and time
+  index; Kinesis, which names no shard's end and keeps its time index in the service, probes
+  shards and reads arrival times. The callers never ask which log they have.
 
 Seams for what plugs in next: client settings (TLS, SASL, OAuth) arrive through the
 ``LogConnection`` the factory opens (never inside it: it names where they are); payload decoders
@@ -25,12 +31,17 @@ Seams for what plugs in next: client settings (TLS, SASL, OAuth) arrive through 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from tidemark.aligned_slices import BatchedLogTimeIndex
+from tidemark.backfill_plan import PartitionTimeIndex
+from tidemark.backfill_request import BackfillRequest
 from tidemark.log_connection import LogConnection
+from tidemark.nothing_new import LedgerPartition, LogPartitionNow
+from tidemark.recovery_plan import RecoveryPlan
+from tidemark.recovery_request import RecoveryRequest
 from tidemark.retention_loss import LostRange
 from tidemark.source_state import SourceState
 
@@ -69,6 +80,18 @@ class LogRecord:
     timestamp_ms: int
     key: bytes | None
     value: bytes | None
+
+
+@dataclass(frozen=True)
+class UnreadNow:
+    """What the watermark page shows of a log now. ``ends``: per partition, an end past the
+    lake's position exactly when unread records exist. ``oldest_unread_ms``: per partition with
+    unread records, the log time (ms, UTC) of the first of them (None: unknown). ``notes``: what
+    could not be asked, for a person."""
+
+    ends: dict[int, int]
+    oldest_unread_ms: dict[int, int | None]
+    notes: tuple[str, ...] = field(default=())
 
 
 class PartitionedLog(BatchedLogTimeIndex, Protocol):
@@ -116,6 +139,40 @@ class PartitionedLog(BatchedLogTimeIndex, Protocol):
         """The records of each partition's [start, end), as (partition, records) pieces in
         position order per partition. Raises tidemark.retention_loss.RetentionLossError when a
         range's start is no longer retained."""
+        ...
+
+    # -- look-ups ----------------------------------------------------------------------------------
+
+    def bounds_now(
+        self, positions: Mapping[int, int], finished: Collection[int], check_retention: bool
+    ) -> dict[int, object]:
+        """Every partition → its bounds now, as the quality run judges them
+        (expectations.quality_verdicts.LogBoundsView: at least ``earliest`` and ``end``).
+        ``positions``: the lake's live position per partition (where a log that must probe reads);
+        ``finished``: partitions the ledger marks FINISHED; ``check_retention``: also say what
+        expired unread at the positions (``lost``), when the log cannot tell it from its bounds.
+        Raises ValueError when the log does not exist."""
+        ...
+
+    def look_before_run(self, ledger: Mapping[int, LedgerPartition]) -> dict[int, LogPartitionNow]:
+        """Every partition now, against the live ledger's furthest rows (tidemark.nothing_new):
+        enough to say whether a scheduled live run has anything to do."""
+        ...
+
+    def unread_now(self, positions: Mapping[int, int], finished: Collection[int]) -> UnreadNow:
+        """What is unread past the lake's ``positions`` now, for the watermark page; it answers
+        at once or raises (the page must not wait on a log that is away)."""
+        ...
+
+    def plan_recovery(self, request: RecoveryRequest) -> RecoveryPlan:
+        """What of ``request``'s ranges the log can replay, oldest first, and what retention took.
+        Raises tidemark.recovery_request.RecoveryRequestError for a partition the log lacks."""
+        ...
+
+    def backfill_indexes(self, request: BackfillRequest) -> dict[int, PartitionTimeIndex]:
+        """Each requested partition's positions at the window's start and end, and what it still
+        retains (tidemark.backfill_plan). Raises tidemark.backfill_request.BackfillRequestError
+        for a partition the log lacks."""
         ...
 
     def close(self) -> None: ...

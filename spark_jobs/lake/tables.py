@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from spark_jobs.lake.delta_conflicts import delta_conflicts
 from spark_jobs.lake.table_creation import create_delta_table, delta_table_exists
 from tidemark.live_routing import LiveRouting, RoutedRange
-from tidemark.log_position import position_type_for
 from tidemark.stream_config import StreamConfig
 from tidemark.table_schemas import (
     EVENTS_PARTITIONING,
@@ -66,7 +65,7 @@ class LakeTables:
         self._shadow = shadow
         # Kafka offsets (BIGINT) or Kinesis sequence numbers (ordered text): every position this
         # class puts into a filter or reads from a row goes through it (tidemark.log_position).
-        self.positions = position_type_for(stream.source.kind)
+        self.positions = stream.source.position_type
 
     def path(self, table: str) -> str:
         if self._shadow is None:

@@ -30,7 +30,7 @@ import msgspec
 
 from tidemark.lateness import Lateness, LatenessClassifier
 from tidemark.live_routing import LiveRouting, RoutedRange
-from tidemark.log_position import position_type_for, position_value
+from tidemark.log_position import KAFKA_OFFSETS, PositionType, position_value
 from tidemark.planned_range import RECORD_ROW, raw_record_schema
 from tidemark.record_decoder import RecordDecoder, Rejection
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
@@ -59,8 +59,8 @@ class DecodeSpec:
     max_future_skew_ms: int
     allowed_lateness_ms: int
     live_routing: tuple[RoutedRange, ...] = ()
-    # The log the rows come from (source.kind): it sets the type of their position columns.
-    source_kind: str = "kafka"
+    # How the log the rows come from numbers them (the connection's): the type of their position columns.
+    positions: PositionType = KAFKA_OFFSETS
 
     def to_json(self) -> str:
         return msgspec.json.encode(self).decode()
@@ -73,7 +73,7 @@ class DecodeSpec:
         """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms, route,
         reject_reason, reject_detail and one column per payload field."""
         decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.fields)]
-        return f"{raw_record_schema(position_type_for(self.source_kind))}, {ddl(decoded)}"
+        return f"{raw_record_schema(self.positions)}, {ddl(decoded)}"
 
     def decoder(self) -> BatchDecoder:
         return BatchDecoder(self)

@@ -31,7 +31,7 @@ from pathlib import Path
 # on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
-from connectors.kinesis_log import KinesisUnavailableError  # noqa: E402
+from connectors.kinesis_api import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402

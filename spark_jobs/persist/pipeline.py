@@ -136,7 +136,7 @@ def source_options(
         tolerances.max_future_skew_ms,
         tolerances.allowed_lateness_ms,
         routing.ranges() if routing else (),
-        source_kind=stream.source.kind,
+        positions=stream.source.position_type,
     )
     connection = stream.source.connection()
     if run.injected_throttling:

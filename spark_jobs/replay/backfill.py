@@ -53,8 +53,6 @@ from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.backfill_plan import (  # noqa: E402
     BackfillPlan,
     BeyondRetentionError,
-    PartitionTimeIndex,
-    kinesis_shard_index,
     plan_backfill,
 )
 from tidemark.backfill_request import BackfillRequest, BackfillRequestError, check_backfill_request  # noqa: E402
@@ -67,7 +65,6 @@ from tidemark.backfill_result import (  # noqa: E402
 )
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_event_time  # noqa: E402
-from tidemark.log_position import position_type_for  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
 
@@ -93,7 +90,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from connectors.kinesis_log import KinesisUnavailableError
+    from connectors.kinesis_api import KinesisUnavailableError
 
     args = parse_args(argv)
     try:
@@ -156,7 +153,13 @@ def _refuse(result: Path | None, message: str) -> int:
 
 def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
     """Positions per partition from the log's time index, and the part retention already took."""
-    indexes = kinesis_indexes(stream, request) if stream.source.kind == "kinesis" else _kafka_indexes(stream, request)
+    from connectors.partitioned_logs import open_log
+
+    log = open_log(stream.source.connection())
+    try:
+        indexes = log.backfill_indexes(request)
+    finally:
+        log.close()
     doubtful = [
         p
         for p, i in indexes.items()
@@ -164,7 +167,7 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
     ]
     ledger_first = _ledger_first_offsets(stream, request, doubtful) if doubtful else {}
     plan = plan_backfill(request, indexes, ledger_first)
-    positions = position_type_for(stream.source.kind)
+    positions = stream.source.position_type
     log.info(
         {
             "event": "backfill_planned",
@@ -172,7 +175,7 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
             "target": request.target,
             "start": format_event_time(request.start_ms),
             "end": format_event_time(request.end_ms),
-            "window_by": WINDOW_BY.get(stream.source.kind),
+            "window_by": stream.source.connection().window_by,
             "partitions": list(plan.partitions),
             "ranges": {str(p): [r.start, r.end] for p, r in sorted(plan.ranges.items())},
             # Dense offsets count positions; sparse sequence numbers count nothing.
@@ -181,121 +184,6 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
         }
     )
     return plan
-
-
-# What a backfill's [start, end) is a window of, said in its result (None: Kafka's log timestamps).
-WINDOW_BY = {
-    "kinesis": "arrival time: Kinesis's ApproximateArrivalTimestamp (AT_TIMESTAMP), not the records' event time",
-}
-
-
-def _kafka_indexes(stream: StreamConfig, request: BackfillRequest) -> dict[int, PartitionTimeIndex]:
-    from connectors.kafka_log import KafkaLog
-
-    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
-    try:
-        missing = sorted(set(request.partitions) - set(kafka.partition_ids()))
-        if missing:
-            raise BackfillRequestError("partitions", f"topic {stream.source.topic!r} has no partition {missing[0]}")
-        # Each question asked once for all the partitions (a backfill of 1,800 partitions plans
-        # in a handful of round trips, not thousands).
-        bounds = kafka.partition_bounds(request.partitions)
-        firsts = kafka.next_records({p: b.earliest for p, b in bounds.items() if b.earliest > 0})
-        at_start = kafka.offsets_for_time(request.partitions, request.start_ms)
-        at_end = kafka.offsets_for_time(request.partitions, request.end_ms)
-        return {
-            partition: PartitionTimeIndex(
-                bounds[partition].earliest,
-                bounds[partition].end,
-                firsts[partition].timestamp_ms if firsts.get(partition) else None,
-                at_start[partition],
-                at_end[partition],
-            )
-            for partition in request.partitions
-        }
-    finally:
-        kafka.close()
-
-
-def kinesis_indexes(
-    stream: StreamConfig, request: BackfillRequest, *, client=None, clock=time.time, sleep=time.sleep
-) -> dict[int, PartitionTimeIndex]:
-    """Every requested shard's index (no shards requested: every shard the stream lists, closed
-    ones still retained included), from AT_TIMESTAMP at the window's start and end; the trim
-    horizon only when the stream is older than its retention. ``client``, ``clock`` (seconds)
-    and ``sleep``: a test's fake Kinesis and time; by default the stream's client."""
-    from connectors.kinesis_log import KinesisLog, first_records_at, kinesis_client
-    from tidemark.shard_lineage import shard_id_of
-
-    source = stream.source
-    client = client if client is not None else kinesis_client(source.region, source.endpoint)
-    kinesis = KinesisLog(source.stream, source.region, source.endpoint, client=client, clock=clock, sleep=sleep)
-    try:
-        shards = kinesis.shards(refresh=True)
-    finally:
-        kinesis.close()
-    missing = sorted(set(request.partitions) - set(shards))
-    if missing:
-        raise BackfillRequestError(
-            "partitions",
-            f"Kinesis stream {source.stream!r} lists no shard {shard_id_of(missing[0])} (partition {missing[0]}): it "
-            "expired whole (RetentionPeriodHours) or never existed; listed shards: "
-            + (", ".join(str(p) for p in sorted(shards)) or "(none)"),
-        )
-    asked = {p: shards[p] for p in (request.partitions or sorted(shards))}
-    ids = [shard.shard_id for shard in asked.values()]
-
-    def at(timestamp_ms: int | None) -> dict:
-        return first_records_at(
-            source.stream, source.region, source.endpoint, ids, timestamp_ms, client=client, clock=clock, sleep=sleep
-        )
-
-    summary = client.describe_stream_summary(StreamName=source.stream)["StreamDescriptionSummary"]
-    retained_since_ms = int(clock() * 1000) - int(summary.get("RetentionPeriodHours", 24)) * 3_600_000
-    created = summary.get("StreamCreationTimestamp")
-    if created is not None and int(created.timestamp() * 1000) >= retained_since_ms:
-        retained_since_ms = None  # younger than its retention: nothing has expired
-    at_start, at_end = at(request.start_ms), at(request.end_ms)
-    horizon = at(None) if retained_since_ms is not None else {}
-    indexes = {}
-    for partition, shard in asked.items():
-        first = at_start[partition]
-        end = None
-        if first is not None:
-            following = at_end[partition]
-            if following is not None:
-                end = following.offset
-            elif shard.closed:
-                end = shard.ending_sequence + 1
-            else:
-                end = _end_before(source, shard.shard_id, first.offset, request.end_ms, client, clock, sleep)
-        indexes[partition] = kinesis_shard_index(first, end, horizon.get(partition), retained_since_ms)
-    return indexes
-
-
-def _end_before(source, shard_id: str, start: int, end_ms: int, client, clock, sleep) -> int:
-    """The exclusive end of an open shard's records from ``start`` that arrived before ``end_ms``,
-    when none arrived at or after it: the shard is read to its tip (the window's records once,
-    in the driver; a window that ends before the shard's last record never comes here)."""
-    from connectors.kinesis_log import read_range
-    from tidemark.log_position import POSITION_KEY_DIGITS
-
-    end = start
-    for record in read_range(
-        source.stream,
-        source.region,
-        source.endpoint,
-        shard_id,
-        start,
-        10**POSITION_KEY_DIGITS,
-        client=client,
-        clock=clock,
-        sleep=sleep,
-    ):
-        if record.arrival_ms >= end_ms:
-            return record.sequence  # arrived while this was read: the next window's
-        end = record.sequence + 1
-    return end
 
 
 def _ledger_first_offsets(stream: StreamConfig, request: BackfillRequest, partitions: list[int]) -> dict[int, int]:
@@ -345,7 +233,7 @@ def backfill(
     counted = {"batches": 0, "records": 0, "late": 0, "quarantined": 0}
     summary = None  # no bounds: nothing to read, no pipeline run
     if bounds:
-        tracker = BackfillProgress(bounds, dense=position_type_for(stream.source.kind).dense)
+        tracker = BackfillProgress(bounds, dense=stream.source.position_type.dense)
 
         def progress(ranges, totals) -> None:
             counted["batches"] += 1
@@ -391,7 +279,7 @@ def backfill(
         commit_conflicts_retried=(summary.commit_conflicts_retried if summary else 0) if into_events else None,
         lost=tuple(msgspec.convert(part.to_json(), LostSpan) for part in plan.lost),
         comparison=comparison,
-        window_by=WINDOW_BY.get(stream.source.kind),
+        window_by=stream.source.connection().window_by,
     )
     log.info({"event": "backfill_finished", **{k: v for k, v in result.to_json().items() if k != "comparison"}})
     if comparison is not None:

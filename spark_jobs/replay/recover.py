@@ -43,7 +43,6 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -56,13 +55,11 @@ from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
+from tidemark.recovery_plan import RecoveryPlan  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
-    OffsetRange,
     RecoveryRequest,
     RecoveryRequestError,
     check_recovery_request,
-    order_by_retention_deadline,
-    split_by_retention,
 )
 from tidemark.recovery_result import (  # noqa: E402
     RecoveredRange,
@@ -103,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
-    from connectors.kinesis_log import KinesisStreamNotFoundError, KinesisUnavailableError
+    from connectors.kinesis_api import KinesisStreamNotFoundError, KinesisUnavailableError
     from spark_jobs.persist.claimer import ClaimYielded
 
     try:
@@ -160,6 +157,17 @@ def lost_report(stream: StreamConfig, partition: int, result: RecoveryResult) ->
     }
 
 
+def plan_recovery(stream: StreamConfig, request: RecoveryRequest) -> RecoveryPlan:
+    """What the stream's log can replay of ``request`` (tidemark.recovery_plan)."""
+    from connectors.partitioned_logs import open_log
+
+    log = open_log(stream.source.connection())
+    try:
+        return log.plan_recovery(request)
+    finally:
+        log.close()
+
+
 def recover(
     stream: StreamConfig,
     request: RecoveryRequest,
@@ -175,9 +183,7 @@ def recover(
     check_topic_partitions(stream)
     check_lake_storage(stream)
     partition = request.partition
-    planned = (
-        plan_kinesis_recovery(stream, request) if stream.source.kind == "kinesis" else _plan_kafka(stream, request)
-    )
+    planned = plan_recovery(stream, request)
     oldest_first, lost = planned.oldest_first, planned.lost
     log.info(
         {
@@ -241,90 +247,6 @@ def recover(
         event_hours=tuple(sorted(event_hours)),
         finished_at=format_optional_event_time(int(time.time() * 1000)),
     )
-
-
-@dataclass(frozen=True)
-class RecoveryPlan:
-    """What the log says can be replayed: (partition, range, oldest record time) oldest first,
-    the ranges already gone (retention), and what the planning log line adds for this log."""
-
-    oldest_first: list[tuple[int, OffsetRange, int | None]]
-    lost: list[OffsetRange]
-    log_fields: dict = field(default_factory=dict)
-
-
-def _plan_kafka(stream: StreamConfig, request: RecoveryRequest) -> RecoveryPlan:
-    """Offsets below the earliest retained offset are lost; nothing past the readable end exists yet."""
-    from connectors.kafka_log import KafkaLog
-
-    partition = request.partition
-    kafka = KafkaLog(stream.source.bootstrap_servers, stream.source.topic)
-    try:
-        bounds = kafka.bounds(partition)
-        recoverable, lost = split_by_retention(request.ranges, bounds.earliest)
-        # Nothing past the readable end exists yet: recovery never waits for records.
-        recoverable = [OffsetRange(r.start, min(r.end, bounds.end)) for r in recoverable if r.start < bounds.end]
-        oldest_first = order_by_retention_deadline(
-            [(partition, r, _first_record_time(kafka, partition, r)) for r in recoverable]
-        )
-    finally:
-        kafka.close()
-    return RecoveryPlan(oldest_first, lost, {"earliest_retained_offset": bounds.earliest})
-
-
-def plan_kinesis_recovery(
-    stream: StreamConfig, request: RecoveryRequest, *, client=None, clock=time.time, sleep=time.sleep
-) -> RecoveryPlan:
-    """Sequence ranges [start, end) of one shard. The shard must be listed (open, or closed and
-    still retained); the part of a range below the shard's first retained record (its trim
-    horizon) expired and is lost, naming the shard and the sequence range. How many records a
-    lost range held is unknowable (sequence numbers are sparse), possibly none.
-
-    No record time is asked for: within a shard arrival times rise with sequence numbers, so the
-    lowest range is the oldest, and a request names one shard. ``client``, ``clock`` (seconds),
-    ``sleep``: a test's fake Kinesis and time; by default the stream's client."""
-    from connectors.kinesis_log import KinesisLog, kinesis_client
-    from tidemark.shard_lineage import shard_id_of
-
-    source, partition = stream.source, request.partition
-    client = client if client is not None else kinesis_client(source.region, source.endpoint)
-    kinesis = KinesisLog(source.stream, source.region, source.endpoint, client=client, clock=clock, sleep=sleep)
-    try:
-        shards = kinesis.shards(refresh=True)
-        if partition not in shards:
-            raise RecoveryRequestError(
-                "partition",
-                f"Kinesis stream {source.stream!r} lists no shard {shard_id_of(partition)} (partition {partition}): "
-                "it expired whole (RetentionPeriodHours) or never existed, so nothing of it can be replayed; "
-                f"listed shards: {', '.join(str(p) for p in sorted(shards)) or '(none)'}",
-            )
-        # The trim horizon is read whatever the lake remembers (lake_began_ms=0: a stream younger
-        # than its retention has lost nothing and is not asked).
-        expired = kinesis.lost_at_positions({partition: request.ranges[0].start}, lake_began_ms=0)
-    finally:
-        kinesis.close()
-    if not expired:
-        first_retained = request.ranges[0].start
-    elif expired[0].end is None:
-        first_retained = request.ranges[-1].end  # nothing at or after the first range is retained
-    else:
-        first_retained = expired[0].end
-    recoverable, lost = split_by_retention(request.ranges, first_retained)
-    shard = shards[partition]
-    return RecoveryPlan(
-        order_by_retention_deadline([(partition, r, None) for r in recoverable]),
-        lost,
-        {
-            "shard_id": shard.shard_id,
-            # None: nothing expired below the first range, or nothing after it is retained at all.
-            "first_retained_sequence": str(expired[0].end) if expired and expired[0].end is not None else None,
-        },
-    )
-
-
-def _first_record_time(kafka, partition: int, offsets: OffsetRange) -> int | None:
-    following = kafka.next_record(partition, offsets.start)
-    return None if following is None or following.offset >= offsets.end else following.timestamp_ms
 
 
 if __name__ == "__main__":

@@ -22,14 +22,14 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
-from connectors.kinesis_log import (
+from connectors.kinesis_api import (
     KinesisCredentialsError,
     KinesisEndpointError,
-    KinesisLog,
     KinesisStreamNotFoundError,
     kinesis_client,
-    read_range,
 )
+from connectors.kinesis_log import KinesisLog
+from connectors.kinesis_shard_reads import read_range
 from stack.loopback_kinesis import LoopbackKinesis
 from stack.ports import free_port
 from tidemark.kinesis_access import CREDENTIAL_VARIABLES

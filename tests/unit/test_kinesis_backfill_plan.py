@@ -12,11 +12,10 @@ import datetime as dt
 
 import pytest
 
-from connectors.kinesis_log import first_records_at
+from connectors.kinesis_log import KinesisLog
+from connectors.kinesis_shard_reads import first_records_at
 from harness.fake_kinesis import FakeKinesis, SecondsClock
 from harness.kinesis_stream import write_kinesis_stream_config
-from spark_jobs.replay.backfill import kinesis_indexes
-from spark_jobs.replay.recover import plan_kinesis_recovery
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.backfill_plan import LostPart, PartitionTimeIndex, kinesis_shard_index, plan_backfill
 from tidemark.backfill_request import BackfillRequest, check_backfill_request, parse_backfill_request
@@ -47,6 +46,11 @@ class TimeIndexedKinesis(FakeKinesis):
         at_ms = round(Timestamp.timestamp() * 1000)
         first = next((seq for seq, arrival, _, _ in shard.retained() if arrival >= at_ms), shard.next_sequence)
         return {"ShardIterator": self._issue(ShardId, first)}
+
+
+def _log(kinesis, clock) -> KinesisLog:
+    """The Kinesis adapter over the fake, on the fake's clock."""
+    return KinesisLog(STREAM, "us-east-1", None, client=kinesis, clock=clock, sleep=clock.sleep)
 
 
 def _streams(tmp_path):
@@ -115,7 +119,7 @@ def test_a_window_over_a_split_reads_the_parent_and_its_children_up_to_the_first
         BackfillRequest("telemetry", T + 30 * MINUTE, T + 120 * MINUTE, ()), {"telemetry": stream}
     )
     assert request.partitions == (), "a Kinesis request without shards stays 'every shard': the job lists them"
-    indexes = kinesis_indexes(stream, request, client=kinesis, clock=clock, sleep=clock.sleep)
+    indexes = _log(kinesis, clock).backfill_indexes(request)
     plan = plan_backfill(request, indexes)
     parent_end = kinesis.shards["shardId-000000000000"].ending + 1
     assert plan.partitions == (0, 1, 2, 3, 4)
@@ -128,18 +132,13 @@ def test_a_window_over_a_split_reads_the_parent_and_its_children_up_to_the_first
     # Shards named: only those; one the stream does not list is refused, naming it.
     named = plan_backfill(
         BackfillRequest("telemetry", T + 30 * MINUTE, T + 120 * MINUTE, (1,)),
-        kinesis_indexes(
-            stream,
-            BackfillRequest("telemetry", T + 30 * MINUTE, T + 120 * MINUTE, (1,)),
-            client=kinesis,
-            clock=clock,
-        ),
+        _log(kinesis, clock).backfill_indexes(BackfillRequest("telemetry", T + 30 * MINUTE, T + 120 * MINUTE, (1,))),
     )
     assert named.ranges == {1: OffsetRange(puts[1][0], puts[1][1])}
     from tidemark.backfill_request import BackfillRequestError
 
     with pytest.raises(BackfillRequestError, match=r"lists no shard shardId-000000000009 \(partition 9\)"):
-        kinesis_indexes(stream, BackfillRequest("telemetry", T, T + HOUR, (9,)), client=kinesis, clock=clock)
+        _log(kinesis, clock).backfill_indexes(BackfillRequest("telemetry", T, T + HOUR, (9,)))
 
 
 @pytest.fixture
@@ -156,11 +155,10 @@ def expiring():
     return kinesis, clock, puts
 
 
-def test_a_window_older_than_the_retention_reports_what_may_have_expired_by_shard(expiring, tmp_path):
+def test_a_window_older_than_the_retention_reports_what_may_have_expired_by_shard(expiring):
     kinesis, clock, puts = expiring
-    stream = _streams(tmp_path)["telemetry"]
     request = BackfillRequest("telemetry", T - 36 * HOUR, T - 12 * HOUR, ())
-    indexes = kinesis_indexes(stream, request, client=kinesis, clock=clock)
+    indexes = _log(kinesis, clock).backfill_indexes(request)
     retained_since = T - 24 * HOUR
     assert indexes[0] == PartitionTimeIndex(puts[1], puts[2], retained_since, puts[1], puts[2])
     assert indexes[1] == PartitionTimeIndex(None, 0, retained_since, None, None)
@@ -176,7 +174,7 @@ def test_a_window_older_than_the_retention_reports_what_may_have_expired_by_shar
     assert [part.partition for part in plan_backfill(request, indexes, {0: puts[1]}).lost] == [1]
     # A window after the retention horizon lost nothing, quiet shard included.
     recent = BackfillRequest("telemetry", T - 12 * HOUR, T - HOUR, ())
-    assert plan_backfill(recent, kinesis_indexes(stream, recent, client=kinesis, clock=clock)).lost == ()
+    assert plan_backfill(recent, _log(kinesis, clock).backfill_indexes(recent)).lost == ()
 
 
 def test_a_young_stream_lost_nothing_whatever_its_shards_hold():
@@ -187,28 +185,26 @@ def test_a_young_stream_lost_nothing_whatever_its_shards_hold():
     assert kinesis_shard_index(None, None, None, None) == PartitionTimeIndex(0, 0, None, None, None)
 
 
-def test_a_recovery_range_below_the_trim_horizon_is_lost_naming_the_shard_and_the_rest_is_replayed(expiring, tmp_path):
+def test_a_recovery_range_below_the_trim_horizon_is_lost_naming_the_shard_and_the_rest_is_replayed(expiring):
     kinesis, clock, puts = expiring
-    streams = _streams(tmp_path)
-    stream = streams["telemetry"]
     wanted = RecoveryRequest("telemetry", 0, (OffsetRange(puts[0], puts[2] + 1),), "RECONCILE: test")
-    plan = plan_kinesis_recovery(stream, wanted, client=kinesis, clock=clock, sleep=clock.sleep)
+    plan = _log(kinesis, clock).plan_recovery(wanted)
     assert [r for _, r, _ in plan.oldest_first] == [OffsetRange(puts[1], puts[2] + 1)]
     assert plan.lost == [OffsetRange(puts[0], puts[1])]
     assert plan.log_fields == {"shard_id": "shardId-000000000000", "first_retained_sequence": str(puts[1])}
     # Retained whole: nothing lost.
     kept = RecoveryRequest("telemetry", 0, (OffsetRange(puts[1], puts[2]),), "test")
-    plan = plan_kinesis_recovery(stream, kept, client=kinesis, clock=clock, sleep=clock.sleep)
+    plan = _log(kinesis, clock).plan_recovery(kept)
     assert ([r for _, r, _ in plan.oldest_first], plan.lost) == ([OffsetRange(puts[1], puts[2])], [])
     # A shard quiet for longer than the retention retains nothing: the whole range expired.
     quiet = kinesis.shards["shardId-000000000001"].starting
     silent = RecoveryRequest("telemetry", 1, (OffsetRange(quiet + 5, quiet + 10**21),), "test")
-    plan = plan_kinesis_recovery(stream, silent, client=kinesis, clock=clock, sleep=clock.sleep)
+    plan = _log(kinesis, clock).plan_recovery(silent)
     assert (plan.oldest_first, plan.lost) == ([], [OffsetRange(quiet + 5, quiet + 10**21)])
     assert plan.log_fields["first_retained_sequence"] is None
     gone = RecoveryRequest("telemetry", 7, (OffsetRange(puts[1], puts[2]),), "test")
     with pytest.raises(RecoveryRequestError, match=r"^param 'partition': Kinesis stream 'scooter-telemetry' lists no "):
-        plan_kinesis_recovery(stream, gone, client=kinesis, clock=clock)
+        _log(kinesis, clock).plan_recovery(gone)
 
 
 def test_recovery_requests_carry_56_digit_sequence_ranges_exactly_and_accept_any_shard_number(tmp_path):

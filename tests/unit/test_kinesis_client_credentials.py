@@ -1,4 +1,4 @@
-"""Which keys connectors.kinesis_log.kinesis_client signs with: the stream's AWS connection's
+"""Which keys connectors.kinesis_api.kinesis_client signs with: the stream's AWS connection's
 (TIDEMARK_KINESIS_*, tidemark.kinesis_access) when the environment holds them, else boto3's
 default chain; region and endpoint always the caller's; keys never in a log line or a message.
 
@@ -10,7 +10,8 @@ import logging
 
 import pytest
 
-from connectors.kinesis_log import KinesisEndpointError, KinesisLog, kinesis_client
+from connectors.kinesis_api import KinesisEndpointError, kinesis_client
+from connectors.kinesis_log import KinesisLog
 from stack.ports import free_port
 from tidemark.kinesis_access import KinesisAccessError
 

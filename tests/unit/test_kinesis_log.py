@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.kinesis_log import (
-    ITERATOR_LIFETIME_S,
+from connectors.kinesis_api import (
     KinesisCredentialsError,
     KinesisEndpointError,
-    KinesisLog,
     KinesisShardGoneError,
     KinesisStreamNotFoundError,
-    read_range,
 )
+from connectors.kinesis_log import ITERATOR_LIFETIME_S, KinesisLog
+from connectors.kinesis_shard_reads import read_range
 from harness.fake_kinesis import BASE_SEQUENCE, FakeKinesis, SecondsClock
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.retention_loss import LostRange

@@ -1,4 +1,4 @@
-"""connectors.log_bounds on a Kinesis stream: the quality run's and the watermark page's questions
+"""connectors.log_bounds on a Kinesis stream (connectors.kinesis_lookups.bounds_now): the quality run's and the watermark page's questions
 answered by one probe per shard at the lake's position, on the in-memory Kinesis with real-shaped
 (56-digit, sparse) sequence numbers. Expected values come from what the test put, never from
 subtracting sequence numbers."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from connectors.kinesis_log import KinesisLog
 from connectors.log_bounds import read_log_bounds
 from harness.fake_kinesis import FakeKinesis, SecondsClock
 from tidemark.stream_config import load_stream
@@ -44,7 +45,11 @@ def stream(tmp_path):
 
 
 def _bounds(stream, kinesis, clock, positions, finished=(), **kwargs):
-    return read_log_bounds(stream, positions, finished, client=kinesis, clock=clock, sleep=clock.sleep, **kwargs)
+    log = KinesisLog(STREAM, "eu-west-1", None, client=kinesis, clock=clock, sleep=clock.sleep, max_workers=4)
+    try:
+        return read_log_bounds(stream, positions, finished, log=log, **kwargs)
+    finally:
+        log.close()
 
 
 def test_unread_records_and_caught_up_shards_are_told_apart_without_arithmetic(stream, kinesis, clock):

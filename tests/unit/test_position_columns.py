@@ -1,7 +1,7 @@
 """A stream's position columns take its position type: BIGINT Kafka offsets (unchanged, so old
 lakes keep their rows), ordered text for Kinesis sequence numbers (tidemark.log_position)."""
 
-from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS, position_type_for
+from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS
 from tidemark.planned_range import RAW_RECORD_SCHEMA, raw_record_schema
 from tidemark.stream_config import PayloadField, PayloadSchema
 from tidemark.table_schemas import (
@@ -49,12 +49,13 @@ def test_a_kinesis_streams_positions_are_text_everywhere_and_nothing_else_change
     assert "source_offset STRING" in raw and "range_end STRING" in raw and "log_end_offset STRING" in raw
 
 
-def test_the_position_type_follows_the_source_kind_and_an_unknown_kind_is_named():
-    assert position_type_for("kafka") is KAFKA_OFFSETS
-    assert position_type_for("kinesis") is KINESIS_SEQUENCE_NUMBERS
-    try:
-        position_type_for("pulsar")
-    except ValueError as error:
-        assert "'pulsar'" in str(error)
-    else:
-        raise AssertionError("an unknown log kind was taken")
+def test_the_position_type_is_the_log_connections_and_travels_to_the_decode_stage():
+    from spark_jobs.log_source.decode_stage import DecodeSpec
+    from tidemark.log_connection import KafkaConnection, KinesisConnection
+
+    assert KafkaConnection("127.0.0.1:9092", "rides").position_type is KAFKA_OFFSETS
+    assert KinesisConnection("rides", "eu-west-1").position_type is KINESIS_SEQUENCE_NUMBERS
+    payload = PayloadSchema("event_time", "iso8601", (PayloadField("device_id", "string", True),), 65_536)
+    spec = DecodeSpec.from_json(DecodeSpec(payload, 1, 1, positions=KINESIS_SEQUENCE_NUMBERS).to_json())
+    assert spec.positions == KINESIS_SEQUENCE_NUMBERS and "source_offset STRING" in spec.schema()
+    assert "source_offset BIGINT" in DecodeSpec(payload, 1, 1).schema(), "Kafka's offsets by default"
