@@ -30,71 +30,15 @@ def backfill_dag(stream: StreamConfig):
         catchup=False,
         max_active_runs=1,
         tags=["tidemark", "backfill", stream.name],
-        # Loose schemas on purpose: the validate task checks every param and names the wrong one,
-        # also for runs started without the form.
-        params={
-            "start": Param(
-                "", type="string", description="event time, ISO-8601 with offset (empty: the previous UTC day)"
-            ),
-            "end": Param("", type="string", description="exclusive (empty: the previous UTC day)"),
-            "partitions": Param(
-                "", type=["string", "array"], description=f'"0,2" (empty: all; {stream.source.partition_hint})'
-            ),
-            "target": Param(
-                "shadow",
-                type="string",
-                enum=["shadow", "events"],
-                description="shadow: a table set named by the run, compared with live; events: the stream's tables, insert-only",
-            ),
-            "shadow_name": Param("", type="string", description="the shadow table set (empty: named after the run)"),
-            "compare": Param(
-                True, type="boolean", description="shadow only: compare with live, recover what live lacks"
-            ),
-        },
-        doc_md=f"""
-### Backfill `{stream.name}`
-Reads an event-time range again from the log (the time index turns times into offsets) with the
-live job's reader and writer: aligned event-time slices, routed under the global watermark live
-used for those offsets, so the result equals live record for record.
-
-- **Scheduled** (`{stream.backfill.reconcile_schedule}` UTC): the daily reconciliation. The previous
-  day goes into a shadow table set and is compared with live's `events` per partition and hour (counts and
-  (partition, offset) sets). Records live lacks trigger `tidemark_recover__{stream.name}`; any difference
-  fails the run, listing the partition-hours.
-- **Manual** (Trigger with params): any range, any partitions, into a shadow set or into the stream's own
-  tables (insert-only: nothing the lake holds is written again).
-
-A range beyond the log's retention is refused before any work; a range partly past it is backfilled where
-it can be and the run fails, naming the lost offsets and event times. A run into `events` that meets the
-live job's batch in flight, with the live job not running, yields and is rescheduled (as a recovery is).
-""",
+        params=_params(stream),
+        doc_md=_doc(stream),
     )
     def backfill():
         @task
         def validate(params=None, dag_run=None) -> dict:
             """Every param checked before any work, the error naming the param; returns the
             BackfillRequest's JSON (``compare`` included) that the backfill task passes on."""
-            import time
-
-            from airflow.sdk.exceptions import AirflowFailException
-
-            from tidemark.backfill_request import BackfillRequestError, parse_backfill_request
-            from tidemark.event_time_text import format_event_time
-
-            params = dict(params)
-            if not params.get("start") and not params.get("end"):
-                # The previous UTC day of when the run was due: the daily reconciliation.
-                day = pendulum.instance(dag_run.run_after).in_timezone("UTC").start_of("day")
-                params["start"] = format_event_time(int(day.subtract(days=1).timestamp() * 1000))
-                params["end"] = format_event_time(int(day.timestamp() * 1000))
-            params["stream"] = stream.name
-            try:
-                request = parse_backfill_request(
-                    params, load_streams(CONF_PATH), int(time.time() * 1000), dag_run.run_id
-                )
-            except BackfillRequestError as error:
-                raise AirflowFailException(str(error)) from None
-            return request.to_json()
+            return _checked_request(stream, dict(params), dag_run.run_after, dag_run.run_id)
 
         backfilled = BackfillOperator(
             task_id="backfill",
@@ -110,29 +54,97 @@ live job's batch in flight, with the live job not running, yields and is resched
         @task(trigger_rule="all_done")
         def verdict(result: dict) -> None:
             """Fails while the backfill and live differ: a backfill that disagrees is worse than none."""
-            from airflow.sdk.exceptions import AirflowFailException
-
-            from tidemark.backfill_result import backfill_result_from
-
-            if result is None:  # the run stays failed: the backfill task's log says why
-                raise AirflowFailException("The backfill task returned no result: it failed, see its log.")
-            try:
-                done = backfill_result_from(result, "the backfill task's result")
-            except ValueError as error:
-                raise AirflowFailException(str(error)) from None
-            if done.comparison is None or not done.comparison.differing:
-                return
-            differing = done.comparison.differing
-            raise AirflowFailException(
-                f"The backfill of [{done.start}, {done.end}) differs from live in {len(differing)} partition-hours: "
-                + "; ".join(h.describe() for h in differing)
-                + f". Recovery requested for {len(done.recovery_requests)} partitions."
-            )
+            _judge(result)
 
         verdict_task = verdict(backfilled.output)
         triggered >> verdict_task
 
     return backfill()
+
+
+def _params(stream: StreamConfig) -> dict:
+    """The trigger form. Loose schemas on purpose: the validate task checks every param and names
+    the wrong one, also for runs started without the form."""
+    return {
+        "start": Param("", type="string", description="event time, ISO-8601 with offset (empty: the previous UTC day)"),
+        "end": Param("", type="string", description="exclusive (empty: the previous UTC day)"),
+        "partitions": Param(
+            "", type=["string", "array"], description=f'"0,2" (empty: all; {stream.source.partition_hint})'
+        ),
+        "target": Param(
+            "shadow",
+            type="string",
+            enum=["shadow", "events"],
+            description="shadow: a table set named by the run, compared with live; events: the stream's tables, insert-only",
+        ),
+        "shadow_name": Param("", type="string", description="the shadow table set (empty: named after the run)"),
+        "compare": Param(True, type="boolean", description="shadow only: compare with live, recover what live lacks"),
+    }
+
+
+def _doc(stream: StreamConfig) -> str:
+    return f"""
+### Backfill `{stream.name}`
+Reads an event-time range again from the log (the time index turns times into offsets) with the
+live job's reader and writer: aligned event-time slices, routed under the global watermark live
+used for those offsets, so the result equals live record for record.
+
+- **Scheduled** (`{stream.backfill.reconcile_schedule}` UTC): the daily reconciliation. The previous
+  day goes into a shadow table set and is compared with live's `events` per partition and hour (counts and
+  (partition, offset) sets). Records live lacks trigger `tidemark_recover__{stream.name}`; any difference
+  fails the run, listing the partition-hours.
+- **Manual** (Trigger with params): any range, any partitions, into a shadow set or into the stream's own
+  tables (insert-only: nothing the lake holds is written again).
+
+A range beyond the log's retention is refused before any work; a range partly past it is backfilled where
+it can be and the run fails, naming the lost offsets and event times. A run into `events` that meets the
+live job's batch in flight, with the live job not running, yields and is rescheduled (as a recovery is).
+"""
+
+
+def _checked_request(stream: StreamConfig, params: dict, run_after, run_id: str) -> str:
+    """The run's BackfillRequest as JSON, every param checked (AirflowFailException naming the
+    wrong one); no start or end: the previous UTC day of when the run was due."""
+    import time
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from tidemark.backfill_request import BackfillRequestError, parse_backfill_request
+    from tidemark.event_time_text import format_event_time
+
+    if not params.get("start") and not params.get("end"):
+        # The previous UTC day of when the run was due: the daily reconciliation.
+        day = pendulum.instance(run_after).in_timezone("UTC").start_of("day")
+        params["start"] = format_event_time(int(day.subtract(days=1).timestamp() * 1000))
+        params["end"] = format_event_time(int(day.timestamp() * 1000))
+    params["stream"] = stream.name
+    try:
+        request = parse_backfill_request(params, load_streams(CONF_PATH), int(time.time() * 1000), run_id)
+    except BackfillRequestError as error:
+        raise AirflowFailException(str(error)) from None
+    return request.to_json()
+
+
+def _judge(result: dict | None) -> None:
+    """AirflowFailException while the backfill and live differ, naming the partition-hours."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from tidemark.backfill_result import backfill_result_from
+
+    if result is None:  # the run stays failed: the backfill task's log says why
+        raise AirflowFailException("The backfill task returned no result: it failed, see its log.")
+    try:
+        done = backfill_result_from(result, "the backfill task's result")
+    except ValueError as error:
+        raise AirflowFailException(str(error)) from None
+    if done.comparison is None or not done.comparison.differing:
+        return
+    differing = done.comparison.differing
+    raise AirflowFailException(
+        f"The backfill of [{done.start}, {done.end}) differs from live in {len(differing)} partition-hours: "
+        + "; ".join(h.describe() for h in differing)
+        + f". Recovery requested for {len(done.recovery_requests)} partitions."
+    )
 
 
 for _stream in load_streams(CONF_PATH).values():

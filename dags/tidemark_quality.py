@@ -40,19 +40,7 @@ def quality_dag(stream: StreamConfig):
         catchup=False,
         max_active_runs=1,
         tags=["tidemark", "quality", stream.name],
-        doc_md=f"""
-### Quality of `{stream.name}`
-Runs the Great Expectations checks of every newly sealed hour, per source partition: completeness
-against the ledger (data records, not offsets), offset holes, silent partition-hours, event-time
-gaps, uniqueness of (partition, offset), late and quarantine counts, and each partition's stall
-status (STOP / STALL / LAGGING / WARN / OK) with lost offsets past retention. Hours come from the
-triggering asset events *and* from the `seals` table (an hour whose event was lost is still
-checked). Writes Data Docs and a per-partition summary (JSON and HTML; paths in the `check` task
-log), triggers `tidemark_recover__{stream.name}` for every stalled or gapped partition, and fails
-when a partition is not OK, so the run shows red until it is. A partition in STALL, STOP, HOLE or
-LOST sends one alarm per run to the receivers of the stream's `alerts:` (if any), and so does an
-hour not sealed `alerts.unsealed_hour_after` after its end.
-""",
+        doc_md=_doc(stream),
     )
     def quality():
         @task
@@ -75,17 +63,8 @@ hour not sealed `alerts.unsealed_hour_after` after its end.
 
         @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name)))
         def verdict(result: dict) -> None:
-            from airflow.sdk.exceptions import AirflowFailException
-
-            failing = [p for p in result.get("partitions", []) if p["status"] not in PASSING or p.get("failed_checks")]
-            if failing:
-                raise AirflowFailException(
-                    "; ".join(
-                        f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})"
-                        for p in failing
-                    )
-                    + f". Recovery requested: {len(result.get('recovery_requests', []))}."
-                )
+            """Fails while a partition is not OK (or WARN), or a check failed: a person must look."""
+            _judge(result)
 
         verdict_task = verdict(check.output)
         triggered >> verdict_task
@@ -113,6 +92,34 @@ hour not sealed `alerts.unsealed_hour_after` after its end.
             seal_deadline()
 
     return quality()
+
+
+def _doc(stream: StreamConfig) -> str:
+    return f"""
+### Quality of `{stream.name}`
+Runs the Great Expectations checks of every newly sealed hour, per source partition: completeness
+against the ledger (data records, not offsets), offset holes, silent partition-hours, event-time
+gaps, uniqueness of (partition, offset), late and quarantine counts, and each partition's stall
+status (STOP / STALL / LAGGING / WARN / OK) with lost offsets past retention. Hours come from the
+triggering asset events *and* from the `seals` table (an hour whose event was lost is still
+checked). Writes Data Docs and a per-partition summary (JSON and HTML; paths in the `check` task
+log), triggers `tidemark_recover__{stream.name}` for every stalled or gapped partition, and fails
+when a partition is not OK, so the run shows red until it is. A partition in STALL, STOP, HOLE or
+LOST sends one alarm per run to the receivers of the stream's `alerts:` (if any), and so does an
+hour not sealed `alerts.unsealed_hour_after` after its end.
+"""
+
+
+def _judge(result: dict) -> None:
+    """AirflowFailException naming every partition that is not passing, and the recoveries asked."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    failing = [p for p in result.get("partitions", []) if p["status"] not in PASSING or p.get("failed_checks")]
+    if failing:
+        raise AirflowFailException(
+            "; ".join(f"partition {p['partition']}: {p['status']} ({'; '.join(p.get('reasons', []))})" for p in failing)
+            + f". Recovery requested: {len(result.get('recovery_requests', []))}."
+        )
 
 
 for _stream in load_streams(CONF_PATH).values():

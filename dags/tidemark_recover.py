@@ -31,54 +31,14 @@ def recover_dag(stream: StreamConfig):
         catchup=False,
         max_active_runs=1,
         tags=["tidemark", "recovery", stream.name],
-        # The form's schemas are loose on purpose: the validate task checks every param and says
-        # which one is wrong, also for runs triggered by the quality DAG without the form (whose
-        # conf is a request's JSON: ranges a list of {"start", "end"}, not text).
-        params={
-            "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
-            "partition": Param(None, type=["null", "integer", "string"], description=stream.source.partition_hint),
-            "ranges": Param(
-                "",
-                type=["string", "array"],
-                description=f'{stream.source.position_type.name} ranges, end exclusive: "100-200,300-350"',
-            ),
-            "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
-            "restart_live": Param(
-                False,
-                type="boolean",
-                description="start a persist run afterwards: the live job had stopped reading the partition",
-            ),
-        },
-        doc_md=f"""
-### Recover `{stream.name}`
-Replays offset ranges of one partition into the stream's tables: retention checked first (offsets
-already gone are reported as **lost** and fail the run, after every recoverable range is
-recovered), oldest records first, insert-only (nothing already in the lake is written again),
-ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the request says
-`restart_live` (the quality run sets it for a STOP or STALL partition), starts a persist run.
-Offsets found LOST send an alarm to the receivers of the stream's `alerts:` (if any).
-
-When the live job's batch in flight reads offsets this run claimed and the live job is not running
-(it died in that batch), the `recover` task yields: it writes nothing but its claim and is
-rescheduled a minute later (up to 30 times) while the persist DAG brings live back; live's replay
-of the batch leaves the claimed offsets to this run.
-""",
+        params=_params(stream),
+        doc_md=_doc(stream),
     )
     def recover():
         @task
         def validate(params=None) -> dict:
             """Every param checked before any work; the error names the param."""
-            from airflow.sdk.exceptions import AirflowFailException
-
-            from tidemark.recovery_request import RecoveryRequestError, recovery_request_from_params
-
-            try:
-                request = recovery_request_from_params(dict(params), load_streams(CONF_PATH))
-            except RecoveryRequestError as error:
-                raise AirflowFailException(str(error)) from None
-            if request.stream != stream.name:
-                raise AirflowFailException(f"param 'stream': this DAG recovers {stream.name!r}, not {request.stream!r}")
-            return request.to_json()
+            return _checked_request(stream, dict(params))
 
         request = validate()
         recovered = RecoverOperator(
@@ -117,6 +77,60 @@ of the batch leaves the claimed offsets to this run.
         recovered >> live_job_was_the_cause(request) >> restart
 
     return recover()
+
+
+def _params(stream: StreamConfig) -> dict:
+    """The trigger form. Its schemas are loose on purpose: the validate task checks every param
+    and says which one is wrong, also for runs triggered by the quality DAG without the form
+    (whose conf is a request's JSON: ranges a list of {"start", "end"}, not text)."""
+    return {
+        "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
+        "partition": Param(None, type=["null", "integer", "string"], description=stream.source.partition_hint),
+        "ranges": Param(
+            "",
+            type=["string", "array"],
+            description=f'{stream.source.position_type.name} ranges, end exclusive: "100-200,300-350"',
+        ),
+        "reason": Param("", type="string", description="why (kept in the report and the ledger's log)"),
+        "restart_live": Param(
+            False,
+            type="boolean",
+            description="start a persist run afterwards: the live job had stopped reading the partition",
+        ),
+    }
+
+
+def _doc(stream: StreamConfig) -> str:
+    return f"""
+### Recover `{stream.name}`
+Replays offset ranges of one partition into the stream's tables: retention checked first (offsets
+already gone are reported as **lost** and fail the run, after every recoverable range is
+recovered), oldest records first, insert-only (nothing already in the lake is written again),
+ledger rows with `mode=recovery`. Then re-checks the hours it touched and, when the request says
+`restart_live` (the quality run sets it for a STOP or STALL partition), starts a persist run.
+Offsets found LOST send an alarm to the receivers of the stream's `alerts:` (if any).
+
+When the live job's batch in flight reads offsets this run claimed and the live job is not running
+(it died in that batch), the `recover` task yields: it writes nothing but its claim and is
+rescheduled a minute later (up to 30 times) while the persist DAG brings live back; live's replay
+of the batch leaves the claimed offsets to this run.
+"""
+
+
+def _checked_request(stream: StreamConfig, params: dict) -> str:
+    """The run's RecoveryRequest as JSON, every param checked (AirflowFailException naming the
+    wrong one), for this DAG's stream only."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from tidemark.recovery_request import RecoveryRequestError, recovery_request_from_params
+
+    try:
+        request = recovery_request_from_params(params, load_streams(CONF_PATH))
+    except RecoveryRequestError as error:
+        raise AirflowFailException(str(error)) from None
+    if request.stream != stream.name:
+        raise AirflowFailException(f"param 'stream': this DAG recovers {stream.name!r}, not {request.stream!r}")
+    return request.to_json()
 
 
 for _stream in load_streams(CONF_PATH).values():

@@ -170,14 +170,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
     from spark_jobs.crash_switch import CrashSwitch
     from spark_jobs.lake.claims_table import ClaimsTable
-    from spark_jobs.lake.overlap_guard import OverlapGuard
     from spark_jobs.lake.tables import LakeTables
     from spark_jobs.log_source.retention_stop import clear_lost_ranges
-    from spark_jobs.persist.batch import PersistBatch, QueryIdentity
-    from spark_jobs.persist.driver_beat import DriverBeatWriter
-    from spark_jobs.persist.lake_resume import resume_from_lake
-    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets, pending_batch
-    from tidemark.live_routing import LiveRouting
+    from spark_jobs.persist.batch import QueryIdentity
 
     started = time.monotonic()
     source = log_source(stream)
@@ -187,19 +182,70 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     routing = LakeTables(spark, stream).live_routing(run.offset_bounds) if run.offset_bounds is not None else None
     claims = ClaimsTable(spark, LakeTables(spark, stream))
     crash = CrashSwitch(run.crash_points, jvm_pid=lambda: spark._jvm.java.lang.ProcessHandle.current().pid())
-
-    resumed = None
     ledger_existed = tables.exists("ledger")
     # Creating or checking the tables is a fresh JVM's first Delta work (about 4 s on a new
     # lake): it runs while the query starts, and the first batch waits for it.
     preparing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-tables")
     tables_ready = preparing.submit(tables.ensure)
+    start = _run_start(spark, stream, run, tables, claims, crash, tables_ready, ledger_existed, routing)
+    _say_frozen(stream, run)
+    feedback_dir = _feedback_dir(stream, run)
+    clear_lost_ranges(feedback_dir)
+    options = source_options(
+        stream,
+        run,
+        feedback_dir,
+        start.resumed.state.to_offset(stream.source.log_name) if start.resumed else None,
+        start.routing,
+        read_tasks=spark.sparkContext.defaultParallelism,
+    )
+    raw = spark.readStream.format(source.name()).options(**options.to_options()).load()
+    identity = QueryIdentity()
+    persist_batch = _persist_batch(
+        spark, stream, run, tables, claims, crash, tables_ready, start, feedback_dir, ledger_existed, identity, progress
+    )
+    try:
+        query, startup_s = _run_query(spark, stream, run, raw, persist_batch, identity, feedback_dir, started)
+    finally:
+        preparing.shutdown()
+    tables_ready.result()  # a run without a batch still leaves the tables (checks read them), or says why not
+    summary = _summary(stream, run, tables, persist_batch, query, start.resumed is not None)
+    log.info(
+        {
+            "event": "query_finished",
+            **msgspec.to_builtins(summary),
+            "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress),
+        }
+    )
+    return summary
+
+
+@dataclass(frozen=True)
+class _RunStart:
+    """Where a run starts: ``resumed`` (tidemark's lake resume of a live run without a checkpoint,
+    or None) and ``routing`` (tidemark.live_routing.LiveRouting: the G live covered each offset
+    under, for a bounded run; its claim's routing once it claimed; None for live)."""
+
+    resumed: object | None
+    routing: object | None
+
+
+def _run_start(
+    spark, stream, run: PersistRun, tables, claims, crash, tables_ready, ledger_existed: bool, routing
+) -> _RunStart:
+    """A live run without offsets in its checkpoint resumes from the lake's ledger; a recovery or
+    backfill into the stream's own tables claims its offsets first (spark_jobs.persist.claimer),
+    and its routing becomes its claim's. ``routing``: what live's ledger says of the run's bounds."""
+    from spark_jobs.persist.lake_resume import resume_from_lake
+    from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
+    from tidemark.live_routing import LiveRouting
+
+    resumed = None
     # Only a ledger that was there can hold a position to resume from (a fresh one would cost
     # seconds, the session's first Delta queries, for a known answer).
     if run.mode == "live" and ledger_existed and not checkpoint_has_offsets(spark, run.checkpoint):
         tables_ready.result()  # the resume reads the ledger: in its current layout
         resumed = resume_from_lake(spark, tables, now_ms=int(time.time() * 1000))
-    claim = None
     if run.mode != "live" and run.shadow is None:
         from spark_jobs.persist.claimer import claim_offsets
 
@@ -207,6 +253,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         claim = claim_offsets(spark, stream, run.mode, run.offset_bounds, tables, claims, routing)
         crash.committed("claims", batch_level=False)
         routing = LiveRouting(claim.routing)
+    return _RunStart(resumed, routing)
+
+
+def _say_frozen(stream: StreamConfig, run: PersistRun) -> None:
     if run.frozen_partitions:
         log.warning(
             {
@@ -216,24 +266,35 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
                 "detail": "TIDEMARK_CHAOS_FREEZE is set: these partitions are not read (a stall made on purpose)",
             }
         )
-    feedback_dir = _feedback_dir(stream, run)
-    clear_lost_ranges(feedback_dir)
-    options = source_options(
-        stream,
-        run,
-        feedback_dir,
-        resumed.state.to_offset(stream.source.log_name) if resumed else None,
-        routing,
-        read_tasks=spark.sparkContext.defaultParallelism,
-    )
-    raw = spark.readStream.format(source.name()).options(**options.to_options()).load()
-    identity = QueryIdentity()
+
+
+def _persist_batch(
+    spark,
+    stream,
+    run: PersistRun,
+    tables,
+    claims,
+    crash,
+    tables_ready,
+    start: _RunStart,
+    feedback_dir: str,
+    ledger_existed: bool,
+    identity,
+    progress,
+):
+    """The foreachBatch writer of the run (spark_jobs.persist.batch.PersistBatch); a live run's
+    batches pass the overlap guard (no offset written twice by live and a claimer)."""
+    from spark_jobs.lake.overlap_guard import OverlapGuard
+    from spark_jobs.persist.batch import PersistBatch
+    from spark_jobs.streaming_checkpoint import pending_batch
+
+    resumed = start.resumed
     guard = None
     if run.mode == "live":
         guard = OverlapGuard(
             tables, claims, resumed.written_beyond_ledger if resumed else None, ledger_created=not ledger_existed
         )
-    persist_batch = PersistBatch(
+    return PersistBatch(
         stream,
         tables,
         identity,
@@ -250,6 +311,17 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         tables_ready=tables_ready,
         crash=crash,
     )
+
+
+def _run_query(
+    spark, stream: StreamConfig, run: PersistRun, raw, persist_batch, identity, feedback_dir: str, started: float
+):
+    """Start the query and wait for its end; returns it and its start-up time (s). The live
+    driver beats while its query runs, the first beat before any batch is planned: a recovery or
+    backfill meeting its batch in flight knows whether it can still commit. A query stopped by
+    a retention loss fails naming the lost ranges."""
+    from spark_jobs.persist.driver_beat import DriverBeatWriter
+
     writer = (
         raw.writeStream.queryName(f"tidemark_{run.mode}_{stream.name}")
         .foreachBatch(persist_batch)
@@ -259,8 +331,6 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
-    # The live driver beats while its query runs, the first beat before any batch is planned: a
-    # recovery or backfill meeting its batch in flight knows whether it can still commit.
     beat = (
         DriverBeatWriter(spark, run.checkpoint, stream.persist.driver_beat_interval_ms) if run.mode == "live" else None
     )
@@ -285,16 +355,18 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
             _raise_retention_loss(stream, feedback_dir)
             raise
     finally:
-        preparing.shutdown()
         if beat is not None:
             beat.stop()
-    tables_ready.result()  # a run without a batch still leaves the tables (checks read them), or says why not
+    return query, startup_s
 
+
+def _summary(stream: StreamConfig, run: PersistRun, tables, persist_batch, query, resumed: bool) -> PersistRunSummary:
+    """What the run did, from its own batches' commits."""
     global_watermark_ms = persist_batch.global_watermark_ms
     if global_watermark_ms is None and run.mode == "live":
         # A run that persisted no batch leaves G where it was: say where, not "None".
         global_watermark_ms = tables.last_live_global_watermark_ms()
-    summary = PersistRunSummary(
+    return PersistRunSummary(
         stream=stream.name,
         mode=run.trigger if run.mode == "live" else run.mode,
         query_id=str(query.id),
@@ -305,19 +377,11 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         insert_only_batches=persist_batch.insert_only_batches,
         inserted=persist_batch.inserted_rows,
         commit_conflicts_retried=persist_batch.conflicts_retried,
-        resumed_from_ledger=resumed is not None,
+        resumed_from_ledger=resumed,
         # A log that throttles (Kinesis) counts the calls it backed off from (never failed): a
         # throttled run and a slow one look alike otherwise. None: the log does not throttle.
         throttled_calls=_source_report(query.recentProgress).get("throttled_calls"),
     )
-    log.info(
-        {
-            "event": "query_finished",
-            **msgspec.to_builtins(summary),
-            "seconds": _time_spent(startup_s, time.monotonic() - started, query.recentProgress),
-        }
-    )
-    return summary
 
 
 def _source_report(progress) -> dict:

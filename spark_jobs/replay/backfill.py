@@ -155,11 +155,11 @@ def plan_range(stream: StreamConfig, request: BackfillRequest) -> BackfillPlan:
     """Positions per partition from the log's time index, and the part retention already took."""
     from connectors.partitioned_logs import open_log
 
-    log = open_log(stream.source.connection())
+    opened = open_log(stream.source.connection())
     try:
-        indexes = log.backfill_indexes(request)
+        indexes = opened.backfill_indexes(request)
     finally:
-        log.close()
+        opened.close()
     doubtful = [
         p
         for p, i in indexes.items()

@@ -161,11 +161,11 @@ def plan_recovery(stream: StreamConfig, request: RecoveryRequest) -> RecoveryPla
     """What the stream's log can replay of ``request`` (tidemark.recovery_plan)."""
     from connectors.partitioned_logs import open_log
 
-    log = open_log(stream.source.connection())
+    opened = open_log(stream.source.connection())
     try:
-        return log.plan_recovery(request)
+        return opened.plan_recovery(request)
     finally:
-        log.close()
+        opened.close()
 
 
 def recover(
