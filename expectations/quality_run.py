@@ -61,7 +61,7 @@ from expectations.lake_damage import DamageKind, LakeDamage, hours_of
 from expectations.lake_facts import LakeFacts, SparkLakeFacts
 from expectations.late_and_quarantine import LateAndQuarantineFacts
 from expectations.ledger_entries import LedgerEntry, finished_partitions, live_position
-from expectations.quality_result import CheckSummary, QualityRunResult
+from expectations.quality_result import CheckSummary, PartitionQuality, QualityRunResult
 from expectations.quality_status import QualityStatus
 from expectations.quality_summary import summary_folder, write_summary
 from expectations.quality_tables import QualityTablesMissingError
@@ -195,20 +195,9 @@ def _gather_facts(
     log_ends = {partition: bounds.end for partition, bounds in log_bounds.items()}
     scopes = hour_scopes(entries, hours_ms)
 
-    scan_bounds = _scan_bounds(scopes)
-    offsets = None
-    try:
-        with stages.time("completeness"):
-            offsets = lake.persisted_offsets(scan_bounds, position_type) if scan_bounds else None
-            range_facts = completeness.facts(entries, scopes, offsets, position_type) if offsets is not None else []
-        with stages.time("uniqueness"):
-            span_counts = (
-                offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None and not sweep else {}
-            )
-            uniqueness_facts = uniqueness.facts(partitions, scopes, span_counts) if not sweep else []
-    finally:
-        if offsets is not None:
-            offsets.release()
+    range_facts, span_counts, uniqueness_facts = _offset_facts(
+        lake, entries, scopes, partitions, position_type, sweep, stages
+    )
     with stages.time("gaps"):
         hour_counts = lake.count_by_hour(hours_ms if sweep else with_history(hours_ms, settings.history_hours))
         gap_facts = (
@@ -262,6 +251,34 @@ def _gather_facts(
         retention_facts,
         stall_facts,
     )
+
+
+def _offset_facts(
+    lake: LakeFacts,
+    entries: list[LedgerEntry],
+    scopes: list[HourScope],
+    partitions: list[int],
+    position_type: PositionType,
+    sweep: bool,
+    stages: _Stages,
+) -> tuple[list, dict, list]:
+    """Completeness facts, the row counts per span, and uniqueness facts (none in a sweep), from
+    one read of the persisted positions of the ranges in scope, released after."""
+    scan_bounds = _scan_bounds(scopes)
+    offsets = None
+    try:
+        with stages.time("completeness"):
+            offsets = lake.persisted_offsets(scan_bounds, position_type) if scan_bounds else None
+            range_facts = completeness.facts(entries, scopes, offsets, position_type) if offsets is not None else []
+        with stages.time("uniqueness"):
+            span_counts = (
+                offsets.count_in_spans(_scope_spans(scopes, partitions)) if offsets is not None and not sweep else {}
+            )
+            uniqueness_facts = uniqueness.facts(partitions, scopes, span_counts) if not sweep else []
+    finally:
+        if offsets is not None:
+            offsets.release()
+    return range_facts, span_counts, uniqueness_facts
 
 
 def _validate(
@@ -329,30 +346,15 @@ def _report(
 ) -> QualityRunResult:
     """The run's result (each partition's verdict, the recovery requests, the figures per hour),
     its Data Docs built and, unless a sweep, each hour's report written."""
-    hours_ms, partitions, position_type = facts.hours_ms, facts.partitions, facts.position_type
+    hours_ms, partitions = facts.hours_ms, facts.partitions
     data_docs = project.build_data_docs()
-    stall_by_partition = {fact.partition: fact for fact in facts.stall_facts}
-    partition_results = [
-        partition_quality(
-            partition,
-            [f for f in found if f.partition == partition],
-            stall_by_partition[partition],
-            facts.positions.get(partition),
-            log_bounds.get(partition),
-            facts.entries,
-            hours_ms,
-            facts.hour_counts,
-            facts.span_counts.get((None, partition), NO_COUNT),
-            position_type,
-        )
-        for partition in partitions
-    ]
+    partition_results = _partition_verdicts(facts, found, log_bounds)
     requests = tuple(
         request
         for quality in partition_results
         if (
             request := recovery_request(
-                stream.name, quality, [f for f in found if f.partition == quality.partition], position_type
+                stream.name, quality, [f for f in found if f.partition == quality.partition], facts.position_type
             )
         )
     )
@@ -387,16 +389,45 @@ def _report(
         damage=tuple(damage),
         sweep=sweep,
     )
-    for hour_ms in hour_paths:
-        figures = [f for f in figures_per_hour if f.hour_ms == hour_ms]
+    _write_hour_reports(result, facts, hour_paths)
+    return result
+
+
+def _partition_verdicts(
+    facts: _RunFacts, found: list[Finding], log_bounds: Mapping[int, LogBoundsView]
+) -> list[PartitionQuality]:
+    """Each partition's verdict from its findings, its stall facts and its bounds."""
+    stall_by_partition = {fact.partition: fact for fact in facts.stall_facts}
+    return [
+        partition_quality(
+            partition,
+            [f for f in found if f.partition == partition],
+            stall_by_partition[partition],
+            facts.positions.get(partition),
+            log_bounds.get(partition),
+            facts.entries,
+            facts.hours_ms,
+            facts.hour_counts,
+            facts.span_counts.get((None, partition), NO_COUNT),
+            facts.position_type,
+        )
+        for partition in facts.partitions
+    ]
+
+
+def _write_hour_reports(result: QualityRunResult, facts: _RunFacts, hour_paths: Mapping[int, Path]) -> None:
+    """One report per checked hour (tidemark.quality_summary.HourReport), with the commits that
+    made it be checked again."""
+    for hour_ms, path in hour_paths.items():
+        figures = [f for f in result.hours if f.hour_ms == hour_ms]
         write_hour_report(
-            hour_paths[hour_ms],
+            path,
             HourReport(
-                stream=stream.name,
+                stream=result.stream,
                 hour=hour_text(hour_ms),
                 hour_ms=hour_ms,
-                run_name=run_name,
-                checked_at_ms=now_ms,
+                run_name=result.run_name,
+                checked_at_ms=result.now_ms,
                 sealed_at_ms=facts.seals.get(hour_ms),
                 success=all(not f.failed_checks for f in figures),
                 partitions=tuple(figures),
@@ -405,7 +436,6 @@ def _report(
                 summary_html=result.summary_html,
             ),
         )
-    return result
 
 
 def name_the_damage(found: list[Finding], damage: Sequence[LakeDamage]) -> list[Finding]:
@@ -533,57 +563,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exit_:  # argparse has printed what was wrong
-        return 0 if exit_.code in (0, None) else 2
-    try:
-        hours = parse_hours(args.hours) if args.hours is not None else None
-    except ValueError as error:
-        return _refuse(f"--hours: {error}")
-    if not _RUN_NAME.match(args.run_name):
-        return _refuse(f"--run-name {args.run_name!r}: use letters, digits and _ . : + -")
-    try:
-        stream = load_stream(args.conf, args.stream)
-    except StreamConfigError as error:
-        return _refuse(str(error))
-    sweep = args.sweep
-    if sweep and (hours is not None or args.reconcile):
-        return _refuse(
-            "--sweep checks every sealed hour the source log still retains: give it without --hours and --reconcile"
-        )
-
+    asked = _asked(argv)
+    if isinstance(asked, int):
+        return asked
+    args, stream, sweep = asked.args, asked.stream, asked.args.sweep
     try:
         now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
-        found = DamageFound(())
-        spark = None
-        if sweep:  # every hour the log retains: a scan of the large tables, Spark's to do
-            from connectors.spark_session import lake_spark_session
-
-            spark = lake_spark_session(f"tidemark-quality-{stream.name}")
-            lake = SparkLakeFacts(spark, stream)
-            lake.require()
-            hours = sweep_hours(lake.seals(), now_ms, stream.retention_ms)
-            found = DamageFound(sweep_damage(lake, stream, hours))
-            log.info({"event": "quality_sweep", "stream": stream.name, "hours": len(hours)})
-        else:  # one sealed hour, or none: small facts, read without Spark
-            lake = DeltaLakeFacts(stream)
-            lake.require()
-            if hours is None or args.reconcile:
-                sealed = lake.seals()
-                unchecked = unchecked_sealed_hours(sealed, args.report_dir, stream.name)
-                found = find_damage(lake, stream, args.report_dir, sealed)
-                damaged = hours_of(found.damage)
-                log.info(
-                    {
-                        "event": "quality_hours_reconciled",
-                        "stream": stream.name,
-                        "hours": [hour_text(h) for h in unchecked],
-                        "damaged_hours": [hour_text(h) for h in damaged],
-                        "log_commits_read": found.commits_read,
-                    }
-                )
-                hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
+        spark, lake, hours, found = _lake_and_hours(stream, args, asked.hours, now_ms)
         files_missing = any(d.kind is DamageKind.FILES_MISSING for d in found.damage)
         if files_missing and spark is None:
             lake = DeltaLakeFacts(stream, skip_missing_files=True)
@@ -619,6 +605,74 @@ def main(argv: list[str] | None = None) -> int:
         write_quality_summary(args.result, result.summary())
     print(_one_screen(result))
     return 0
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """The command line, checked: its arguments, the hours it names (None: none named) and the stream."""
+
+    args: argparse.Namespace
+    hours: list[int] | None
+    stream: StreamConfig
+
+
+def _asked(argv: list[str] | None) -> _Asked | int:
+    """The checked command line, or the exit status of its refusal (the reason printed)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed what was wrong
+        return 0 if exit_.code in (0, None) else 2
+    try:
+        hours = parse_hours(args.hours) if args.hours is not None else None
+    except ValueError as error:
+        return _refuse(f"--hours: {error}")
+    if not _RUN_NAME.match(args.run_name):
+        return _refuse(f"--run-name {args.run_name!r}: use letters, digits and _ . : + -")
+    try:
+        stream = load_stream(args.conf, args.stream)
+    except StreamConfigError as error:
+        return _refuse(str(error))
+    if args.sweep and (hours is not None or args.reconcile):
+        return _refuse(
+            "--sweep checks every sealed hour the source log still retains: give it without --hours and --reconcile"
+        )
+    return _Asked(args, hours, stream)
+
+
+def _lake_and_hours(stream: StreamConfig, args: argparse.Namespace, hours: list[int] | None, now_ms: int):
+    """(Spark session or None, the lake's facts, the hours to check, the damage found). A sweep
+    reads every hour the log retains with Spark (a scan of the large tables); otherwise the
+    named hours, and with none named or ``--reconcile`` every sealed hour not yet checked and
+    every hour a commit damaged, read without Spark."""
+    if args.sweep:
+        from connectors.spark_session import lake_spark_session
+
+        spark = lake_spark_session(f"tidemark-quality-{stream.name}")
+        lake = SparkLakeFacts(spark, stream)
+        lake.require()
+        hours = sweep_hours(lake.seals(), now_ms, stream.retention_ms)
+        found = DamageFound(sweep_damage(lake, stream, hours))
+        log.info({"event": "quality_sweep", "stream": stream.name, "hours": len(hours)})
+        return spark, lake, hours, found
+    lake = DeltaLakeFacts(stream)
+    lake.require()
+    found = DamageFound(())
+    if hours is None or args.reconcile:
+        sealed = lake.seals()
+        unchecked = unchecked_sealed_hours(sealed, args.report_dir, stream.name)
+        found = find_damage(lake, stream, args.report_dir, sealed)
+        damaged = hours_of(found.damage)
+        log.info(
+            {
+                "event": "quality_hours_reconciled",
+                "stream": stream.name,
+                "hours": [hour_text(h) for h in unchecked],
+                "damaged_hours": [hour_text(h) for h in damaged],
+                "log_commits_read": found.commits_read,
+            }
+        )
+        hours = sorted(set(hours or []) | set(unchecked) | set(damaged))
+    return None, lake, hours, found
 
 
 @contextmanager

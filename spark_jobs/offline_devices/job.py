@@ -232,44 +232,12 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
     """Run the detector on ``spark`` until the run ends (available_now) or is stopped
     (continuous); returns its result: slices, records, periods opened and closed, horizon."""
     from spark_jobs.offline_devices.periods_table import OfflinePeriodsWriter
-    from spark_jobs.offline_devices.processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
-    from spark_jobs.offline_devices.sealed_events_source import SealedEventsOptions, SealedEventsSource
     from spark_jobs.slice_progress import SliceProgress
 
-    settings = _settings(stream)
-    spark.dataSource.register(SealedEventsSource)
     writer = OfflinePeriodsWriter(spark, run.output)
     writer.ensure_table()
-    options = SealedEventsOptions(
-        events_path=stream.table_path("events"),
-        seals_path=stream.table_path("seals"),
-        device_field=settings.device_field,
-        slice_ms=run.slice_ms,
-        start_ms=run.read_from_ms,
-        end_ms=run.read_until_ms,
-    )
-    periods = (
-        spark.readStream.format(SealedEventsSource.name())
-        .options(**options.to_options())
-        .load()
-        .withWatermark("event_time", "0 seconds")
-        .groupBy("device_id")
-        .transformWithStateInPandas(
-            OfflineDeviceProcessor(settings.offline_after_ms, run.report_from_ms),
-            outputStructType=OUTPUT_SCHEMA,
-            outputMode="Append",
-            timeMode="EventTime",
-        )
-    )
     query_name = f"tidemark_offline_devices_{run.mode}_{stream.name}"
-    stream_writer = (
-        periods.writeStream.queryName(query_name).foreachBatch(writer).option("checkpointLocation", run.checkpoint)
-    )
-    if run.trigger == "available_now":
-        stream_writer = stream_writer.trigger(availableNow=True)
-    else:
-        stream_writer = stream_writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
-
+    stream_writer = _periods_query(spark, stream, run, writer, query_name)
     progress = SliceProgress(stream.name, run.mode, query_name)
     spark.streams.addListener(progress)
     previous = {key: spark.conf.get(key, None) for key in _QUERY_SETTINGS}
@@ -296,7 +264,51 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
     finally:
         spark.streams.removeListener(progress)
         _restore(spark, previous)
+    result = _result(stream, run, query, progress, writer)
+    log.info({"event": "query_finished", **result.to_json()})
+    return result
 
+
+def _periods_query(spark, stream: StreamConfig, run: OfflineDevicesRun, writer, query_name: str):
+    """The query's writer, not started: the sealed events, sliced, through the per-device
+    state machine (OfflineDeviceProcessor), into the periods table."""
+    from spark_jobs.offline_devices.processor import OUTPUT_SCHEMA, OfflineDeviceProcessor
+    from spark_jobs.offline_devices.sealed_events_source import SealedEventsOptions, SealedEventsSource
+
+    settings = _settings(stream)
+    spark.dataSource.register(SealedEventsSource)
+    options = SealedEventsOptions(
+        events_path=stream.table_path("events"),
+        seals_path=stream.table_path("seals"),
+        device_field=settings.device_field,
+        slice_ms=run.slice_ms,
+        start_ms=run.read_from_ms,
+        end_ms=run.read_until_ms,
+    )
+    periods = (
+        spark.readStream.format(SealedEventsSource.name())
+        .options(**options.to_options())
+        .load()
+        .withWatermark("event_time", "0 seconds")
+        .groupBy("device_id")
+        .transformWithStateInPandas(
+            OfflineDeviceProcessor(settings.offline_after_ms, run.report_from_ms),
+            outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+    )
+    stream_writer = (
+        periods.writeStream.queryName(query_name).foreachBatch(writer).option("checkpointLocation", run.checkpoint)
+    )
+    if run.trigger == "available_now":
+        return stream_writer.trigger(availableNow=True)
+    return stream_writer.trigger(processingTime=f"{stream.persist.trigger_interval_ms} milliseconds")
+
+
+def _result(stream: StreamConfig, run: OfflineDevicesRun, query, progress, writer) -> OfflineDevicesResult:
+    """What the run did, from its own slices and commits; a backfill cut at the sealed horizon
+    says so."""
     read_until, horizon = progress.read_until_ms, progress.horizon_ms
     if read_until is None and run.mode == LIVE:
         # This run read no slice (no hour sealed since the last): say where the detector stands
@@ -306,7 +318,18 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
         look = look_before_detecting(stream)
         read_until, horizon = look.read_until_ms, look.sealed_horizon_ms
     cut_at_horizon = run.mode == BACKFILL and (read_until or 0) < run.read_until_ms
-    result = OfflineDevicesResult(
+    if cut_at_horizon:
+        log.warning(
+            {
+                "event": "backfill_cut_at_horizon",
+                "stream": stream.name,
+                "end": format_optional_event_time(run.read_until_ms),
+                "read_until": format_optional_event_time(read_until),
+                "detail": "only sealed hours are read: the backfill stopped at the sealed horizon; run it again "
+                "once the persist job has sealed the rest",
+            }
+        )
+    return OfflineDevicesResult(
         stream=stream.name,
         mode=run.mode,
         query_id=str(query.id),
@@ -321,19 +344,6 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
         watermark=format_optional_event_time(None if read_until is None else read_until - 1),
         cut_at_horizon=cut_at_horizon,
     )
-    if cut_at_horizon:
-        log.warning(
-            {
-                "event": "backfill_cut_at_horizon",
-                "stream": stream.name,
-                "end": format_optional_event_time(run.read_until_ms),
-                "read_until": format_optional_event_time(read_until),
-                "detail": "only sealed hours are read: the backfill stopped at the sealed horizon; run it again "
-                "once the persist job has sealed the rest",
-            }
-        )
-    log.info({"event": "query_finished", **result.to_json()})
-    return result
 
 
 def _restore(spark, settings: dict[str, str | None]) -> None:
