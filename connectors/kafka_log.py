@@ -279,6 +279,10 @@ class KafkaLog:
         """The data records of each {partition: (start, end)}: see the module's ``read_ranges``."""
         return read_ranges(self._bootstrap, self._topic, ranges, timeout_s=max(60.0, self._timeout_s))
 
+    def first_records(self, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
+        """The module's ``first_records`` for this topic, within this log's timeout."""
+        return first_records(self._bootstrap, self._topic, offsets, timeout_s=self._timeout_s)
+
     # -- look-ups (connectors.kafka_lookups) -------------------------------------------------------
 
     def bounds_now(self, positions: Mapping[int, int], finished: Iterable[int], check_retention: bool) -> dict:

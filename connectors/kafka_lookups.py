@@ -59,17 +59,13 @@ def unread_now(kafka, positions: Mapping[int, int], finished: Collection[int]) -
     """The readable end of every partition; per lagging partition the log time of the record at
     its position (None: only offsets without data before the end); a note when those times could
     not be read (a position the log no longer retains)."""
-    from connectors.kafka_log import first_records
-
     reachable(kafka.connection.bootstrap_servers)
     ends = {partition: bounds.end for partition, bounds in kafka.partition_bounds().items()}
     lagging = {p: position for p, position in positions.items() if ends.get(p, position) > position}
     if not lagging:
         return UnreadNow(ends, {})
     try:
-        records = first_records(
-            kafka.connection.bootstrap_servers, kafka.connection.topic, lagging, timeout_s=kafka.timeout_s
-        )
+        records = kafka.first_records(lagging)
     except (RetentionLossError, TimeoutError) as error:
         note = f"retention deadlines unknown: {error} (the quality run's retention check reports lost offsets)"
         return UnreadNow(ends, {}, (note,))

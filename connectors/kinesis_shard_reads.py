@@ -42,14 +42,7 @@ def read_range(
     """
     if end <= start:
         return
-    api = KinesisApi(
-        client if client is not None else kinesis_client(region, endpoint, 1),
-        stream,
-        where_of(region, endpoint),
-        clock,
-        sleep,
-        max_calls_per_second,
-    )
+    api = _api(stream, region, endpoint, client, clock, sleep, max_calls_per_second, 1)
     position = start
     iterator = None
     while True:
@@ -101,14 +94,7 @@ def first_records_at(
     """
     import datetime
 
-    api = KinesisApi(
-        client if client is not None else kinesis_client(region, endpoint, max_workers),
-        stream,
-        where_of(region, endpoint),
-        clock,
-        sleep,
-        max_calls_per_second,
-    )
+    api = _api(stream, region, endpoint, client, clock, sleep, max_calls_per_second, max_workers)
     if timestamp_ms is None:
         ask = {"ShardIteratorType": "TRIM_HORIZON"}
     else:
@@ -137,12 +123,7 @@ def first_records_at(
                 return None
             current = following
 
-    shard_ids = list(shard_ids)
-    if not shard_ids:
-        return {}
-    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
-        answers = list(pool.map(first, shard_ids))
-    return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}
+    return _per_shard(first, shard_ids, max_workers)
 
 
 # How far back ``shard_tips`` looks for a shard's newest record, widening until it finds one (ms):
@@ -174,14 +155,7 @@ def shard_tips(
     asked concurrently; the rate, throttling and errors as ``first_records_at``."""
     import datetime
 
-    api = KinesisApi(
-        client if client is not None else kinesis_client(region, endpoint, max_workers),
-        stream,
-        where_of(region, endpoint),
-        clock,
-        sleep,
-        max_calls_per_second,
-    )
+    api = _api(stream, region, endpoint, client, clock, sleep, max_calls_per_second, max_workers)
 
     def newest_since(shard_id: str, since_ms: int) -> int | None:
         at = datetime.datetime.fromtimestamp(since_ms / 1000, tz=datetime.UTC)
@@ -220,9 +194,22 @@ def shard_tips(
                 return newest + 1
         return None
 
+    return _per_shard(tip, shard_ids, max_workers)
+
+
+def _api(
+    stream: str, region: str, endpoint: str | None, client, clock, sleep, max_calls_per_second: float, workers: int
+):
+    """The calls of one read: the caller's client, or one of its own for ``workers`` threads."""
+    client = client if client is not None else kinesis_client(region, endpoint, workers)
+    return KinesisApi(client, stream, where_of(region, endpoint), clock, sleep, max_calls_per_second)
+
+
+def _per_shard(ask: Callable[[str], object], shard_ids: Iterable[str], max_workers: int) -> dict:
+    """``ask`` of every shard, at most ``max_workers`` at a time, keyed by partition."""
     shard_ids = list(shard_ids)
     if not shard_ids:
         return {}
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(shard_ids)))) as pool:
-        answers = list(pool.map(tip, shard_ids))
+        answers = list(pool.map(ask, shard_ids))
     return {partition_of(shard_id): answer for shard_id, answer in zip(shard_ids, answers)}
