@@ -16,12 +16,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from connectors import kafka_lookups
+from connectors.kafka_clients import KafkaUnavailableError, Refusals, client_settings
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.retention_loss import RetentionLossError
-
-
-class KafkaUnavailableError(RuntimeError):
-    """The broker did not answer in time."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +71,7 @@ class KafkaLog:
         self._timeout_s = timeout_s
         self._bootstrap = bootstrap_servers
         self._clients = None
+        self._reach = None  # (KafkaAccess, Refusals), made with the first client
 
     @classmethod
     def of(cls, connection, timeout_s: float = 30.0) -> KafkaLog:
@@ -84,6 +82,29 @@ class KafkaLog:
     def timeout_s(self) -> float:
         """How long (s) a question to the broker may take before it fails."""
         return self._timeout_s
+
+    @property
+    def _access(self):
+        """The brokers and the settings that secure them (tidemark.kafka_access), read from this
+        process's environment once, at the first client."""
+        return self._reached()[0]
+
+    @property
+    def _refusals(self) -> Refusals:
+        return self._reached()[1]
+
+    def _check_refused(self) -> None:
+        """Raise KafkaRefusedError when the brokers refused this log's connection. librdkafka
+        hands its errors to the callback only while a client is polled: the admin client's poll
+        serves them, and fetches nothing."""
+        self._admin.poll(0)
+        self._refusals.check()
+
+    def _reached(self) -> tuple:
+        if self._reach is None:
+            access = self.connection.access()
+            self._reach = (access, Refusals(self._bootstrap, access.described()))
+        return self._reach
 
     @property
     def _consumer(self):
@@ -99,8 +120,8 @@ class KafkaLog:
             from confluent_kafka.admin import AdminClient
 
             self._clients = (
-                Consumer(_reader_settings(self._bootstrap)),
-                AdminClient({"bootstrap.servers": self._bootstrap}),
+                Consumer(client_settings(self._access, _READER_SETTINGS, self._refusals)),
+                AdminClient(client_settings(self._access, {}, self._refusals)),
             )
         return self._clients
 
@@ -108,10 +129,18 @@ class KafkaLog:
         """The topic's partitions; fails clearly when the topic does not exist."""
         from confluent_kafka import KafkaException
 
-        try:
-            metadata = self._consumer.list_topics(self._topic, timeout=self._timeout_s)
-        except KafkaException as error:
-            raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer: {error}") from None
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            # In slices: a refused connection (credentials, certificate) is said at once, not
+            # after the whole timeout.
+            try:
+                # The reader's own metadata: the questions that follow are the reader's too.
+                metadata = self._consumer.list_topics(self._topic, timeout=min(1.0, self._timeout_s))
+                break
+            except KafkaException as error:
+                self._check_refused()
+                if time.monotonic() >= deadline:
+                    raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer: {error}") from None
         topic = metadata.topics.get(self._topic)
         if topic is None or topic.error is not None or not topic.partitions:
             raise ValueError(f"topic {self._topic!r} does not exist on {self._bootstrap}")
@@ -145,7 +174,7 @@ class KafkaLog:
                     )
                 )
                 answers = {
-                    name: _answers(futures, self._timeout_s)
+                    name: _answers(futures, self._timeout_s, self._check_refused)
                     for name, futures in (("earliest", earliest), ("stable", stable_end), ("written", written_end))
                 }
                 break
@@ -154,6 +183,7 @@ class KafkaLog:
                 # partition added to the topic a moment ago (the admin client's metadata does not
                 # know it yet), or a broker that is restarting (no leader yet, connection
                 # refused). Past the timeout, or for any other error, the run fails naming the broker.
+                self._check_refused()
                 code = error.args[0].code() if error.args and hasattr(error.args[0], "code") else None
                 if code not in _transient_errors() or time.monotonic() > deadline:
                     raise KafkaUnavailableError(
@@ -196,6 +226,7 @@ class KafkaLog:
         try:
             answers = self._consumer.offsets_for_times(asked, timeout=self._timeout_s)
         except KafkaException as error:
+            self._check_refused()
             raise KafkaUnavailableError(f"Kafka at {self._bootstrap} did not answer offsetsForTimes: {error}") from None
         for answer in answers:
             # A partition's error must not read as "no offset at that time" (which plans to the log end).
@@ -213,7 +244,7 @@ class KafkaLog:
 
     def next_records(self, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
         """``next_record`` of several partitions ({partition: offset}), read by one reader."""
-        return first_records(self._bootstrap, self._topic, offsets, timeout_s=self._timeout_s)
+        return self.first_records(offsets)
 
     def last_record_time(self, partition: int, end: int) -> int | None:
         """The log timestamp of the last data record before offset ``end``; None if none is retained."""
@@ -234,7 +265,9 @@ class KafkaLog:
             starts = {p: max(earliest[p], end - window) for p, end in pending.items()}
             last: dict[int, int] = {}
             ranges = {p: (starts[p], end) for p, end in pending.items()}
-            for partition, records in read_ranges(self._bootstrap, self._topic, ranges, timeout_s=self._timeout_s):
+            for partition, records in read_ranges(
+                self._bootstrap, self._topic, ranges, timeout_s=self._timeout_s, reach=self._reached()
+            ):
                 last[partition] = records[-1].timestamp_ms
             for p in list(pending):
                 if p in last or starts[p] <= earliest[p]:
@@ -277,11 +310,13 @@ class KafkaLog:
 
     def read_ranges(self, ranges: Mapping[int, tuple[int, int]]) -> Iterator[tuple[int, list[RawRecord]]]:
         """The data records of each {partition: (start, end)}: see the module's ``read_ranges``."""
-        return read_ranges(self._bootstrap, self._topic, ranges, timeout_s=max(60.0, self._timeout_s))
+        return read_ranges(
+            self._bootstrap, self._topic, ranges, timeout_s=max(60.0, self._timeout_s), reach=self._reached()
+        )
 
     def first_records(self, offsets: Mapping[int, int]) -> dict[int, LoggedRecord | None]:
         """The module's ``first_records`` for this topic, within this log's timeout."""
-        return first_records(self._bootstrap, self._topic, offsets, timeout_s=self._timeout_s)
+        return first_records(self._bootstrap, self._topic, offsets, timeout_s=self._timeout_s, reach=self._reached())
 
     # -- look-ups (connectors.kafka_lookups) -------------------------------------------------------
 
@@ -331,9 +366,20 @@ def _transient_errors() -> frozenset:
     )
 
 
-def _answers(futures: Mapping, timeout_s: float) -> dict[int, int]:
-    """{partition: offset} of a ListOffsets call's futures; raises the first partition's error."""
-    return {where.partition: future.result(timeout=timeout_s).offset for where, future in futures.items()}
+def _answers(futures: Mapping, timeout_s: float, check=lambda: None) -> dict[int, int]:
+    """{partition: offset} of a ListOffsets call's futures; raises the first partition's error,
+    and ``check()``'s (a refused connection) while it waits."""
+    import concurrent.futures
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _, pending = concurrent.futures.wait(list(futures.values()), timeout=min(0.5, timeout_s))
+        if not pending:
+            break
+        check()
+        if time.monotonic() >= deadline:
+            break  # result() below raises the timeout
+    return {where.partition: future.result(timeout=0).offset for where, future in futures.items()}
 
 
 def read_range(
@@ -344,12 +390,13 @@ def read_range(
     end: int | None,
     chunk: int = 10_000,
     timeout_s: float = 60.0,
+    reach: tuple | None = None,
 ) -> Iterator[list[RawRecord]]:
     """Yield the data records of offsets [start, end) of one partition, in offset order, in chunks.
 
     ``read_ranges`` of one partition: see there for what is read and what is raised.
     """
-    for _, records in read_ranges(bootstrap_servers, topic, {partition: (start, end)}, chunk, timeout_s):
+    for _, records in read_ranges(bootstrap_servers, topic, {partition: (start, end)}, chunk, timeout_s, reach):
         yield records
 
 
@@ -359,6 +406,7 @@ def read_ranges(
     ranges: Mapping[int, tuple[int, int | None]],
     chunk: int = 10_000,
     timeout_s: float = 60.0,
+    reach: tuple | None = None,
 ) -> Iterator[tuple[int, list[RawRecord]]]:
     """Yield (partition, records) for the data records of each {partition: (start, end)} range,
     in offset order within a partition, in chunks; partitions interleave. One reader for all.
@@ -369,7 +417,9 @@ def read_ranges(
     end (the last stable offset). A range must lie below the readable end when it is read:
     beyond it, records of an open transaction would make the read wait.
     Raises RetentionLossError when a range's start is no longer retained, TimeoutError when the
-    broker delivers nothing for ``timeout_s`` while a range is unfinished.
+    broker delivers nothing for ``timeout_s`` while a range is unfinished, KafkaRefusedError at
+    once when the brokers refuse the connection. ``reach``: (tidemark.kafka_access.KafkaAccess,
+    connectors.kafka_clients.Refusals) of a secured connection (KafkaLog's); None: PLAINTEXT.
     """
     todo = {p: (start, end) for p, (start, end) in ranges.items() if end is None or start < end}
     if not todo:
@@ -393,7 +443,8 @@ def read_ranges(
         remaining = sum(end - next_offsets[p] if end is not None else chunk for p, (_, end) in todo.items())
         return max(1, min(chunk, remaining))
 
-    consumer = Consumer(_reader_settings(bootstrap_servers))
+    access, refusals = reach or _plaintext(bootstrap_servers)
+    consumer = Consumer(client_settings(access, _READER_SETTINGS, refusals))
     try:
         consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in todo.items()])
         fetches = _fetches(
@@ -405,6 +456,7 @@ def read_ranges(
             timeout_s=timeout_s,
             silence=lambda: f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished()}",
             lost=lambda p: _lost_while_reading(consumer, bootstrap_servers, topic, p, next_offsets[p], *todo[p]),
+            check=refusals.check,
         )
         for fetch in fetches:
             received: dict[int, list[RawRecord]] = {}
@@ -425,7 +477,17 @@ def read_ranges(
         consumer.close()
 
 
-def _fetches(consumer, topic: str, open_partitions, batch_size, poll_s: float, timeout_s: float, silence, lost):
+def _fetches(
+    consumer,
+    topic: str,
+    open_partitions,
+    batch_size,
+    poll_s: float,
+    timeout_s: float,
+    silence,
+    lost,
+    check=lambda: None,
+):
     """The consume loop of a reader with assigned partitions, shared by ``read_ranges`` and
     ``first_records``: yields one iterator per consume() call over its messages, as
     (partition, message), or (partition, None) for a partition's end-of-partition event (its
@@ -437,7 +499,8 @@ def _fetches(consumer, topic: str, open_partitions, batch_size, poll_s: float, t
     ``batch_size()``: how many messages to ask the next consume() for; it returns with them or
     after ``poll_s`` seconds. Raises TimeoutError(``silence()``) when nothing arrives for
     ``timeout_s`` seconds while a partition is open, ``lost(partition)`` (a RetentionLossError)
-    when a partition's position is no longer retained, and KafkaException for any other error.
+    when a partition's position is no longer retained, ``check()``'s error (a refused connection)
+    while nothing arrives, and KafkaException for any other error.
     """
     from confluent_kafka import TopicPartition
 
@@ -445,6 +508,7 @@ def _fetches(consumer, topic: str, open_partitions, batch_size, poll_s: float, t
     while open_partitions:
         messages = consumer.consume(num_messages=batch_size(), timeout=poll_s)
         if not messages:
+            check()
             if time.monotonic() - waited_since > timeout_s:
                 raise TimeoutError(silence())
             continue
@@ -501,7 +565,11 @@ def _lost_while_reading(
 
 
 def first_records(
-    bootstrap_servers: str, topic: str, offsets: Mapping[int, int], timeout_s: float = 60.0
+    bootstrap_servers: str,
+    topic: str,
+    offsets: Mapping[int, int],
+    timeout_s: float = 60.0,
+    reach: tuple | None = None,
 ) -> dict[int, LoggedRecord | None]:
     """For each {partition: offset}, the first data record at or after that offset below the
     readable end (the last stable offset), or None when there is none: read_range(partition,
@@ -523,7 +591,8 @@ def first_records(
     if not offsets:
         return answers
     unanswered = set(offsets)
-    consumer = Consumer(_probe_settings(bootstrap_servers))
+    access, refusals = reach or _plaintext(bootstrap_servers)
+    consumer = Consumer(client_settings(access, _PROBE_SETTINGS, refusals))
     try:
         consumer.assign([TopicPartition(topic, partition, offset) for partition, offset in offsets.items()])
         # As many messages as answers are missing, waiting briefly: consume() returns when it has
@@ -544,6 +613,7 @@ def first_records(
             lost=lambda p: RetentionLossError(
                 f"partition {p} of {topic!r}: offset {offsets.get(p)} is no longer retained"
             ),
+            check=refusals.check,
         )
         for fetch in fetches:
             for partition, message in fetch:
@@ -559,33 +629,37 @@ def first_records(
     return answers
 
 
-def _probe_settings(bootstrap_servers: str) -> dict:
-    """A reader that wants one record per partition, not a range: fetch little, wait little.
+# A range reader's own settings (connectors.kafka_clients puts the connection's security
+# settings under them, so that no connection can change how tidemark reads).
+_READER_SETTINGS = {
+    # Readers assign partitions explicitly and never commit: positions live in Spark's
+    # checkpoint and the ledger, not in a consumer group.
+    "group.id": "tidemark-reader",
+    "enable.auto.commit": False,
+    # Reading past retention must fail loudly, never jump silently to what is left.
+    "auto.offset.reset": "error",
+    "enable.partition.eof": True,
+    "isolation.level": "read_committed",
+    "fetch.max.bytes": 52_428_800,
+    "queued.max.messages.kbytes": 65_536,
+    # Ranges end at or below the readable end, where the broker holds an empty fetch this long
+    # before the end-of-partition event can come (500 ms by default): a range that ends in
+    # markers or aborted records would wait it out. Fetches with data return at once anyway.
+    "fetch.wait.max.ms": 50,
+}
 
-    With the reader settings a fresh consumer fetches (and on close discards) up to 1 MiB per
-    partition to hand out one record, ~20 ms a question; 64 KiB answers in ~4 ms. The broker
-    still returns a whole record batch larger than that (Kafka's fetch always makes progress).
-    At the readable end the broker holds an empty fetch for fetch.wait.max.ms (500 ms by
-    default) before the end-of-partition event can be sent; 10 ms answers "no record" sooner.
-    """
-    return {**_reader_settings(bootstrap_servers), "max.partition.fetch.bytes": 65_536, "fetch.wait.max.ms": 10}
+# A reader that wants one record per partition, not a range: fetch little, wait little. With the
+# reader settings a fresh consumer fetches (and on close discards) up to 1 MiB per partition to
+# hand out one record, ~20 ms a question; 64 KiB answers in ~4 ms. The broker still returns a
+# whole record batch larger than that (Kafka's fetch always makes progress). At the readable end
+# the broker holds an empty fetch for fetch.wait.max.ms (500 ms by default) before the
+# end-of-partition event can be sent; 10 ms answers "no record" sooner.
+_PROBE_SETTINGS = {**_READER_SETTINGS, "max.partition.fetch.bytes": 65_536, "fetch.wait.max.ms": 10}
 
 
-def _reader_settings(bootstrap_servers: str) -> dict:
-    return {
-        "bootstrap.servers": bootstrap_servers,
-        # Readers assign partitions explicitly and never commit: positions live in Spark's
-        # checkpoint and the ledger, not in a consumer group.
-        "group.id": "tidemark-reader",
-        "enable.auto.commit": False,
-        # Reading past retention must fail loudly, never jump silently to what is left.
-        "auto.offset.reset": "error",
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "fetch.max.bytes": 52_428_800,
-        "queued.max.messages.kbytes": 65_536,
-        # Ranges end at or below the readable end, where the broker holds an empty fetch this long
-        # before the end-of-partition event can come (500 ms by default): a range that ends in
-        # markers or aborted records would wait it out. Fetches with data return at once anyway.
-        "fetch.wait.max.ms": 50,
-    }
+def _plaintext(bootstrap_servers: str) -> tuple:
+    """(access, refusals) of a connection without security settings."""
+    from tidemark.kafka_access import KafkaAccess
+
+    access = KafkaAccess(bootstrap_servers)
+    return access, Refusals(bootstrap_servers, access.described())

@@ -59,6 +59,23 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
         )
     from connectors.lake_storage import spark_conf
 
-    for key, value in {**spark_conf(), **(extra_conf or {})}.items():
+    for key, value in {**spark_conf(), **kafka_settings_conf(os.environ), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+# Spark's own redaction pattern, and tidemark's Kafka settings: a conf key that matches has its
+# value shown as *********(redacted) in the UI, the event log and the logs.
+_REDACTION = r"(?i)secret|password|token|access[.]?key|tidemark_kafka_conn_"
+
+
+def kafka_settings_conf(environ) -> dict[str, str]:
+    """The Kafka connections' settings this process holds (tidemark.kafka_access), handed to the
+    executors through their environment (``spark.executorEnv``): an executor of a cluster does not
+    inherit the driver's. Spark redacts them by name, never inside an option or a plan."""
+    from tidemark.kafka_access import SETTINGS_PREFIX
+
+    settings = {
+        f"spark.executorEnv.{name}": value for name, value in environ.items() if name.startswith(SETTINGS_PREFIX)
+    }
+    return {"spark.redaction.regex": _REDACTION, **settings} if settings else {}

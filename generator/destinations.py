@@ -18,6 +18,7 @@ import msgspec
 
 from generator.kafka_target import KafkaTarget, KafkaTargetError
 from generator.kinesis_sink import KinesisSink, KinesisSinkError
+from tidemark.kafka_access import KafkaAccessError
 from tidemark.kinesis_access import KinesisAccess, KinesisAccessError
 from tidemark.stream_config import KafkaSource, KinesisSource, StreamConfig
 
@@ -41,9 +42,17 @@ class Destination:
 
 
 def _kafka(args: argparse.Namespace, source: KafkaSource, partitions_needed: int) -> Destination:
+    """The settings that secure the brokers: the stream's Kafka connection's, from this process's
+    environment (tidemark.kafka_access); --bootstrap names other brokers, reached in PLAINTEXT."""
     bootstrap = args.bootstrap or source.bootstrap_servers
     topic = args.topic or source.topic
-    target = KafkaTarget(bootstrap, topic, partitions_needed=partitions_needed, transaction_size=args.transaction_size)
+    try:
+        security = {} if args.bootstrap else source.connection().access().security
+    except KafkaAccessError as error:
+        raise KafkaTargetError(str(error)) from None
+    target = KafkaTarget(
+        bootstrap, topic, partitions_needed=partitions_needed, transaction_size=args.transaction_size, security=security
+    )
     return Destination(target, {"topic": topic, "bootstrap": bootstrap}, f"topic {topic!r} at {bootstrap}")
 
 

@@ -12,6 +12,7 @@ offset that holds no record and carries the wall clock of the commit, not an eve
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaException, Producer
 
@@ -46,17 +47,26 @@ class KafkaTargetError(Exception):
 class KafkaTarget:
     """Produces records to explicit partitions of one topic and reports delivery failures at ``close``."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions_needed: int, transaction_size: int | None = None):
-        """Check the broker and topic first (KafkaTargetError if not ready), then open the producer."""
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions_needed: int,
+        transaction_size: int | None = None,
+        security: Mapping[str, str] | None = None,
+    ):
+        """Check the broker and topic first (KafkaTargetError if not ready), then open the
+        producer. ``security``: the settings that secure the brokers (tidemark.kafka_access)."""
         self.bootstrap = bootstrap
         self.topic = topic
-        _check_topic(bootstrap, topic, partitions_needed)
+        security = dict(security or {})
+        _check_topic(bootstrap, topic, partitions_needed, security)
         self._failures = 0
         self._first_failure: str | None = None
         self._since_poll = 0
         self._transaction_size = transaction_size
         self._in_transaction = 0
-        settings = {"bootstrap.servers": bootstrap, "on_delivery": self._on_delivery, **_PRODUCER_SETTINGS}
+        settings = {**security, "bootstrap.servers": bootstrap, "on_delivery": self._on_delivery, **_PRODUCER_SETTINGS}
         if transaction_size is not None:
             settings["transactional.id"] = f"tidemark-generate-{topic}-{uuid.uuid4().hex[:8]}"
         self._producer = Producer(settings)
@@ -118,13 +128,13 @@ class KafkaTarget:
                 self._first_failure = str(error)
 
 
-def _check_topic(bootstrap: str, topic_name: str, partitions_needed: int) -> None:
+def _check_topic(bootstrap: str, topic_name: str, partitions_needed: int, security: Mapping[str, str]) -> None:
     """Raise KafkaTargetError unless the broker answers and the topic has ``partitions_needed`` partitions.
 
     Waits at most 10 s for the broker. The probe uses its own client with logging off, so an
     absent broker gives one clear message instead of a screen of connection-refused lines.
     """
-    probe = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "allow.auto.create.topics": False})
+    probe = Producer({**security, "bootstrap.servers": bootstrap, "log_level": 0, "allow.auto.create.topics": False})
     try:
         # All topics, not just ours: asking for one by name may auto-create it on the broker.
         metadata = probe.list_topics(timeout=_PROBE_TIMEOUT_S)

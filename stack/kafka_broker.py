@@ -9,6 +9,13 @@ port + 1. Config, data and logs live under ``$TIDEMARK_HOME/kafka``:
     kafka.out, kafka.pid  JVM stdout/stderr and pid of the detached process
 
 Topics are never auto-created: a typo in a topic name must fail, not create a new topic.
+
+With ``sasl_port`` the broker also listens on 127.0.0.1:<sasl_port> with ``SASL_SSL``: SCRAM-SHA-512
+and SCRAM-SHA-256 (the user made at format time, ``kafka-storage format --add-scram``) and PLAIN,
+over TLS with a certificate of a private CA made on the fly (``trustme``, PEM files, no keytool).
+Its files live under ``$TIDEMARK_HOME/kafka/tls`` (mode 0600): the CA a client trusts, the
+broker's key and certificate, and the user's password. PLAINTEXT stays for the stack's own admin
+and for streams without a Kafka connection.
 """
 
 from __future__ import annotations
@@ -46,7 +53,10 @@ class KafkaBroker:
     state_dir: Path
     jars_dir: Path
     port: int
+    sasl_port: int | None = None
 
+    # The SCRAM (and PLAIN) user of the SASL_SSL listener.
+    sasl_user: ClassVar[str] = "tidemark"
     # What the demo calls it when it starts it.
     title: ClassVar[str] = "the local Kafka broker"
 
@@ -94,6 +104,9 @@ class KafkaBroker:
         require_free(self.controller_port, "Kafka controller = broker port + 1", "TIDEMARK_KAFKA_PORT")
         classpath = self._classpath()  # before any state is written: missing jars change nothing
 
+        if self.sasl_port is not None:
+            require_free(self.sasl_port, "Kafka SASL_SSL listener", "the broker's sasl_port")
+            self._write_tls_once()
         config = self._write_config()
         self._format_storage_once(config)
         self.daemon.launch(
@@ -220,10 +233,12 @@ class KafkaBroker:
             # 15 s nap of the cleaner thread: cheap on one node, and what makes compaction testable.
             "log.cleaner.backoff.ms": "1000",
         }
+        settings.update(self._secured_listener())
         config = self.config_file
         lines = ["# Written by stack/kafka_broker.py on every start; edits are overwritten."]
         lines += [f"{key}={value}" for key, value in settings.items()]
         config.write_text("\n".join(lines) + "\n")
+        config.chmod(0o600)  # the PLAIN user's password is in it when the broker is secured
         return config
 
     def _format_storage_once(self, config: Path) -> None:
@@ -243,6 +258,7 @@ class KafkaBroker:
                 str(config),
                 "--cluster-id",
                 _new_cluster_id(),
+                *self._scram_users(),
             ],
             capture_output=True,
             text=True,
@@ -254,6 +270,96 @@ class KafkaBroker:
                 f"Formatting Kafka storage in {self.state_dir / 'data'} failed: "
                 + (result.stderr or result.stdout).strip()[-2000:]
             )
+
+    # -- the SASL_SSL listener ------------------------------------------------------------------
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.state_dir / "tls"
+
+    @property
+    def ca_file(self) -> Path:
+        """The private CA's certificate (PEM) a client of the SASL_SSL listener trusts."""
+        return self.tls_dir / "ca.pem"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        if self.sasl_port is None:
+            raise StackError("this broker has no SASL_SSL listener (sasl_port)")
+        return f"{LOOPBACK}:{self.sasl_port}"
+
+    def sasl_password(self) -> str:
+        """The SASL user's password, made once with the broker's storage."""
+        return (self.tls_dir / "sasl-password").read_text().strip()
+
+    def sasl_settings(self, mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
+        """The librdkafka settings of a client of the SASL_SSL listener, as a Kafka connection's
+        extra holds them: ``mechanism`` SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN."""
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": mechanism,
+            "sasl.username": self.sasl_user,
+            "sasl.password": self.sasl_password(),
+            "ssl.ca.location": str(self.ca_file),
+        }
+
+    def _write_tls_once(self) -> None:
+        """A private CA, the broker's certificate for 127.0.0.1 and localhost (its key in PKCS#8,
+        as Kafka's PEM key store reads it) and the SASL user's password; kept across restarts."""
+        if (self.tls_dir / "broker.pem").exists():
+            return
+        import secrets
+
+        import trustme
+        from cryptography.hazmat.primitives import serialization
+
+        self.tls_dir.mkdir(parents=True, exist_ok=True)
+        self.tls_dir.chmod(0o700)
+        ca = trustme.CA()
+        leaf = ca.issue_cert(LOOPBACK, "localhost")
+        key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+        pkcs8 = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        chain = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+        for name, content in (
+            ("broker.pem", pkcs8 + chain),
+            ("ca.pem", ca.cert_pem.bytes()),
+            ("sasl-password", secrets.token_urlsafe(24).encode()),
+        ):
+            path = self.tls_dir / name
+            path.write_bytes(content)
+            path.chmod(0o600)
+
+    def _secured_listener(self) -> dict[str, str]:
+        """The server settings of the SASL_SSL listener (none without ``sasl_port``)."""
+        if self.sasl_port is None:
+            return {}
+        listener = "listener.name.sasl_ssl"
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        plain = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_{self.sasl_user}="{self.sasl_password()}";'
+        )
+        return {
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port},"
+            f"SASL_SSL://{LOOPBACK}:{self.sasl_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},SASL_SSL://{LOOPBACK}:{self.sasl_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+            f"{listener}.scram-sha-512.sasl.jaas.config": scram,
+            f"{listener}.scram-sha-256.sasl.jaas.config": scram,
+            f"{listener}.plain.sasl.jaas.config": plain,
+            f"{listener}.ssl.keystore.type": "PEM",
+            f"{listener}.ssl.keystore.location": str(self.tls_dir / "broker.pem"),
+        }
+
+    def _scram_users(self) -> list[str]:
+        """``kafka-storage format`` arguments that make the SCRAM user (KRaft keeps it in metadata)."""
+        if self.sasl_port is None:
+            return []
+        user = f"[name={self.sasl_user},password={self.sasl_password()}]"
+        return ["--add-scram", f"SCRAM-SHA-512={user}", "--add-scram", f"SCRAM-SHA-256={user}"]
 
     def _log_tails(self) -> str:
         text = self.daemon.log_tail(10)

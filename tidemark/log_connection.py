@@ -8,9 +8,9 @@ asks which kind it is: it asks the value (its position type, how to name a parti
 log's retention is called).
 
 It holds no secret, ever: Kinesis credentials come from the process environment
-(tidemark.kinesis_access); Kafka client settings (TLS, SASL, OAuth) will come from an Airflow
-connection or the environment by the name this value carries, never inside it, because a
-Spark option is printed in plans, the UI and the event log.
+(tidemark.kinesis_access); Kafka client settings (TLS, SASL, OAuth) come from the environment
+under the name of the Airflow connection this value carries (tidemark.kafka_access), never
+inside it, because a Spark option is printed in plans, the UI and the event log.
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ from tidemark.shard_lineage import shard_id_of
 class KafkaConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="kind", tag="kafka"):
     """A Kafka topic: its brokers (host:port[,host:port...]) and its name. ``open_transaction_timeout_ms``:
     how long a partition's last stable offset may stand below its written end before the planner
-    reports the partition as held by an open transaction."""
+    reports the partition as held by an open transaction. ``kafka_conn_id``: the connection whose
+    settings secure the brokers (tidemark.kafka_access), by name; None: PLAINTEXT."""
 
     bootstrap_servers: str
     topic: str
     open_transaction_timeout_ms: Annotated[int, msgspec.Meta(ge=1)] = 900_000
+    kafka_conn_id: str | None = None
 
     position_type: ClassVar[PositionType] = KAFKA_OFFSETS
     # Where an unread range went: what a person changes so that it does not happen again.
@@ -42,6 +44,13 @@ class KafkaConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, t
         for required in ("bootstrap_servers", "topic"):
             if not getattr(self, required):
                 raise ValueError(f"the Kafka connection needs '{required}'")
+
+    def access(self, environ=None):
+        """The brokers with the settings that secure them, read from ``environ`` (default
+        ``os.environ``): tidemark.kafka_access.KafkaAccess."""
+        from tidemark.kafka_access import KafkaAccess
+
+        return KafkaAccess.of(self.bootstrap_servers, self.kafka_conn_id, environ)
 
     @property
     def log_name(self) -> str:
@@ -88,6 +97,13 @@ class KinesisConnection(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
         for required in ("stream", "region"):
             if not getattr(self, required):
                 raise ValueError(f"the Kinesis connection needs '{required}'")
+
+    def access(self, environ=None):
+        """The stream with the keys to read it, from ``environ`` (default ``os.environ``):
+        tidemark.kinesis_access.KinesisAccess (raises its KinesisAccessError, a ValueError)."""
+        from tidemark.kinesis_access import KinesisAccess
+
+        return KinesisAccess.from_source(self, environ)
 
     @property
     def log_name(self) -> str:

@@ -73,6 +73,10 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MIN_SLICE_MS = 60_000
 # Keys that would hold AWS credentials: refused in a source, saying where credentials come from.
 _CREDENTIAL_KEY = re.compile(r"access_key|secret|session_token|password|credential", re.IGNORECASE)
+# Keys that would hold a Kafka client's security settings or secrets: they belong in a connection.
+_KAFKA_SECURITY_KEY = re.compile(
+    r"secret|password|credential|token|jaas|sasl|ssl|security|keystore|truststore|certificate|oauth", re.IGNORECASE
+)
 
 Text = Annotated[str, msgspec.Meta(min_length=1)]
 WholeNumber = Annotated[int, msgspec.Meta(ge=0)]
@@ -176,6 +180,21 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
     # The most Spark tasks a batch reads the log with (tidemark.read_tasks); None: the cluster's
     # parallelism (Spark's defaultParallelism), like the input splits of Spark's own sources.
     read_tasks: WholeNumber | None = None
+    # The Airflow connection (type kafka) whose extra holds the librdkafka settings that secure
+    # the brokers (TLS, SASL, OAuth; tidemark.kafka_access); None: PLAINTEXT.
+    kafka_conn_id: Text | None = None
+
+    @classmethod
+    def refused_key(cls, key: str) -> str | None:
+        """Why ``key`` may not be written here, for a key that would hold a security setting or a
+        secret; else None."""
+        if not _KAFKA_SECURITY_KEY.search(str(key)):
+            return None
+        return (
+            "security settings and credentials never go in the stream configuration (every process reads it and it "
+            "is copied around); name an Airflow connection of type kafka with kafka_conn_id, whose extra holds the "
+            "librdkafka settings (security.protocol, sasl.*, ssl.*); remove this key"
+        )
 
     # How positions are stored and named (offsets, BIGINT).
     position_type: ClassVar[PositionType] = KAFKA_OFFSETS
@@ -189,7 +208,9 @@ class KafkaSource(_Section, tag_field="kind", tag="kafka"):
 
     def connection(self) -> KafkaConnection:
         """Where the topic is, as the one typed value that reaches every client of it."""
-        return KafkaConnection(self.bootstrap_servers, self.topic, self.open_transaction_timeout_ms)
+        return KafkaConnection(
+            self.bootstrap_servers, self.topic, self.open_transaction_timeout_ms, kafka_conn_id=self.kafka_conn_id
+        )
 
     @property
     def starting(self) -> str:
@@ -289,6 +310,8 @@ class KinesisSource(_Section, tag_field="kind", tag="kinesis"):
 
     # How positions are stored and named (sequence numbers, fixed-width text keys).
     position_type: ClassVar[PositionType] = KINESIS_SEQUENCE_NUMBERS
+    # The Airflow Kafka connection: none, a Kinesis stream is not on Kafka.
+    kafka_conn_id: ClassVar[None] = None
     # The embedded stack's service (stack.services) that stands in for the log: the loopback Kinesis.
     local_service: ClassVar[str] = "kinesis"
     # True: Kinesis stamps each record with its arrival (ApproximateArrivalTimestamp), whatever its

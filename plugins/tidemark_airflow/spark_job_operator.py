@@ -96,6 +96,8 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         self.deploy_mode = deploy_mode
         self._driver_conf: dict[str, str] | None = None  # load_stream() sizes the driver
         self._kinesis_conn_id: str | None = None  # load_stream() reads it from a Kinesis source
+        self._kafka_conn_id: str | None = None  # and this from a Kafka source
+        self._kafka_bootstrap = ""
         self._derived: DerivedSubmit | None = None  # set for the length of submit()
         self._submitted = False
 
@@ -112,8 +114,11 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         try:
             stream = load_stream(self.conf_path, self.stream)
             self._driver_conf = batch_job_conf(stream)
-            # A Kinesis stream's keys come from the connection its source names (read in submit).
+            # A Kinesis stream's keys come from the connection its source names (read in submit),
+            # a Kafka stream's security settings from its Kafka connection.
             self._kinesis_conn_id = stream.source.aws_conn_id
+            self._kafka_conn_id = stream.source.kafka_conn_id
+            self._kafka_bootstrap = stream.source.address
         except (StreamConfigError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream
@@ -184,6 +189,14 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             raise AirflowFailException(f"source.aws_conn_id {self._kinesis_conn_id!r}: {error}") from None
         if kinesis_conn_id:
             self.log.info("Kinesis credentials from the Airflow connection %r", kinesis_conn_id)
+        from tidemark_airflow.kafka_connection import apply_kafka_connection
+
+        try:
+            kafka_conn_id = apply_kafka_connection(self._kafka_conn_id, self._kafka_bootstrap)
+        except Exception as error:  # Airflow's error names the missing connection; ours the key
+            raise AirflowFailException(f"source.kafka_conn_id {self._kafka_conn_id!r}: {error}") from None
+        if kafka_conn_id:
+            self.log.info("Kafka security settings from the Airflow connection %r", kafka_conn_id)
 
     def spark_connection(self):
         """The master and deploy mode of ``conn_id``, read through Airflow's Connection API as the

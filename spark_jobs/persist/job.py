@@ -31,6 +31,7 @@ from pathlib import Path
 # on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
+from connectors.kafka_log import KafkaUnavailableError  # noqa: E402
 from connectors.kinesis_api import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         crash_points = crash_points_from_environment(os.environ)
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
+        stream.source.connection().access()  # the log's credentials or security settings, before any work
     except (StreamConfigError, ValueError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2
@@ -108,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             crash_points=crash_points,
             injected_throttling=throttling,
         )
-    except (PartitionLimitError, LakeStorageError, KinesisUnavailableError) as error:
-        print(f"persist: {error}", file=sys.stderr)
+    except (PartitionLimitError, LakeStorageError, KinesisUnavailableError, KafkaUnavailableError) as error:
+        print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)
         return 2
     except RetentionLossError as error:
         print(f"persist: {error}", file=sys.stderr)

@@ -48,11 +48,16 @@ def telemetry_value(device: str, event_time_ms: int, battery: int = 50) -> bytes
     return json.dumps({"device_id": device, "event_time": iso, "lat": 52.0, "lon": 4.9, "battery": battery}).encode()
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, int]]) -> dict[int, int]:
-    """Produce (partition, value, timestamp_ms) records; returns records produced per partition."""
+def produce(
+    bootstrap: str, topic: str, records: list[tuple[int, bytes | None, int]], security: dict | None = None
+) -> dict[int, int]:
+    """Produce (partition, value, timestamp_ms) records; returns records produced per partition.
+    ``security``: the librdkafka settings of a secured listener."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    producer = Producer(
+        {**(security or {}), "bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}
+    )
     counts: dict[int, int] = {}
     for partition, value, timestamp_ms in records:
         while True:

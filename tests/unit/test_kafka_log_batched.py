@@ -98,7 +98,7 @@ def test_one_reader_answers_every_partition_with_its_first_data_record_or_none_a
     assert reader.closed
     assert reader.unassigned == [1, 0, 2], "each partition stops being fetched once answered"
     assert reader.settings["isolation.level"] == "read_committed"
-    assert reader.settings["max.partition.fetch.bytes"] < kafka_log._reader_settings("b:1").get(
+    assert reader.settings["max.partition.fetch.bytes"] < kafka_log._READER_SETTINGS.get(
         "max.partition.fetch.bytes", 1_048_576
     )
 

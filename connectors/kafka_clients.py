@@ -1,0 +1,97 @@
+"""What every Kafka client tidemark makes has in common: the brokers and the settings that secure
+them (tidemark.kafka_access), and a refusal noticed at once.
+
+librdkafka retries a refused connection until the caller's timeout: a wrong password, an
+untrusted certificate or a PLAINTEXT listener where TLS was configured would otherwise look like a
+broker that does not answer, 30 s later, after a screen of identical lines. Each client is made
+with an error callback (``Refusals``) that remembers the first authentication or TLS error, and
+the waits of connectors.kafka_log ask it between short slices, so the caller gets one line naming
+the brokers, how the connection was made and what was refused, within a second or two. The
+client's own log lines are off: errors reach the caller as exceptions, and each kind once as a
+log line of tidemark's.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+
+log = logging.getLogger("tidemark.kafka")
+
+
+class KafkaUnavailableError(RuntimeError):
+    """The broker did not answer in time."""
+
+
+class KafkaRefusedError(KafkaUnavailableError):
+    """The brokers refused the connection: its credentials, its certificate or its protocol. The
+    message names the brokers, how the connection was made (never a secret) and librdkafka's
+    reason; retrying cannot help."""
+
+
+def _refusal_codes() -> frozenset:
+    from confluent_kafka import KafkaError
+
+    return frozenset(
+        {
+            KafkaError._AUTHENTICATION,  # SASL: wrong password, unknown user, a token endpoint that refuses
+            KafkaError._SSL,  # untrusted or expired certificate, a PLAINTEXT listener spoken to in TLS
+            KafkaError.SASL_AUTHENTICATION_FAILED,
+            KafkaError.UNSUPPORTED_SASL_MECHANISM,
+            KafkaError.ILLEGAL_SASL_STATE,
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        }
+    )
+
+
+def _is_refusal(code: int, text: str) -> bool:
+    from confluent_kafka import KafkaError
+
+    # A TLS client at a PLAINTEXT listener is a transport error whose text says so.
+    return code in _refusal_codes() or (code == KafkaError._TRANSPORT and "SSL handshake failed" in text)
+
+
+class Refusals:
+    """A client's error callback: remembers the first refusal, logs each other kind of error once.
+
+    ``check()`` raises KafkaRefusedError once a refusal was seen. ``described``: how the
+    connection is made (tidemark.kafka_access.KafkaAccess.described), for the message."""
+
+    def __init__(self, bootstrap_servers: str, described: str):
+        self._servers = bootstrap_servers
+        self._described = described
+        self._lock = threading.Lock()
+        self._refused: str | None = None
+        self._seen: set[int] = set()
+
+    def __call__(self, error) -> None:
+        from confluent_kafka import KafkaError
+
+        code = error.code()
+        refusal = _is_refusal(code, error.str())
+        with self._lock:
+            if refusal and self._refused is None:
+                # librdkafka prefixes the broker's address, which the message already names.
+                self._refused = re.sub(r"^\S+://\S+: ", "", error.str())
+            first = code not in self._seen and self._refused is None
+            self._seen.add(code)
+        # A refusal is raised to the caller, in one line; "all brokers are down" follows another
+        # error, already said.
+        if first and code != KafkaError._ALL_BROKERS_DOWN:
+            log.warning({"event": "kafka_client_error", "servers": self._servers, "error": error.str()})
+
+    def check(self) -> None:
+        if self._refused is not None:
+            raise KafkaRefusedError(f"Kafka at {self._servers} refused {self._described}: {self._refused}")
+
+
+def client_settings(access, own: Mapping[str, object], refusals: Refusals | None = None) -> dict:
+    """A client's settings: the connection's security settings, then the client's ``own``
+    (tidemark decides how it reads), the brokers, and ``refusals`` as its error callback."""
+    settings = {**access.security, **own, "bootstrap.servers": access.bootstrap_servers, "log_level": 0}
+    if refusals is not None:
+        settings["error_cb"] = refusals
+    return settings

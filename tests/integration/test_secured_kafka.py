@@ -1,0 +1,159 @@
+"""Kafka as it is deployed: the log's clients speak SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN)
+to the shared broker's secured listener, with the settings of a Kafka connection found in the
+environment (tidemark.kafka_access), and read exactly what an open listener reads; a wrong
+password is refused naming the connection, never showing the password."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from connectors.partitioned_logs import open_log
+from harness.persist_job import produce
+from tidemark.kafka_access import settings_variable
+from tidemark.log_connection import KafkaConnection
+
+pytestmark = pytest.mark.integration
+
+CONN_ID = "kafka_secured"
+
+
+def _connection(broker, topic: str) -> KafkaConnection:
+    return KafkaConnection(broker.sasl_bootstrap, topic, kafka_conn_id=CONN_ID)
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+def test_the_log_reads_over_sasl_ssl_exactly_what_the_open_listener_reads(kafka_broker, monkeypatch, mechanism):
+    topic = f"secured-{mechanism.lower()}"
+    kafka_broker.create_topic(topic, 2)
+    settings = kafka_broker.sasl_settings(mechanism)
+    produce(kafka_broker.sasl_bootstrap, topic, [(i % 2, f"r{i}".encode(), 1_000 + i) for i in range(40)], settings)
+    monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(settings))
+
+    secured = open_log(_connection(kafka_broker, topic), timeout_s=20)
+    open_ = open_log(KafkaConnection(kafka_broker.bootstrap, topic), timeout_s=20)
+    try:
+        ends = {p: view.end for p, view in secured.look({0: 0, 1: 0}).items()}
+        assert ends == {p: view.end for p, view in open_.look({0: 0, 1: 0}).items()} == {0: 20, 1: 20}
+
+        def read(log):
+            return {
+                p: [(r.position, r.value) for r in records] for p, records in log.read_ranges({0: (0, 20), 1: (5, 20)})
+            }
+
+        assert read(secured) == read(open_) and len(read(secured)[1]) == 15
+        assert {p: (b.earliest, b.end) for p, b in secured.bounds_now({}, (), False).items()} == {
+            0: (0, 20),
+            1: (0, 20),
+        }
+    finally:
+        secured.close()
+        open_.close()
+
+
+def test_a_wrong_password_is_refused_naming_the_connection_and_never_showing_the_password(kafka_broker, monkeypatch):
+    topic = "secured-refused"
+    kafka_broker.create_topic(topic, 1)
+    wrong = {**kafka_broker.sasl_settings("SCRAM-SHA-512"), "sasl.password": "not-the-Password-42"}
+    monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(wrong))
+
+    log = open_log(_connection(kafka_broker, topic), timeout_s=20)
+    started = time.monotonic()
+    try:
+        with pytest.raises(Exception) as refused:
+            log.partition_ids()
+    finally:
+        log.close()
+    message = str(refused.value)
+    assert time.monotonic() - started < 30
+    assert "not-the-Password-42" not in message and kafka_broker.sasl_password() not in message
+    assert "Authentication failed" in message or "authentication" in message.lower(), message
+
+
+def _secured_config(tmp_path, broker, topic: str):
+    """The stream's config on the secured listener, naming the connection (never its settings)."""
+    import yaml
+
+    from harness.persist_job import write_stream_config
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    conf = write_stream_config(tmp_path, broker.sasl_bootstrap, topic, 2, max_records_per_batch=25)
+    document = yaml.safe_load(conf.read_text())
+    document["streams"]["telemetry"]["source"]["kafka_conn_id"] = CONN_ID
+    conf.write_text(yaml.safe_dump(document))
+    return conf
+
+
+def test_a_persist_run_over_scram_sha_512_writes_exactly_what_it_writes_from_an_open_listener(
+    kafka_broker, spark, tmp_path
+):
+    """The same records in an open topic and a secured one: the same (partition, offset) sets in
+    events and quarantine. The secured run is a process of its own, as spark-submit runs it: its
+    executors' Python workers get the settings from the environment, as on a cluster."""
+    from harness.persist_job import run_persist, start_persist, telemetry_value, write_stream_config
+
+    now_ms = int(time.time() * 1000)
+    times = [now_ms - 3_600_000 + i * 1_000 for i in range(60)]
+    records = [(i % 2, telemetry_value(f"scooter-{i % 5}", at), at) for i, at in enumerate(times)]
+    records += [(1, b"{not json", times[-1])]
+    settings = kafka_broker.sasl_settings("SCRAM-SHA-512")
+    for topic in ("persist-open", "persist-scram"):
+        kafka_broker.create_topic(topic, 2)
+    produce(kafka_broker.bootstrap, "persist-open", records)
+    produce(kafka_broker.sasl_bootstrap, "persist-scram", records, settings)
+
+    (tmp_path / "open").mkdir()
+    open_conf = write_stream_config(
+        tmp_path / "open", kafka_broker.bootstrap, "persist-open", 2, max_records_per_batch=25
+    )
+    run_persist(open_conf, "--mode", "available_now", log=tmp_path / "open.log")
+    secured_log = tmp_path / "secured.log"
+    job = start_persist(
+        _secured_config(tmp_path / "secured", kafka_broker, "persist-scram"),
+        "--mode",
+        "available_now",
+        log=secured_log,
+        environment={settings_variable(CONN_ID): json.dumps(settings)},
+    )
+    assert job.wait(timeout=300) == 0, secured_log.read_text()[-3000:]
+
+    def written(root, table):
+        rows = spark.read.format("delta").load(str(root / "lake" / "telemetry" / table)).collect()
+        return sorted((row.source_partition, row.source_offset) for row in rows)
+
+    for table in ("events", "quarantine"):
+        assert written(tmp_path / "secured", table) == written(tmp_path / "open", table)
+    assert len(written(tmp_path / "secured", "events")) == 60
+    # The password is nowhere the run wrote: its log, its checkpoint, its tables and their commits.
+    password = kafka_broker.sasl_password()
+    for path in (tmp_path / "secured").rglob("*"):
+        if path.is_file() and path.suffix != ".parquet":
+            assert password not in path.read_text(errors="replace"), f"the password is in {path}"
+    assert password not in secured_log.read_text()
+
+
+def test_a_persist_job_with_a_wrong_password_exits_2_at_once_with_one_line(kafka_broker, tmp_path):
+    import subprocess
+    import sys
+
+    from harness.persist_job import PERSIST_JOB, job_environment
+
+    kafka_broker.create_topic("persist-refused", 2)
+    wrong = {**kafka_broker.sasl_settings("SCRAM-SHA-512"), "sasl.password": "not-the-Password-42"}
+    conf = _secured_config(tmp_path, kafka_broker, "persist-refused")
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(PERSIST_JOB), "--stream", "telemetry", "--conf", str(conf), "--mode", "available_now"],
+        env={**job_environment(), settings_variable(CONN_ID): json.dumps(wrong)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and time.monotonic() - started < 30
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("persist: stream 'telemetry': Kafka at 127.0.0.1:")
+    assert f"(connection '{CONN_ID}')" in lines[0] and "Authentication failed" in lines[0]
+    assert "not-the-Password-42" not in done.stderr + done.stdout

@@ -1,0 +1,135 @@
+"""Where a Kafka stream's security settings come from (tidemark.kafka_access): the Airflow
+connection's librdkafka settings, found in the environment under the connection's name; never in
+the stream configuration, never in a repr or a message; only the settings that secure a
+connection; and the same settings handed to the executors under a name Spark redacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+import yaml
+
+from connectors.spark_session import kafka_settings_conf
+from tidemark.kafka_access import KafkaAccess, KafkaAccessError, settings_variable
+from tidemark.log_connection import KafkaConnection
+from tidemark.stream_config import StreamConfigError, load_streams
+
+PASSWORD = "s3cr3t-Pa55w0rd-never-shown"
+SCRAM = {
+    "security.protocol": "SASL_SSL",
+    "sasl.mechanisms": "SCRAM-SHA-512",
+    "sasl.username": "tidemark",
+    "sasl.password": PASSWORD,
+    "ssl.ca.location": "/etc/kafka/ca.pem",
+}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_variable_is_named_after_the_connection_as_airflow_names_its_own():
+    assert settings_variable("kafka_prod") == "TIDEMARK_KAFKA_CONN_KAFKA_PROD"
+    assert settings_variable("msk-eu.west") == "TIDEMARK_KAFKA_CONN_MSK_EU_WEST"
+
+
+def test_the_connections_settings_secure_every_client_and_are_never_shown():
+    environ = {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps({**SCRAM, "bootstrap.servers": "b1:9093, b2:9093"})}
+    access = KafkaConnection("b1:9093,b2:9093", "rides", kafka_conn_id="kafka_prod").access(environ)
+
+    assert access.secured
+    assert access.client_settings() == {"bootstrap.servers": "b1:9093,b2:9093", **SCRAM}
+    assert access.secret_values() == (PASSWORD,)
+    assert PASSWORD not in repr(access) and PASSWORD not in access.described()
+    assert access.described() == "SASL_SSL SCRAM-SHA-512 as user 'tidemark' (connection 'kafka_prod')"
+    # The connection's name crosses process boundaries; its settings never do.
+    assert PASSWORD not in msgspec.json.encode(KafkaConnection("b1:9093", "rides", kafka_conn_id="kafka_prod")).decode()
+
+
+def test_without_a_connection_the_brokers_are_spoken_to_in_plaintext():
+    access = KafkaAccess.of("127.0.0.1:19092", None, {})
+    assert not access.secured and access.client_settings() == {"bootstrap.servers": "127.0.0.1:19092"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({}, "TIDEMARK_KAFKA_CONN_KAFKA_PROD is not set"),
+        ({"TIDEMARK_KAFKA_CONN_KAFKA_PROD": "{not json " + PASSWORD}, "is not JSON (its value is not shown)"),
+        ({"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps([PASSWORD])}, "must be a JSON object"),
+        ({"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps({**SCRAM, "group.id": "x"})}, "key 'group.id' is not a setting"),
+        (
+            {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps({**SCRAM, "bootstrap.servers": "elsewhere:9093"})},
+            "bootstrap.servers differ from the stream's",
+        ),
+    ],
+)
+def test_settings_tidemark_cannot_use_fail_naming_the_connection_and_the_key_never_the_value(environ, named):
+    with pytest.raises(KafkaAccessError) as refused:
+        KafkaAccess.of("b1:9093", "kafka_prod", environ)
+    message = str(refused.value)
+    assert named in message and "'kafka_prod'" in message and PASSWORD not in message
+
+
+def _document(**source_keys) -> dict:
+    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    telemetry = document["streams"]["telemetry"]
+    telemetry["source"].update(source_keys)
+    telemetry["lake"] = {"root": "/tmp/lake", "checkpoint_root": "/tmp/checkpoints"}
+    document["streams"] = {"telemetry": telemetry}
+    return document
+
+
+@pytest.mark.parametrize("key", ["sasl_password", "ssl_key", "security_protocol", "oauth_client_secret", "password"])
+def test_a_security_key_in_the_stream_configuration_is_refused_saying_where_it_belongs(tmp_path, key):
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump(_document(**{key: PASSWORD})))
+    with pytest.raises(StreamConfigError) as refused:
+        load_streams(path)
+    message = str(refused.value)
+    assert f"streams.telemetry.source.{key}: security settings and credentials never go in the stream" in message
+    assert "kafka_conn_id" in message and PASSWORD not in message
+
+
+def test_the_stream_names_its_connection_and_the_connection_value_carries_the_name(tmp_path):
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump(_document(kafka_conn_id="kafka_prod")))
+    source = load_streams(path)["telemetry"].source
+    assert source.kafka_conn_id == "kafka_prod" and source.connection().kafka_conn_id == "kafka_prod"
+
+
+def test_the_executors_get_the_settings_in_their_environment_under_a_name_spark_redacts():
+    import re
+
+    environ = {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps(SCRAM), "PATH": "/bin"}
+    conf = kafka_settings_conf(environ)
+    assert conf["spark.executorEnv.TIDEMARK_KAFKA_CONN_KAFKA_PROD"] == json.dumps(SCRAM)
+    assert re.search(conf["spark.redaction.regex"], "spark.executorEnv.TIDEMARK_KAFKA_CONN_KAFKA_PROD")
+    assert kafka_settings_conf({"PATH": "/bin"}) == {}, "nothing set without a Kafka connection"
+
+
+class _Connection:
+    """An Airflow connection of the kafka type, as the provider stores it: everything in extra."""
+
+    def __init__(self, extra: dict):
+        self.extra_dejson = extra
+
+
+def test_the_airflow_connection_is_read_through_airflow_checked_and_written_for_the_job(monkeypatch):
+    from airflow.sdk import BaseHook
+
+    from tidemark_airflow.kafka_connection import apply_kafka_connection
+
+    connections = {"kafka_prod": _Connection(SCRAM), "kafka_odd": _Connection({**SCRAM, "linger.ms": "5"})}
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(lambda cls, conn_id: connections[conn_id]))
+    environ: dict[str, str] = {}
+
+    assert apply_kafka_connection(None, "b1:9093", environ) is None and environ == {}
+    assert apply_kafka_connection("kafka_prod", "b1:9093", environ) == "kafka_prod"
+    assert KafkaAccess.of("b1:9093", "kafka_prod", environ).client_settings() == {
+        "bootstrap.servers": "b1:9093",
+        **SCRAM,
+    }
+    with pytest.raises(KafkaAccessError, match="key 'linger.ms'"):
+        apply_kafka_connection("kafka_odd", "b1:9093", environ)
+    assert "TIDEMARK_KAFKA_CONN_KAFKA_ODD" not in environ, "settings that fail the check never reach a job"
