@@ -90,6 +90,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from connectors.kafka_clients import KafkaUnavailableError
     from connectors.kinesis_api import KinesisUnavailableError
 
     args = parse_args(argv)
@@ -101,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         crash_points = crash_points_from_environment(os.environ)
     except (StreamConfigError, BackfillRequestError, BeyondRetentionError, ValueError) as error:
         return _refuse(args.result, str(error))
-    except KinesisUnavailableError as error:
+    except (KinesisUnavailableError, KafkaUnavailableError) as error:
         # A stream that does not exist, an endpoint that does not answer, refused credentials:
-        # the message names the stream, shard and endpoint, and nothing was read yet.
+        # the message names the stream (or the brokers and the connection), and nothing was read yet.
         return _refuse(args.result, str(error))
     from spark_jobs.persist.claimer import ClaimYielded
 

@@ -96,10 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         streams = load_streams(args.conf)
         request = check_recovery_request(RecoveryRequest.decode(args.request), streams)
         crash_points = crash_points_from_environment(os.environ)
+        streams[request.stream].source.connection().access()  # the log's credentials, before any work
     except (StreamConfigError, RecoveryRequestError, ValueError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2
     stream = streams[request.stream]
+    from connectors.kafka_clients import KafkaRefusedError
     from connectors.kinesis_api import KinesisStreamNotFoundError, KinesisUnavailableError
     from spark_jobs.persist.claimer import ClaimYielded
 
@@ -107,8 +109,14 @@ def main(argv: list[str] | None = None) -> int:
         result = recover(
             stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_points
         )
-    except (PartitionLimitError, LakeStorageError, RecoveryRequestError, KinesisStreamNotFoundError) as error:
-        print(f"recover: {error}", file=sys.stderr)
+    except (
+        PartitionLimitError,
+        LakeStorageError,
+        RecoveryRequestError,
+        KinesisStreamNotFoundError,
+        KafkaRefusedError,
+    ) as error:
+        print(f"recover: stream {stream.name!r}: {error}", file=sys.stderr)
         return 2
     except KinesisUnavailableError as error:
         print(f"recover: {error}", file=sys.stderr)
