@@ -47,11 +47,17 @@ def _refusal_codes() -> frozenset:
     )
 
 
-def _is_refusal(code: int, text: str) -> bool:
+def _refusal_kind(code: int, text: str) -> str | None:
+    """ "refused" (said by the broker), "tls" (a transport error that reads as a TLS refusal: a TLS
+    client at a PLAINTEXT listener, a client certificate the broker refuses with a TLS alert), or
+    None."""
     from confluent_kafka import KafkaError
 
-    # A TLS client at a PLAINTEXT listener is a transport error whose text says so.
-    return code in _refusal_codes() or (code == KafkaError._TRANSPORT and "SSL handshake failed" in text)
+    if code in _refusal_codes():
+        return "refused"
+    if code == KafkaError._TRANSPORT and ("SSL handshake failed" in text or "ssl/tls alert" in text):
+        return "tls"
+    return None
 
 
 class Refusals:
@@ -66,13 +72,18 @@ class Refusals:
         self._lock = threading.Lock()
         self._refused: str | None = None
         self._seen: set[int] = set()
+        self._tls_refusals = 0
 
     def __call__(self, error) -> None:
         from confluent_kafka import KafkaError
 
         code = error.code()
-        refusal = _is_refusal(code, error.str())
+        kind = _refusal_kind(code, error.str())
         with self._lock:
+            # A TLS refusal counts when it comes again on the reconnect (librdkafka's backoff, a
+            # fraction of a second): a broker going down mid-handshake says it once.
+            self._tls_refusals += kind == "tls"
+            refusal = kind == "refused" or (kind == "tls" and self._tls_refusals >= 2)
             if refusal and self._refused is None:
                 # librdkafka prefixes the broker's address, which the message already names.
                 self._refused = re.sub(r"^\S+://\S+: ", "", error.str())
@@ -80,7 +91,7 @@ class Refusals:
             self._seen.add(code)
         # A refusal is raised to the caller, in one line; "all brokers are down" follows another
         # error, already said.
-        if first and code != KafkaError._ALL_BROKERS_DOWN:
+        if first and kind is None and code != KafkaError._ALL_BROKERS_DOWN:
             log.warning({"event": "kafka_client_error", "servers": self._servers, "error": error.str()})
 
     def check(self) -> None:

@@ -13,8 +13,10 @@ Topics are never auto-created: a typo in a topic name must fail, not create a ne
 With ``sasl_port`` the broker also listens on 127.0.0.1:<sasl_port> with ``SASL_SSL``: SCRAM-SHA-512
 and SCRAM-SHA-256 (the user made at format time, ``kafka-storage format --add-scram``) and PLAIN,
 over TLS with a certificate of a private CA made on the fly (``trustme``, PEM files, no keytool).
-Its files live under ``$TIDEMARK_HOME/kafka/tls`` (mode 0600): the CA a client trusts, the
-broker's key and certificate, and the user's password. PLAINTEXT stays for the stack's own admin
+With ``ssl_port`` it listens there with ``SSL`` and ``ssl.client.auth=required`` (mutual TLS: a
+client shows a certificate of the same CA). Their files live under ``$TIDEMARK_HOME/kafka/tls``
+(mode 0600): the CA (its key too, so that a test can issue certificates of its own), the
+broker's key and certificate, a client's key and certificate, and the SASL user's password. PLAINTEXT stays for the stack's own admin
 and for streams without a Kafka connection.
 """
 
@@ -54,6 +56,7 @@ class KafkaBroker:
     jars_dir: Path
     port: int
     sasl_port: int | None = None
+    ssl_port: int | None = None
 
     # The SCRAM (and PLAIN) user of the SASL_SSL listener.
     sasl_user: ClassVar[str] = "tidemark"
@@ -104,9 +107,10 @@ class KafkaBroker:
         require_free(self.controller_port, "Kafka controller = broker port + 1", "TIDEMARK_KAFKA_PORT")
         classpath = self._classpath()  # before any state is written: missing jars change nothing
 
-        if self.sasl_port is not None:
-            require_free(self.sasl_port, "Kafka SASL_SSL listener", "the broker's sasl_port")
-            self._write_tls_once()
+        for secured_port, what in ((self.sasl_port, "SASL_SSL"), (self.ssl_port, "SSL (mutual TLS)")):
+            if secured_port is not None:
+                require_free(secured_port, f"Kafka {what} listener", "the broker's secured ports")
+                self._write_tls_once()
         config = self._write_config()
         self._format_storage_once(config)
         self.daemon.launch(
@@ -292,6 +296,28 @@ class KafkaBroker:
         """The SASL user's password, made once with the broker's storage."""
         return (self.tls_dir / "sasl-password").read_text().strip()
 
+    @property
+    def ssl_bootstrap(self) -> str:
+        if self.ssl_port is None:
+            raise StackError("this broker has no SSL listener (ssl_port)")
+        return f"{LOOPBACK}:{self.ssl_port}"
+
+    def ssl_settings(self) -> dict[str, str]:
+        """The librdkafka settings of a client of the mutual-TLS listener: its certificate and
+        key (PEM files) and the CA it trusts."""
+        return {
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(self.ca_file),
+            "ssl.certificate.location": str(self.tls_dir / "client.pem"),
+            "ssl.key.location": str(self.tls_dir / "client-key.pem"),
+        }
+
+    def certificate_authority(self):
+        """The broker's private CA (trustme.CA), to issue further certificates (an expired one)."""
+        import trustme
+
+        return trustme.CA.from_pem(self.ca_file.read_bytes(), (self.tls_dir / "ca-key.pem").read_bytes())
+
     def sasl_settings(self, mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
         """The librdkafka settings of a client of the SASL_SSL listener, as a Kafka connection's
         extra holds them: ``mechanism`` SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN."""
@@ -311,20 +337,18 @@ class KafkaBroker:
         import secrets
 
         import trustme
-        from cryptography.hazmat.primitives import serialization
 
         self.tls_dir.mkdir(parents=True, exist_ok=True)
         self.tls_dir.chmod(0o700)
         ca = trustme.CA()
         leaf = ca.issue_cert(LOOPBACK, "localhost")
-        key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
-        pkcs8 = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        chain = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+        client = ca.issue_cert("tidemark-client")
         for name, content in (
-            ("broker.pem", pkcs8 + chain),
+            ("broker.pem", pkcs8_key(leaf) + cert_chain(leaf)),
+            ("client.pem", cert_chain(client)),
+            ("client-key.pem", pkcs8_key(client)),
             ("ca.pem", ca.cert_pem.bytes()),
+            ("ca-key.pem", ca.private_key_pem.bytes()),
             ("sasl-password", secrets.token_urlsafe(24).encode()),
         ):
             path = self.tls_dir / name
@@ -332,9 +356,33 @@ class KafkaBroker:
             path.chmod(0o600)
 
     def _secured_listener(self) -> dict[str, str]:
-        """The server settings of the SASL_SSL listener (none without ``sasl_port``)."""
-        if self.sasl_port is None:
+        """The server settings of the SASL_SSL and SSL listeners (none without their ports)."""
+        listeners = [("PLAINTEXT", self.port), ("SASL_SSL", self.sasl_port), ("SSL", self.ssl_port)]
+        listeners = [(name, port) for name, port in listeners if port is not None]
+        if len(listeners) == 1:
             return {}
+        settings = {
+            "listeners": ",".join(
+                [f"{name}://{LOOPBACK}:{port}" for name, port in listeners]
+                + [f"CONTROLLER://{LOOPBACK}:{self.controller_port}"]
+            ),
+            "advertised.listeners": ",".join(f"{name}://{LOOPBACK}:{port}" for name, port in listeners),
+            "listener.security.protocol.map": ",".join(
+                [f"{name}:{name}" for name, _ in listeners] + ["CONTROLLER:PLAINTEXT"]
+            ),
+        }
+        if self.ssl_port is not None:
+            settings.update(
+                {
+                    "listener.name.ssl.ssl.keystore.type": "PEM",
+                    "listener.name.ssl.ssl.keystore.location": str(self.tls_dir / "broker.pem"),
+                    "listener.name.ssl.ssl.truststore.type": "PEM",
+                    "listener.name.ssl.ssl.truststore.location": str(self.ca_file),
+                    "listener.name.ssl.ssl.client.auth": "required",
+                }
+            )
+        if self.sasl_port is None:
+            return settings
         listener = "listener.name.sasl_ssl"
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
         plain = (
@@ -342,10 +390,7 @@ class KafkaBroker:
             f'user_{self.sasl_user}="{self.sasl_password()}";'
         )
         return {
-            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port},"
-            f"SASL_SSL://{LOOPBACK}:{self.sasl_port}",
-            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port},SASL_SSL://{LOOPBACK}:{self.sasl_port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL",
+            **settings,
             "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
             f"{listener}.scram-sha-512.sasl.jaas.config": scram,
             f"{listener}.scram-sha-256.sasl.jaas.config": scram,
@@ -445,3 +490,18 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cluster_id.startswith("-"):
             return cluster_id
+
+
+def pkcs8_key(leaf) -> bytes:
+    """A trustme certificate's private key in PKCS#8 PEM, the form Kafka's PEM key store reads."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def cert_chain(leaf) -> bytes:
+    """A trustme certificate and the CAs above it, PEM."""
+    return b"".join(blob.bytes() for blob in leaf.cert_chain_pems)

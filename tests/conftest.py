@@ -80,18 +80,20 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     """A real single-node Kafka 4.2 broker (KRaft) on 127.0.0.1, for the whole session.
 
     Yields a ``KafkaBroker``: ``.bootstrap`` ("127.0.0.1:PORT"), ``.sasl_bootstrap`` and
-    ``.sasl_settings(mechanism)`` (its SASL_SSL listener) and ``.create_topic(name, partitions)``
-    (idempotent). Topics are not auto-created; give each
+    ``.sasl_settings(mechanism)`` (its SASL_SSL listener), ``.ssl_bootstrap`` and
+    ``.ssl_settings()`` (mutual TLS) and ``.create_topic(name, partitions)`` (idempotent). Topics are not auto-created; give each
     test its own topic name.
     """
     ensure_jars(shared_jars_root(), ["kafka"])  # the stack runs from the jars, it never fetches them
-    port = free_port(consecutive=3)  # the broker, its controller (port + 1) and its SASL_SSL listener
+    port = free_port(consecutive=4)  # the broker, its controller (+ 1), its SASL_SSL (+ 2) and SSL (+ 3) listeners
     broker = KafkaBroker(
         state_dir=tmp_path_factory.mktemp("kafka-home") / "kafka",
         jars_dir=shared_jars_root(),
         port=port,
-        # The same broker speaks SASL_SSL (SCRAM, PLAIN): the secured tests need no broker of their own.
+        # The same broker speaks SASL_SSL (SCRAM, PLAIN) and mutual TLS: the secured tests need no
+        # broker of their own.
         sasl_port=port + 2,
+        ssl_port=port + 3,
     )
     broker.start()
     try:

@@ -72,6 +72,89 @@ def test_a_wrong_password_is_refused_naming_the_connection_and_never_showing_the
     assert "Authentication failed" in message or "authentication" in message.lower(), message
 
 
+def test_the_log_reads_over_mutual_tls_exactly_what_the_open_listener_reads(kafka_broker, monkeypatch):
+    topic = "secured-mtls"
+    kafka_broker.create_topic(topic, 2)
+    produce(kafka_broker.bootstrap, topic, [(i % 2, f"r{i}".encode(), 1_000 + i) for i in range(10)])
+    monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(kafka_broker.ssl_settings()))
+
+    secured = open_log(KafkaConnection(kafka_broker.ssl_bootstrap, topic, kafka_conn_id=CONN_ID), timeout_s=20)
+    open_ = open_log(KafkaConnection(kafka_broker.bootstrap, topic), timeout_s=20)
+    try:
+
+        def read(log):
+            return {
+                p: [(r.position, r.value) for r in records] for p, records in log.read_ranges({0: (0, 5), 1: (0, 5)})
+            }
+
+        assert read(secured) == read(open_) and sum(map(len, read(secured).values())) == 10
+    finally:
+        secured.close()
+        open_.close()
+
+
+def _refused_settings(broker, tmp_path, case: str) -> tuple[str, dict]:
+    """(brokers, settings) of a client the broker must refuse, and how."""
+    import datetime
+
+    import trustme
+
+    from stack.kafka_broker import cert_chain, pkcs8_key
+
+    def client_files(leaf) -> dict:
+        (tmp_path / "client.pem").write_bytes(cert_chain(leaf))
+        (tmp_path / "client-key.pem").write_bytes(pkcs8_key(leaf))
+        return {
+            "ssl.certificate.location": str(tmp_path / "client.pem"),
+            "ssl.key.location": str(tmp_path / "client-key.pem"),
+        }
+
+    if case == "unknown user":
+        return broker.sasl_bootstrap, {**broker.sasl_settings("SCRAM-SHA-256"), "sasl.username": "nobody"}
+    if case == "untrusted broker certificate":
+        (tmp_path / "other-ca.pem").write_bytes(trustme.CA().cert_pem.bytes())
+        return broker.ssl_bootstrap, {**broker.ssl_settings(), "ssl.ca.location": str(tmp_path / "other-ca.pem")}
+    if case == "client certificate of another CA":
+        return broker.ssl_bootstrap, {**broker.ssl_settings(), **client_files(trustme.CA().issue_cert("stranger"))}
+    if case == "expired client certificate":
+        past = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+        expired = broker.certificate_authority().issue_cert("tidemark-client", not_before=past, not_after=past)
+        return broker.ssl_bootstrap, {**broker.ssl_settings(), **client_files(expired)}
+    if case == "TLS to a PLAINTEXT listener":
+        return broker.bootstrap, broker.ssl_settings()
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown user",
+        "untrusted broker certificate",
+        "client certificate of another CA",
+        "expired client certificate",
+        "TLS to a PLAINTEXT listener",
+    ],
+)
+def test_each_refusal_fails_the_log_at_once_in_one_line_naming_the_connection(
+    kafka_broker, monkeypatch, tmp_path, case
+):
+    from connectors.kafka_clients import KafkaRefusedError
+
+    servers, settings = _refused_settings(kafka_broker, tmp_path, case)
+    monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(settings))
+    log = open_log(KafkaConnection(servers, "secured-refused-any", kafka_conn_id=CONN_ID), timeout_s=20)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KafkaRefusedError) as refused:
+            log.partition_ids()
+    finally:
+        log.close()
+    message = str(refused.value)
+    assert time.monotonic() - started < 10, f"{case}: refused only after {time.monotonic() - started:.1f} s"
+    assert "\n" not in message and f"(connection '{CONN_ID}')" in message and f"Kafka at {servers} refused" in message
+    assert kafka_broker.sasl_password() not in message
+
+
 def _secured_config(tmp_path, broker, topic: str):
     """The stream's config on the secured listener, naming the connection (never its settings)."""
     import yaml

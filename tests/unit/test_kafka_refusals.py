@@ -1,0 +1,55 @@
+"""connectors.kafka_clients.Refusals, the error callback of every Kafka client: which librdkafka
+errors are refusals (raised at once, in one line), which are a broker that is away (left to the
+caller's timeout), and what is logged."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError
+
+from connectors.kafka_clients import KafkaRefusedError, Refusals
+
+
+class _Error:
+    """A librdkafka error as the callback receives it."""
+
+    def __init__(self, code: int, text: str):
+        self._code, self._text = code, text
+
+    def code(self) -> int:
+        return self._code
+
+    def str(self) -> str:
+        return self._text
+
+
+AUTH = _Error(
+    KafkaError._AUTHENTICATION, "sasl_ssl://b:9093/bootstrap: SASL authentication error: Authentication failed"
+)
+HANDSHAKE = _Error(KafkaError._TRANSPORT, "ssl://b:9092/bootstrap: SSL handshake failed: Disconnected")
+DOWN = _Error(KafkaError._TRANSPORT, "b:9092/1: Connect to ipv4#127.0.0.1:9092 failed: Connection refused")
+
+
+def test_an_authentication_error_is_a_refusal_at_once_without_the_address_twice():
+    refusals = Refusals("b:9093", "SASL_SSL SCRAM-SHA-512 as user 'u' (connection 'prod')")
+    refusals.check()  # nothing yet
+    refusals(AUTH)
+    with pytest.raises(KafkaRefusedError) as refused:
+        refusals.check()
+    assert str(refused.value) == (
+        "Kafka at b:9093 refused SASL_SSL SCRAM-SHA-512 as user 'u' (connection 'prod'): "
+        "SASL authentication error: Authentication failed"
+    )
+
+
+def test_a_tls_refusal_counts_when_it_comes_again_and_a_broker_that_is_down_never_does(caplog):
+    refusals = Refusals("b:9092", "SSL (connection 'prod')")
+    for _ in range(5):
+        refusals(DOWN)
+    refusals(HANDSHAKE)
+    refusals.check()  # once: a broker going down mid-handshake
+    refusals(HANDSHAKE)
+    with pytest.raises(KafkaRefusedError, match="SSL handshake failed"):
+        refusals.check()
+    logged = [record.msg for record in caplog.records if record.name == "tidemark.kafka"]
+    assert len(logged) == 1 and "Connection refused" in logged[0]["error"], "each kind of other error once"
