@@ -63,7 +63,9 @@ def _refusal_kind(code: int, text: str) -> str | None:
 class Refusals:
     """A client's error callback: remembers the first refusal, logs each other kind of error once.
 
-    ``check()`` raises KafkaRefusedError once a refusal was seen. ``described``: how the
+    ``check()`` raises KafkaRefusedError once a refusal was seen before the client's first
+    answer (``answered()``): a client that has been answered reconnects by itself (a token
+    refreshed, a broker back), and its caller's timeout decides. ``described``: how the
     connection is made (tidemark.kafka_access.KafkaAccess.described), for the message."""
 
     def __init__(self, bootstrap_servers: str, described: str):
@@ -73,6 +75,7 @@ class Refusals:
         self._refused: str | None = None
         self._seen: set[int] = set()
         self._tls_refusals = 0
+        self._answered = False
 
     def __call__(self, error) -> None:
         from confluent_kafka import KafkaError
@@ -83,7 +86,7 @@ class Refusals:
             # A TLS refusal counts when it comes again on the reconnect (librdkafka's backoff, a
             # fraction of a second): a broker going down mid-handshake says it once.
             self._tls_refusals += kind == "tls"
-            refusal = kind == "refused" or (kind == "tls" and self._tls_refusals >= 2)
+            refusal = not self._answered and (kind == "refused" or (kind == "tls" and self._tls_refusals >= 2))
             if refusal and self._refused is None:
                 # librdkafka prefixes the broker's address, which the message already names.
                 self._refused = re.sub(r"^\S+://\S+: ", "", error.str())
@@ -91,8 +94,12 @@ class Refusals:
             self._seen.add(code)
         # A refusal is raised to the caller, in one line; "all brokers are down" follows another
         # error, already said.
-        if first and kind is None and code != KafkaError._ALL_BROKERS_DOWN:
+        if first and not refusal and code != KafkaError._ALL_BROKERS_DOWN:
             log.warning({"event": "kafka_client_error", "servers": self._servers, "error": error.str()})
+
+    def answered(self) -> None:
+        """The brokers answered a request: the connection was accepted."""
+        self._answered = True
 
     def check(self) -> None:
         if self._refused is not None:

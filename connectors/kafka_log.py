@@ -136,6 +136,7 @@ class KafkaLog:
             try:
                 # The reader's own metadata: the questions that follow are the reader's too.
                 metadata = self._consumer.list_topics(self._topic, timeout=min(1.0, self._timeout_s))
+                self._refusals.answered()
                 break
             except KafkaException as error:
                 self._check_refused()
@@ -177,6 +178,7 @@ class KafkaLog:
                     name: _answers(futures, self._timeout_s, self._check_refused)
                     for name, futures in (("earliest", earliest), ("stable", stable_end), ("written", written_end))
                 }
+                self._refusals.answered()
                 break
             except KafkaException as error:
                 # Asked again, within the timeout, where the answer may come a moment later: a
@@ -457,6 +459,7 @@ def read_ranges(
             silence=lambda: f"{topic!r}: nothing received for {timeout_s:.0f}s: {unfinished()}",
             lost=lambda p: _lost_while_reading(consumer, bootstrap_servers, topic, p, next_offsets[p], *todo[p]),
             check=refusals.check,
+            answered=refusals.answered,
         )
         for fetch in fetches:
             received: dict[int, list[RawRecord]] = {}
@@ -487,6 +490,7 @@ def _fetches(
     silence,
     lost,
     check=lambda: None,
+    answered=lambda: None,
 ):
     """The consume loop of a reader with assigned partitions, shared by ``read_ranges`` and
     ``first_records``: yields one iterator per consume() call over its messages, as
@@ -500,7 +504,8 @@ def _fetches(
     after ``poll_s`` seconds. Raises TimeoutError(``silence()``) when nothing arrives for
     ``timeout_s`` seconds while a partition is open, ``lost(partition)`` (a RetentionLossError)
     when a partition's position is no longer retained, ``check()``'s error (a refused connection)
-    while nothing arrives, and KafkaException for any other error.
+    while nothing arrives, and KafkaException for any other error; ``answered()`` once anything
+    arrives.
     """
     from confluent_kafka import TopicPartition
 
@@ -512,6 +517,7 @@ def _fetches(
             if time.monotonic() - waited_since > timeout_s:
                 raise TimeoutError(silence())
             continue
+        answered()
         waited_since = time.monotonic()
         fetched = set(open_partitions)
         yield _open_messages(messages, open_partitions, lost)
@@ -614,6 +620,7 @@ def first_records(
                 f"partition {p} of {topic!r}: offset {offsets.get(p)} is no longer retained"
             ),
             check=refusals.check,
+            answered=refusals.answered,
         )
         for fetch in fetches:
             for partition, message in fetch:

@@ -11,7 +11,8 @@ port + 1. Config, data and logs live under ``$TIDEMARK_HOME/kafka``:
 Topics are never auto-created: a typo in a topic name must fail, not create a new topic.
 
 With ``sasl_port`` the broker also listens on 127.0.0.1:<sasl_port> with ``SASL_SSL``: SCRAM-SHA-512
-and SCRAM-SHA-256 (the user made at format time, ``kafka-storage format --add-scram``) and PLAIN,
+and SCRAM-SHA-256 (the user made at format time, ``kafka-storage format --add-scram``), PLAIN and
+OAUTHBEARER (unsigned tokens, Kafka's test validator),
 over TLS with a certificate of a private CA made on the fly (``trustme``, PEM files, no keytool).
 With ``ssl_port`` it listens there with ``SSL`` and ``ssl.client.auth=required`` (mutual TLS: a
 client shows a certificate of the same CA). Their files live under ``$TIDEMARK_HOME/kafka/tls``
@@ -391,7 +392,17 @@ class KafkaBroker:
         )
         return {
             **settings,
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER",
+            # Clients re-authenticate on their open connections when their token or session ages
+            # (KIP-368), as managed clusters let them; without it a refreshed OAUTHBEARER token
+            # meets a broker that refuses the handshake on a live connection.
+            "connections.max.reauth.ms": "3600000",
+            # OAUTHBEARER with Kafka's own validator of unsigned tokens (no validator class set):
+            # a test's loopback token endpoint hands them out; a production cluster validates
+            # signed tokens against its identity provider's keys.
+            f"{listener}.oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+            ),
             f"{listener}.scram-sha-512.sasl.jaas.config": scram,
             f"{listener}.scram-sha-256.sasl.jaas.config": scram,
             f"{listener}.plain.sasl.jaas.config": plain,

@@ -6,6 +6,7 @@ password is refused naming the connection, never showing the password."""
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -18,6 +19,7 @@ from tidemark.log_connection import KafkaConnection
 pytestmark = pytest.mark.integration
 
 CONN_ID = "kafka_secured"
+OIDC_SECRET = "oidc-Client-s3cret"
 
 
 def _connection(broker, topic: str) -> KafkaConnection:
@@ -155,6 +157,58 @@ def test_each_refusal_fails_the_log_at_once_in_one_line_naming_the_connection(
     assert kafka_broker.sasl_password() not in message
 
 
+def _oidc_settings(broker, endpoint, secret: str) -> dict:
+    """OAUTHBEARER with OIDC client credentials: librdkafka fetches and refreshes the token itself."""
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "OAUTHBEARER",
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.client.id": "tidemark-app",
+        "sasl.oauthbearer.client.secret": secret,
+        "sasl.oauthbearer.token.endpoint.url": endpoint.url,
+        "ssl.ca.location": str(broker.ca_file),
+    }
+
+
+def test_oidc_tokens_are_fetched_and_refreshed_by_the_client_while_the_log_reads(kafka_broker, monkeypatch):
+    from harness.token_endpoint import TokenEndpoint
+
+    topic = "secured-oidc"
+    kafka_broker.create_topic(topic, 1)
+    produce(kafka_broker.bootstrap, topic, [(0, f"r{i}".encode(), 1_000 + i) for i in range(5)])
+    with TokenEndpoint("tidemark-app", OIDC_SECRET, lifetime_s=4) as endpoint:
+        monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(_oidc_settings(kafka_broker, endpoint, OIDC_SECRET)))
+        log = open_log(KafkaConnection(kafka_broker.sasl_bootstrap, topic, kafka_conn_id=CONN_ID), timeout_s=20)
+        try:
+            started = time.monotonic()
+            while time.monotonic() - started < 10:  # two and a half token lifetimes
+                assert {p: v.end for p, v in log.look({0: 0}).items()} == {0: 5}
+                time.sleep(1)
+        finally:
+            log.close()
+        assert endpoint.issued >= 3, f"the token was refreshed {endpoint.issued - 1} times in 10 s"
+        assert endpoint.refused == 0
+
+
+def test_a_token_endpoint_that_refuses_the_client_fails_the_log_at_once(kafka_broker, monkeypatch):
+    from connectors.kafka_clients import KafkaRefusedError
+    from harness.token_endpoint import TokenEndpoint
+
+    with TokenEndpoint("tidemark-app", OIDC_SECRET) as endpoint:
+        monkeypatch.setenv(
+            settings_variable(CONN_ID), json.dumps(_oidc_settings(kafka_broker, endpoint, "wrong-S3cret"))
+        )
+        log = open_log(KafkaConnection(kafka_broker.sasl_bootstrap, "secured-oidc-refused", kafka_conn_id=CONN_ID))
+        started = time.monotonic()
+        try:
+            with pytest.raises(KafkaRefusedError) as refused:
+                log.partition_ids()
+        finally:
+            log.close()
+    assert time.monotonic() - started < 10 and endpoint.refused >= 1
+    assert "wrong-S3cret" not in str(refused.value) and "(connection 'kafka_secured')" in str(refused.value)
+
+
 def _secured_config(tmp_path, broker, topic: str):
     """The stream's config on the secured listener, naming the connection (never its settings)."""
     import yaml
@@ -169,38 +223,58 @@ def _secured_config(tmp_path, broker, topic: str):
     return conf
 
 
-def test_a_persist_run_over_scram_sha_512_writes_exactly_what_it_writes_from_an_open_listener(
-    kafka_broker, spark, tmp_path
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        "SCRAM-SHA-512",
+        pytest.param(
+            "OIDC",
+            marks=pytest.mark.skipif(
+                os.environ.get("TIDEMARK_FULL_SUITE") != "1",
+                reason="a second persist run, over OAUTHBEARER/OIDC: TIDEMARK_FULL_SUITE=1 (the suite's time budget)",
+            ),
+        ),
+    ],
+)
+def test_a_persist_run_over_a_secured_listener_writes_exactly_what_it_writes_from_an_open_listener(
+    kafka_broker, spark, tmp_path, mechanism
 ):
     """The same records in an open topic and a secured one: the same (partition, offset) sets in
     events and quarantine. The secured run is a process of its own, as spark-submit runs it: its
-    executors' Python workers get the settings from the environment, as on a cluster."""
+    executors' Python workers get the settings from the environment, as on a cluster. Over OIDC
+    the tokens live 8 s, so the run's clients fetch and refresh several."""
     from harness.persist_job import run_persist, start_persist, telemetry_value, write_stream_config
+    from harness.token_endpoint import TokenEndpoint
 
     now_ms = int(time.time() * 1000)
     times = [now_ms - 3_600_000 + i * 1_000 for i in range(60)]
     records = [(i % 2, telemetry_value(f"scooter-{i % 5}", at), at) for i, at in enumerate(times)]
     records += [(1, b"{not json", times[-1])]
-    settings = kafka_broker.sasl_settings("SCRAM-SHA-512")
-    for topic in ("persist-open", "persist-scram"):
+    open_topic, secured_topic = f"persist-open-{mechanism.lower()}", f"persist-{mechanism.lower()}"
+    for topic in (open_topic, secured_topic):
         kafka_broker.create_topic(topic, 2)
-    produce(kafka_broker.bootstrap, "persist-open", records)
-    produce(kafka_broker.sasl_bootstrap, "persist-scram", records, settings)
+    produce(kafka_broker.bootstrap, open_topic, records)
+    produce(kafka_broker.sasl_bootstrap, secured_topic, records, kafka_broker.sasl_settings())
 
     (tmp_path / "open").mkdir()
-    open_conf = write_stream_config(
-        tmp_path / "open", kafka_broker.bootstrap, "persist-open", 2, max_records_per_batch=25
-    )
+    open_conf = write_stream_config(tmp_path / "open", kafka_broker.bootstrap, open_topic, 2, max_records_per_batch=25)
     run_persist(open_conf, "--mode", "available_now", log=tmp_path / "open.log")
     secured_log = tmp_path / "secured.log"
-    job = start_persist(
-        _secured_config(tmp_path / "secured", kafka_broker, "persist-scram"),
-        "--mode",
-        "available_now",
-        log=secured_log,
-        environment={settings_variable(CONN_ID): json.dumps(settings)},
-    )
-    assert job.wait(timeout=300) == 0, secured_log.read_text()[-3000:]
+    with TokenEndpoint("tidemark-app", OIDC_SECRET, lifetime_s=8) as endpoint:
+        if mechanism == "OIDC":
+            settings, secrets = _oidc_settings(kafka_broker, endpoint, OIDC_SECRET), [OIDC_SECRET]
+        else:
+            settings, secrets = kafka_broker.sasl_settings(mechanism), [kafka_broker.sasl_password()]
+        job = start_persist(
+            _secured_config(tmp_path / "secured", kafka_broker, secured_topic),
+            "--mode",
+            "available_now",
+            log=secured_log,
+            environment={settings_variable(CONN_ID): json.dumps(settings)},
+        )
+        assert job.wait(timeout=300) == 0, secured_log.read_text()[-3000:]
+    if mechanism == "OIDC":
+        assert endpoint.issued >= 3 and endpoint.refused == 0
 
     def written(root, table):
         rows = spark.read.format("delta").load(str(root / "lake" / "telemetry" / table)).collect()
@@ -209,12 +283,12 @@ def test_a_persist_run_over_scram_sha_512_writes_exactly_what_it_writes_from_an_
     for table in ("events", "quarantine"):
         assert written(tmp_path / "secured", table) == written(tmp_path / "open", table)
     assert len(written(tmp_path / "secured", "events")) == 60
-    # The password is nowhere the run wrote: its log, its checkpoint, its tables and their commits.
-    password = kafka_broker.sasl_password()
-    for path in (tmp_path / "secured").rglob("*"):
-        if path.is_file() and path.suffix != ".parquet":
-            assert password not in path.read_text(errors="replace"), f"the password is in {path}"
-    assert password not in secured_log.read_text()
+    # The secret is nowhere the run wrote: its log, its checkpoint, its tables and their commits.
+    for secret in secrets:
+        for path in (tmp_path / "secured").rglob("*"):
+            if path.is_file() and path.suffix != ".parquet":
+                assert secret not in path.read_text(errors="replace"), f"the secret is in {path}"
+        assert secret not in secured_log.read_text()
 
 
 def test_a_persist_job_with_a_wrong_password_exits_2_at_once_with_one_line(kafka_broker, tmp_path):
