@@ -1,7 +1,7 @@
 """Persistence throughput: a backlog of N records caught up by the persist job, on this machine.
 
     .venv/bin/python benchmarks/persist_throughput.py [--records 2000000] [--max-records-per-batch 200000]
-        [--lake local|s3|both]
+        [--lake local|s3|both] [--security plaintext|sasl_ssl|both]
 
 Starts its own broker (temporary state, free loopback port), produces the backlog with the data
 generator (four heavy partitions), runs the persist job in available_now mode as a separate
@@ -15,6 +15,10 @@ Results are printed and written to benchmarks/results/persist_throughput.json (a
 or persist_throughput_no_alignment.json (--no-alignment). ``--lake s3`` puts the lake and the
 checkpoint on a loopback S3 (s3proxy, its own JVM) instead of local disk; ``--lake both`` runs the
 job twice over the same backlog, local disk first, and writes persist_throughput_lakes.json.
+``--security both`` runs it twice over the same backlog on the local lake, from the broker's
+PLAINTEXT listener and then from its SASL_SSL one (SCRAM-SHA-512, TLS, the settings of a Kafka
+connection in the environment), and writes persist_throughput_security.json with the ratio of the
+two and the start-up each took (the job's wall time less its batches).
 """
 
 from __future__ import annotations
@@ -50,13 +54,17 @@ def main() -> int:
     parser.add_argument("--max-records-per-batch", type=int, default=200_000)
     parser.add_argument("--no-alignment", action="store_true", help="record-count slices instead of aligned ones")
     parser.add_argument("--lake", choices=("local", "s3", "both"), default="local")
+    parser.add_argument("--security", choices=("plaintext", "sasl_ssl", "both"), default="plaintext")
     parser.add_argument("--results", type=Path, default=None)
     args = parser.parse_args()
     name = (
         "persist_throughput"
         + ("_no_alignment" if args.no_alignment else "")
         + {"local": "", "s3": "_s3", "both": "_lakes"}[args.lake]
+        + {"plaintext": "", "sasl_ssl": "_sasl_ssl", "both": "_security"}[args.security]
     )
+    if args.security != "plaintext" and args.lake != "local":
+        parser.error("--security compares listeners on the local lake: leave --lake out")
     results = args.results or RESULTS.with_name(f"{name}.json")
 
     jars = shared_jars_root()
@@ -64,10 +72,17 @@ def main() -> int:
     lakes = ["local", "s3"] if args.lake == "both" else [args.lake]
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-") as scratch:
         scratch = Path(scratch)
-        with scratch_broker(scratch, jars) as broker, _loopback_s3(scratch, jars, "s3" in lakes) as s3:
-            figures = run(
-                broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment, lakes, s3
-            )
+        secured = args.security != "plaintext"
+        with scratch_broker(scratch, jars, secured) as broker, _loopback_s3(scratch, jars, "s3" in lakes) as s3:
+            if secured:
+                listeners = ["plaintext", "sasl_ssl"] if args.security == "both" else ["sasl_ssl"]
+                figures = run_listeners(
+                    broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment, listeners
+                )
+            else:
+                figures = run(
+                    broker, scratch, jars, args.records, args.max_records_per_batch, not args.no_alignment, lakes, s3
+                )
     results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
@@ -90,6 +105,80 @@ def _loopback_s3(scratch: Path, jars: Path, wanted: bool):
         yield store
     finally:
         store.stop()
+
+
+def run_listeners(
+    broker: KafkaBroker,
+    scratch: Path,
+    jars: Path,
+    records: int,
+    max_records_per_batch: int,
+    align: bool,
+    listeners: list[str],
+) -> dict:
+    """The same backlog persisted from each of ``listeners`` (plaintext, sasl_ssl), each into a
+    lake and checkpoints of its own; the SASL_SSL run reads with a Kafka connection's settings."""
+    from tidemark.kafka_access import settings_variable
+
+    topic, summary, value_bytes = _backlog(broker, scratch, jars, records)
+    figures = {}
+    for listener in listeners:
+        env = {
+            **scratch_environment(broker.bootstrap, scratch, jars),
+            "TIDEMARK_LAKE_ROOT": str(scratch / f"lake-{listener}"),
+            "TIDEMARK_CHECKPOINT_ROOT": str(scratch / f"checkpoints-{listener}"),
+        }
+        secured = listener == "sasl_ssl"
+        if secured:
+            env[settings_variable("bench_kafka")] = json.dumps(broker.sasl_settings("SCRAM-SHA-512"))
+        figures[listener] = _persist(
+            scratch,
+            env,
+            topic,
+            broker,
+            summary["records"],
+            value_bytes,
+            max_records_per_batch,
+            align,
+            f"local-{listener}",
+            bootstrap=broker.sasl_bootstrap if secured else broker.bootstrap,
+            kafka_conn_id="bench_kafka" if secured else None,
+        )
+        figures[listener]["startup_seconds"] = round(
+            figures[listener]["job_wall_seconds"] - figures[listener]["batch_seconds"], 1
+        )
+    if len(figures) == 1:
+        return figures[listeners[0]]
+    plain, secure = figures["plaintext"], figures["sasl_ssl"]
+    return {
+        "benchmark": "persist_throughput_security",
+        "listeners": figures,
+        "sasl_ssl_over_plaintext_records_per_second_batches": round(
+            secure["records_per_second_batches"] / plain["records_per_second_batches"], 3
+        ),
+        "sasl_ssl_over_plaintext_records_per_second_wall": round(
+            secure["records_per_second_wall"] / plain["records_per_second_wall"], 3
+        ),
+        "startup_added_seconds": round(secure["startup_seconds"] - plain["startup_seconds"], 1),
+    }
+
+
+def _backlog(broker: KafkaBroker, scratch: Path, jars: Path, records: int) -> tuple[str, dict, int]:
+    """(topic, the generator's summary, bytes of record values) of a backlog of ``records``."""
+    topic = "bench_persist"
+    broker.create_topic(topic, PARTITIONS)
+    hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
+    env = scratch_environment(broker.bootstrap, scratch, jars)
+    end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
+    produced = subprocess.run(
+        [sys.executable, "-m", "generator", "--topic", topic, "backlog", "--hours", str(hours), "--end", end]
+        + ["--profiles", "heavy"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return topic, json.loads(produced.stdout.strip().splitlines()[-1]), _value_bytes(broker.bootstrap, topic)
 
 
 def run(
@@ -157,6 +246,8 @@ def _persist(
     max_records_per_batch: int,
     align: bool,
     lake: str,
+    bootstrap: str | None = None,
+    kafka_conn_id: str | None = None,
 ) -> dict:
     log_file = scratch / f"persist-{lake}.log"
     started = time.monotonic()
@@ -172,7 +263,7 @@ def _persist(
             str(max_records_per_batch),
             *([] if align else ["--no-alignment"]),
         ],
-        env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, broker.bootstrap))},
+        env={**env, "TIDEMARK_CONF": str(_bench_config(scratch, topic, bootstrap or broker.bootstrap, kafka_conn_id))},
         stdout=log_file.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -218,14 +309,16 @@ def _json_lines(log_file: Path) -> list[dict]:
     return entries
 
 
-def _bench_config(scratch: Path, topic: str, bootstrap: str) -> Path:
+def _bench_config(scratch: Path, topic: str, bootstrap: str, kafka_conn_id: str | None = None) -> Path:
     import yaml
 
     # The shipped file reads lake.root and lake.checkpoint_root from the environment.
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     stream = document["streams"]["telemetry"]
     stream["source"].update(topic=topic, bootstrap_servers=bootstrap)
-    path = scratch / "streams.yaml"
+    if kafka_conn_id:
+        stream["source"]["kafka_conn_id"] = kafka_conn_id
+    path = scratch / f"streams-{kafka_conn_id or 'plaintext'}.yaml"
     path.write_text(yaml.safe_dump(document))
     return path
 

@@ -12,13 +12,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @contextlib.contextmanager
-def scratch_broker(scratch: Path, jars: Path) -> Iterator:
-    """A Kafka broker of the benchmark's own: state in ``scratch``, a free loopback port; stopped
-    when the block ends, whatever happened in it."""
+def scratch_broker(scratch: Path, jars: Path, secured: bool = False) -> Iterator:
+    """A Kafka broker of the benchmark's own: state in ``scratch``, a free loopback port (and a
+    SASL_SSL listener on the port after the controller's when ``secured``); stopped when the block
+    ends, whatever happened in it."""
     from stack.kafka_broker import KafkaBroker
     from stack.ports import free_port
 
-    broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=free_port(consecutive=2))
+    port = free_port(consecutive=3)
+    broker = KafkaBroker(state_dir=scratch / "kafka", jars_dir=jars, port=port, sasl_port=port + 2 if secured else None)
     broker.start()
     try:
         yield broker
