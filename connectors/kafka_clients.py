@@ -108,8 +108,28 @@ class Refusals:
 
 def client_settings(access, own: Mapping[str, object], refusals: Refusals | None = None) -> dict:
     """A client's settings: the connection's security settings, then the client's ``own``
-    (tidemark decides how it reads), the brokers, and ``refusals`` as its error callback."""
-    settings = {**access.security, **own, "bootstrap.servers": access.bootstrap_servers, "log_level": 0}
+    (tidemark decides how it reads), the brokers, and ``refusals`` as its error callback. An
+    Amazon MSK IAM connection gets its token callback, made here, in this process: a callable
+    cannot travel in a Spark option or an environment variable."""
+    settings = {**access.client_settings(), **own, "bootstrap.servers": access.bootstrap_servers, "log_level": 0}
     if refusals is not None:
         settings["error_cb"] = refusals
+    region = access.msk_iam_region
+    if region is not None:
+        settings["oauth_cb"] = msk_iam_token(region)
     return settings
+
+
+def msk_iam_token(region: str):
+    """librdkafka's ``oauth_cb`` for Amazon MSK IAM: a SigV4-signed request for the cluster's
+    region, made by aws-msk-iam-sasl-signer-python with boto3's credential chain of this process
+    (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, an instance or task role); returns
+    (token, expiry in seconds since the epoch). Untested against a real MSK cluster."""
+
+    def token(_config: str) -> tuple[str, float]:
+        from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+
+        signed, expiry_ms = MSKAuthTokenProvider.generate_auth_token(region)
+        return signed, expiry_ms / 1000
+
+    return token

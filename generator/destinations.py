@@ -46,10 +46,13 @@ def _kafka(args: argparse.Namespace, source: KafkaSource, partitions_needed: int
     environment (tidemark.kafka_access); --bootstrap names other brokers, reached in PLAINTEXT."""
     bootstrap = args.bootstrap or source.bootstrap_servers
     topic = args.topic or source.topic
+    from connectors.kafka_clients import client_settings
+
     try:
-        security = {} if args.bootstrap else source.connection().access().security
+        settings = {} if args.bootstrap else client_settings(source.connection().access(), {})
     except KafkaAccessError as error:
         raise KafkaTargetError(str(error)) from None
+    security = {key: value for key, value in settings.items() if key != "bootstrap.servers"}
     target = KafkaTarget(
         bootstrap, topic, partitions_needed=partitions_needed, transaction_size=args.transaction_size, security=security
     )

@@ -53,7 +53,7 @@ class KafkaTarget:
         topic: str,
         partitions_needed: int,
         transaction_size: int | None = None,
-        security: Mapping[str, str] | None = None,
+        security: Mapping[str, object] | None = None,
     ):
         """Check the broker and topic first (KafkaTargetError if not ready), then open the
         producer. ``security``: the settings that secure the brokers (tidemark.kafka_access)."""
@@ -128,7 +128,7 @@ class KafkaTarget:
                 self._first_failure = str(error)
 
 
-def _check_topic(bootstrap: str, topic_name: str, partitions_needed: int, security: Mapping[str, str]) -> None:
+def _check_topic(bootstrap: str, topic_name: str, partitions_needed: int, security: Mapping[str, object]) -> None:
     """Raise KafkaTargetError unless the broker answers and the topic has ``partitions_needed`` partitions.
 
     Waits at most 10 s for the broker. The probe uses its own client with logging off, so an

@@ -34,6 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SETTINGS_PREFIX = "TIDEMARK_KAFKA_CONN_"
+# tidemark's own OAUTHBEARER method, beside librdkafka's "default" and "oidc": Amazon MSK IAM,
+# whose token is a signed request made by a callback in each process (connectors.kafka_clients).
+MSK_IAM = "aws_msk_iam"
+_MSK_REGION_KEY = "sasl.oauthbearer.aws.region"
+_MSK_HOST = re.compile(r"\.kafka(?:-serverless)?\.([a-z0-9-]+)\.amazonaws\.com(?::\d+)?$")
 # The librdkafka settings a connection may carry: those that secure it.
 _SECURITY_KEY = re.compile(
     r"^(security\.protocol|sasl\.[a-z0-9._]+|ssl\.[a-z0-9._]+|ssl_[a-z0-9._]+"
@@ -115,8 +120,30 @@ class KafkaAccess:
 
     def client_settings(self) -> dict[str, str]:
         """The librdkafka settings every client of this topic starts from: the brokers and the
-        connection's security settings (the caller adds its own)."""
-        return {"bootstrap.servers": self.bootstrap_servers, **self.security}
+        connection's security settings (the caller adds its own). tidemark's own MSK IAM keys
+        are left out: librdkafka does not know them (``msk_iam_region`` says what they ask)."""
+        security = dict(self.security)
+        if self.msk_iam_region is not None:
+            security.pop("sasl.oauthbearer.method", None)
+            security.pop(_MSK_REGION_KEY, None)
+        return {"bootstrap.servers": self.bootstrap_servers, **security}
+
+    @property
+    def msk_iam_region(self) -> str | None:
+        """The AWS region of an Amazon MSK IAM connection (``sasl.oauthbearer.method:
+        aws_msk_iam``; the region from ``sasl.oauthbearer.aws.region`` or the brokers' host
+        names), None for any other connection. Raises KafkaAccessError when it cannot be told."""
+        if self.security.get("sasl.oauthbearer.method") != MSK_IAM:
+            return None
+        region = self.security.get(_MSK_REGION_KEY)
+        hosts = [_MSK_HOST.search(server.strip()) for server in self.bootstrap_servers.split(",")]
+        region = region or next((host.group(1) for host in hosts if host), None)
+        if region is None:
+            raise KafkaAccessError(
+                f"the Kafka connection {self.conn_id!r}: sasl.oauthbearer.method {MSK_IAM} needs the region: "
+                f"brokers named *.kafka.<region>.amazonaws.com, or {_MSK_REGION_KEY} in the connection"
+            )
+        return region
 
     def secret_values(self) -> tuple[str, ...]:
         """The values of the keys that hold secrets (passwords, client secrets, private keys)."""

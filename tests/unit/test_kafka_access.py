@@ -133,3 +133,35 @@ def test_the_airflow_connection_is_read_through_airflow_checked_and_written_for_
     with pytest.raises(KafkaAccessError, match="key 'linger.ms'"):
         apply_kafka_connection("kafka_odd", "b1:9093", environ)
     assert "TIDEMARK_KAFKA_CONN_KAFKA_ODD" not in environ, "settings that fail the check never reach a job"
+
+
+def test_msk_iam_is_tidemarks_own_method_its_keys_never_reach_librdkafka_and_each_client_gets_a_callback(monkeypatch):
+    """Amazon MSK IAM cannot be reached from here: this proves the callback is built for every
+    client and, called as librdkafka calls it, returns a signed token and its expiry."""
+    from connectors.kafka_clients import client_settings
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLEEXAMPLE00")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "example-secret-key-for-signing-only")
+    msk = {"security.protocol": "SASL_SSL", "sasl.mechanisms": "OAUTHBEARER", "sasl.oauthbearer.method": "aws_msk_iam"}
+    environ = {"TIDEMARK_KAFKA_CONN_MSK": json.dumps(msk)}
+    access = KafkaAccess.of("b-1.tidemark.abc123.c2.kafka.eu-west-1.amazonaws.com:9098", "msk", environ)
+
+    assert access.msk_iam_region == "eu-west-1"
+    settings = client_settings(access, {"group.id": "g"})
+    assert "sasl.oauthbearer.method" not in settings and settings["sasl.mechanisms"] == "OAUTHBEARER"
+    token, expiry_s = settings["oauth_cb"]("")
+    assert token and expiry_s > 1_700_000_000, "a signed request, valid for a while"
+    # librdkafka itself calls it when the client starts (no broker needed for that).
+    from confluent_kafka import Consumer
+
+    called = []
+    made = settings["oauth_cb"]
+    settings["oauth_cb"] = lambda config: called.append(config) or made(config)
+    consumer = Consumer({**settings, "bootstrap.servers": "127.0.0.1:9"})
+    try:
+        consumer.poll(0.5)
+    finally:
+        consumer.close()
+    assert called, "the client asked the callback for its token"
+    with pytest.raises(KafkaAccessError, match="needs the region"):
+        _ = KafkaAccess.of("broker:9098", "msk", environ).msk_iam_region
