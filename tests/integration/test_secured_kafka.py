@@ -260,6 +260,12 @@ def test_a_persist_run_over_a_secured_listener_writes_exactly_what_it_writes_fro
     open_conf = write_stream_config(tmp_path / "open", kafka_broker.bootstrap, open_topic, 2, max_records_per_batch=25)
     run_persist(open_conf, "--mode", "available_now", log=tmp_path / "open.log")
     secured_log = tmp_path / "secured.log"
+    # Spark's event log of the secured run, to search: Spark reads spark-defaults.conf from SPARK_CONF_DIR.
+    (tmp_path / "spark-conf").mkdir()
+    (tmp_path / "events").mkdir()
+    (tmp_path / "spark-conf" / "spark-defaults.conf").write_text(
+        f"spark.eventLog.enabled true\nspark.eventLog.compress false\nspark.eventLog.dir file://{tmp_path / 'events'}\n"
+    )
     with TokenEndpoint("tidemark-app", OIDC_SECRET, lifetime_s=8) as endpoint:
         if mechanism == "OIDC":
             settings, secrets = _oidc_settings(kafka_broker, endpoint, OIDC_SECRET), [OIDC_SECRET]
@@ -270,9 +276,13 @@ def test_a_persist_run_over_a_secured_listener_writes_exactly_what_it_writes_fro
             "--mode",
             "available_now",
             log=secured_log,
-            environment={settings_variable(CONN_ID): json.dumps(settings)},
+            environment={
+                settings_variable(CONN_ID): json.dumps(settings),
+                "SPARK_CONF_DIR": str(tmp_path / "spark-conf"),
+            },
         )
         assert job.wait(timeout=300) == 0, secured_log.read_text()[-3000:]
+        status = _status_page(tmp_path / "secured", settings)
     if mechanism == "OIDC":
         assert endpoint.issued >= 3 and endpoint.refused == 0
 
@@ -283,12 +293,34 @@ def test_a_persist_run_over_a_secured_listener_writes_exactly_what_it_writes_fro
     for table in ("events", "quarantine"):
         assert written(tmp_path / "secured", table) == written(tmp_path / "open", table)
     assert len(written(tmp_path / "secured", "events")) == 60
-    # The secret is nowhere the run wrote: its log, its checkpoint, its tables and their commits.
+    # The secret is nowhere the run wrote: its log, its checkpoint, its tables and their commits,
+    # Spark's event log (where the executors' copy of the settings is redacted by name), and
+    # `tidemark status` over the secured stream.
+    events = "".join(path.read_text(errors="replace") for path in (tmp_path / "events").rglob("*") if path.is_file())
+    assert "spark.executorEnv.TIDEMARK_KAFKA_CONN_KAFKA_SECURED" in events and "*********(redacted)" in events
+    assert "log ends and lag are the newest ledger rows" not in status, status  # the log answered
     for secret in secrets:
         for path in (tmp_path / "secured").rglob("*"):
             if path.is_file() and path.suffix != ".parquet":
                 assert secret not in path.read_text(errors="replace"), f"the secret is in {path}"
-        assert secret not in secured_log.read_text()
+        for shown in (secured_log.read_text(), events, status):
+            assert secret not in shown
+
+
+def _status_page(folder, settings: dict) -> str:
+    """What `tidemark status` prints for the stream of ``folder``'s config, with the connection's
+    settings in the environment as the CLI finds them."""
+    from unittest import mock
+
+    from rich.console import Console
+
+    from tidemark.stream_config import load_stream
+    from tidemark_cli.stream_status import print_status, read_overview
+
+    console = Console(record=True, width=200)
+    with mock.patch.dict(os.environ, {settings_variable(CONN_ID): json.dumps(settings)}):
+        print_status(console, read_overview(load_stream(folder / "streams.yaml", "telemetry")))
+    return console.export_text()
 
 
 def test_a_persist_job_with_a_wrong_password_exits_2_at_once_with_one_line(kafka_broker, tmp_path):
