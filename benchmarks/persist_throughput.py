@@ -169,6 +169,7 @@ def _backlog(broker: KafkaBroker, scratch: Path, jars: Path, records: int) -> tu
     broker.create_topic(topic, PARTITIONS)
     hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
     env = scratch_environment(broker.bootstrap, scratch, jars)
+    # The backlog ends an hour ago so that no record is ahead of the future guard's limit.
     end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
     produced = subprocess.run(
         [sys.executable, "-m", "generator", "--topic", topic, "backlog", "--hours", str(hours), "--end", end]
@@ -191,34 +192,8 @@ def run(
     lakes: list[str] = ("local",),
     s3=None,
 ) -> dict:
-    topic = "bench_persist"
-    broker.create_topic(topic, PARTITIONS)
-    hours = math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
     env = scratch_environment(broker.bootstrap, scratch, jars)
-    # The backlog ends an hour ago so that no record is ahead of the future guard's limit.
-    end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
-    produced = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator",
-            "--topic",
-            topic,
-            "backlog",
-            "--hours",
-            str(hours),
-            "--end",
-            end,
-            "--profiles",
-            "heavy",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    summary = json.loads(produced.stdout.strip().splitlines()[-1])
-    value_bytes = _value_bytes(broker.bootstrap, topic)
+    topic, summary, value_bytes = _backlog(broker, scratch, jars, records)
     figures = {
         lake: _persist(
             scratch,

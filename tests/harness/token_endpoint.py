@@ -12,6 +12,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
+from harness.json_http import send_json
+
 
 def _b64(document: dict) -> str:
     return base64.urlsafe_b64encode(json.dumps(document).encode()).rstrip(b"=").decode()
@@ -41,7 +43,7 @@ class TokenEndpoint:
                     endpoint.client_secret,
                 ):
                     endpoint.refused += 1
-                    self._answer(401, {"error": "invalid_client"})
+                    send_json(self, 401, {"error": "invalid_client"})
                     return
                 now = int(time.time())
                 claims = {
@@ -52,15 +54,7 @@ class TokenEndpoint:
                 }
                 token = f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{_b64(claims)}."
                 endpoint.issued += 1
-                self._answer(200, {"access_token": token, "token_type": "bearer", "expires_in": endpoint.lifetime_s})
-
-            def _answer(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, 200, {"access_token": token, "token_type": "bearer", "expires_in": endpoint.lifetime_s})
 
             def log_message(self, *args):  # quiet
                 pass
