@@ -110,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
             crash_points=crash_points,
             injected_throttling=throttling,
         )
-    except (PartitionLimitError, LakeStorageError, KinesisUnavailableError, KafkaUnavailableError) as error:
+    except (PartitionLimitError, LakeStorageError, KinesisUnavailableError) as error:
+        print(f"persist: {error}", file=sys.stderr)
+        return 2
+    except KafkaUnavailableError as error:  # it names the brokers and the connection, not the stream
         print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)
         return 2
     except RetentionLossError as error:

@@ -109,13 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         result = recover(
             stream, request, args.max_records_per_batch or stream.persist.max_records_per_batch, crash_points
         )
-    except (
-        PartitionLimitError,
-        LakeStorageError,
-        RecoveryRequestError,
-        KinesisStreamNotFoundError,
-        KafkaRefusedError,
-    ) as error:
+    except (PartitionLimitError, LakeStorageError, RecoveryRequestError, KinesisStreamNotFoundError) as error:
+        print(f"recover: {error}", file=sys.stderr)
+        return 2
+    except KafkaRefusedError as error:  # it names the brokers and the connection, not the stream
         print(f"recover: stream {stream.name!r}: {error}", file=sys.stderr)
         return 2
     except KinesisUnavailableError as error:
