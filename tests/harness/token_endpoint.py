@@ -56,8 +56,8 @@ class TokenEndpoint:
                 endpoint.issued += 1
                 send_json(self, 200, {"access_token": token, "token_type": "bearer", "expires_in": endpoint.lifetime_s})
 
-            def log_message(self, *args):  # quiet
-                pass
+            def log_message(self, *args):
+                """Silent: http.server writes a line per request to stderr, which a test's output does not need."""
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/token"
