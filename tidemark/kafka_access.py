@@ -130,14 +130,22 @@ class KafkaAccess:
 
     @property
     def msk_iam_region(self) -> str | None:
-        """The AWS region of an Amazon MSK IAM connection (``sasl.oauthbearer.method:
-        aws_msk_iam``; the region from ``sasl.oauthbearer.aws.region`` or the brokers' host
-        names), None for any other connection. Raises KafkaAccessError when it cannot be told."""
-        if self.security.get("sasl.oauthbearer.method") != MSK_IAM:
-            return None
-        region = self.security.get(_MSK_REGION_KEY)
+        """The AWS region of an Amazon MSK IAM connection, None for any other connection.
+
+        MSK IAM is asked for by ``sasl.oauthbearer.method: aws_msk_iam`` (the region from
+        ``sasl.oauthbearer.aws.region`` or the brokers' host names), or, as
+        apache-airflow-providers-apache-kafka tells it, by OAUTHBEARER without another method
+        against brokers named ``*.kafka.<region>.amazonaws.com``: one connection then serves
+        the provider's hooks and tidemark alike. Raises KafkaAccessError when the region
+        cannot be told."""
         hosts = [_MSK_HOST.search(server.strip()) for server in self.bootstrap_servers.split(",")]
-        region = region or next((host.group(1) for host in hosts if host), None)
+        host_region = next((host.group(1) for host in hosts if host), None)
+        method = self.security.get("sasl.oauthbearer.method", "default").lower()
+        mechanism = self.security.get("sasl.mechanisms") or self.security.get("sasl.mechanism")
+        by_provider_rule = mechanism == "OAUTHBEARER" and method == "default" and host_region is not None
+        if method != MSK_IAM and not by_provider_rule:
+            return None
+        region = self.security.get(_MSK_REGION_KEY) or host_region
         if region is None:
             raise KafkaAccessError(
                 f"the Kafka connection {self.conn_id!r}: sasl.oauthbearer.method {MSK_IAM} needs the region: "

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import yaml
 
-from connectors.spark_session import kafka_settings_conf
+from connectors.spark_session import hand_kafka_settings_to_workers
 from tidemark.kafka_access import KafkaAccess, KafkaAccessError, settings_variable
 from tidemark.log_connection import KafkaConnection
 from tidemark.stream_config import StreamConfigError, load_streams
@@ -98,14 +98,14 @@ def test_the_stream_names_its_connection_and_the_connection_value_carries_the_na
     assert source.kafka_conn_id == "kafka_prod" and source.connection().kafka_conn_id == "kafka_prod"
 
 
-def test_the_executors_get_the_settings_in_their_environment_under_a_name_spark_redacts():
-    import re
+def test_the_python_workers_get_the_settings_through_the_contexts_environment_never_as_a_spark_setting():
+    class Context:  # the part of a SparkContext the hand-over uses
+        environment: dict[str, str] = {}
 
     environ = {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps(SCRAM), "PATH": "/bin"}
-    conf = kafka_settings_conf(environ)
-    assert conf["spark.executorEnv.TIDEMARK_KAFKA_CONN_KAFKA_PROD"] == json.dumps(SCRAM)
-    assert re.search(conf["spark.redaction.regex"], "spark.executorEnv.TIDEMARK_KAFKA_CONN_KAFKA_PROD")
-    assert kafka_settings_conf({"PATH": "/bin"}) == {}, "nothing set without a Kafka connection"
+    assert hand_kafka_settings_to_workers(Context, environ) == ["TIDEMARK_KAFKA_CONN_KAFKA_PROD"]
+    assert Context.environment == {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps(SCRAM)}
+    assert hand_kafka_settings_to_workers(Context, {"PATH": "/bin"}) == [], "nothing without a Kafka connection"
 
 
 class _Connection:
@@ -165,3 +165,19 @@ def test_msk_iam_is_tidemarks_own_method_its_keys_never_reach_librdkafka_and_eac
     assert called, "the client asked the callback for its token"
     with pytest.raises(KafkaAccessError, match="needs the region"):
         _ = KafkaAccess.of("broker:9098", "msk", environ).msk_iam_region
+
+
+def test_an_msk_connection_made_for_the_airflow_provider_is_msk_iam_to_tidemark_too():
+    """apache-airflow-providers-apache-kafka adds its MSK IAM callback for OAUTHBEARER against
+    brokers named *.kafka.<region>.amazonaws.com, with no method named: the same connection is
+    MSK IAM to tidemark. OIDC against the same brokers, or OAUTHBEARER elsewhere, is not."""
+    msk_host = "b-1.tidemark.abc123.c2.kafka.us-east-2.amazonaws.com:9098"
+    provider_style = {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}
+
+    def region(bootstrap: str, settings: dict) -> str | None:
+        return KafkaAccess.of(bootstrap, "msk", {"TIDEMARK_KAFKA_CONN_MSK": json.dumps(settings)}).msk_iam_region
+
+    assert region(msk_host, provider_style) == "us-east-2"
+    assert region("broker.example.com:9093", provider_style) is None
+    assert region(msk_host, {**provider_style, "sasl.oauthbearer.method": "oidc"}) is None
+    assert region(msk_host, {**SCRAM, "security.protocol": "SASL_SSL"}) is None
