@@ -59,23 +59,25 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
         )
     from connectors.lake_storage import spark_conf
 
-    for key, value in {**spark_conf(), **kafka_settings_conf(os.environ), **(extra_conf or {})}.items():
+    for key, value in {**spark_conf(), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    hand_kafka_settings_to_workers(session.sparkContext, os.environ)
+    return session
 
 
-# Spark's own redaction pattern, and tidemark's Kafka settings: a conf key that matches has its
-# value shown as *********(redacted) in the UI, the event log and the logs.
-_REDACTION = r"(?i)secret|password|token|access[.]?key|tidemark_kafka_conn_"
+def hand_kafka_settings_to_workers(context, environ) -> list[str]:
+    """Put the Kafka connections' settings this process holds (tidemark.kafka_access's
+    ``TIDEMARK_KAFKA_CONN_*``) into ``context.environment``, the variables PySpark hands to every
+    Python worker it starts for a function or a data source registered after this call, on this
+    machine or a cluster's executors; returns the variables' names.
 
-
-def kafka_settings_conf(environ) -> dict[str, str]:
-    """The Kafka connections' settings this process holds (tidemark.kafka_access), handed to the
-    executors through their environment (``spark.executorEnv``): an executor of a cluster does not
-    inherit the driver's. Spark redacts them by name, never inside an option or a plan."""
+    Why not ``spark.executorEnv``: that is a Spark setting, shown (redacted by name) in the UI and
+    the event log, and it applies only to a session it creates; ``environment`` is never a
+    setting, and it works on a session that already runs (tests, a notebook)."""
     from tidemark.kafka_access import SETTINGS_PREFIX
 
-    settings = {
-        f"spark.executorEnv.{name}": value for name, value in environ.items() if name.startswith(SETTINGS_PREFIX)
-    }
-    return {"spark.redaction.regex": _REDACTION, **settings} if settings else {}
+    names = sorted(name for name in environ if name.startswith(SETTINGS_PREFIX))
+    for name in names:
+        context.environment[name] = environ[name]
+    return names
