@@ -1,6 +1,12 @@
 """`airflow dags test` runs the persist DAG end to end: Airflow submits the job with spark-submit
 through the spark_default connection, against the real broker, into Delta; the run after it, with
-nothing new in the topic, ends without Spark."""
+nothing new in the topic, ends without Spark.
+
+The topic is on the broker's SASL_SSL listener (SCRAM-SHA-512), its settings in an Airflow
+connection of the provider's ``kafka`` type: the secured path as a deployment runs it (the
+operator reads the connection, spark-submit's driver and its executors read the topic, the
+look before the second run asks the log), and the password is in no task log and no file the
+runs wrote."""
 
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ import time
 import pytest
 
 from harness.airflow_process import dags_test_many
-from harness.persist_job import produce, telemetry_value, write_stream_config
+from harness.persist_job import airflow_kafka_connection, produce, telemetry_value, write_stream_config
+from harness.secret_search import SecretSearch
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +31,12 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
     times = [now_ms - 5_400_000 + i * 13_500 for i in range(400)]
     good = [(i % 4, telemetry_value(f"scooter-{i % 9}", t), t) for i, t in enumerate(times)]
     bad = [(p, b'{"device_id": "s", "event_time": "not a time"}', now_ms) for p in range(4)]
-    produce(kafka_broker.bootstrap, topic, good + bad)
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 4)
+    scram = kafka_broker.sasl_settings("SCRAM-SHA-512")
+    produce(kafka_broker.sasl_bootstrap, topic, good + bad, scram)
+    conf = write_stream_config(tmp_path, kafka_broker.sasl_bootstrap, topic, 4, kafka_conn_id="kafka_secured")
     environment = {
         **airflow_environment,
+        **airflow_kafka_connection("kafka_secured", kafka_broker.sasl_bootstrap, scram),
         "TIDEMARK_CONF": str(conf),
         # The JSON form: a URI like spark://local[2] would make the provider fall back to YARN.
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
@@ -51,6 +60,16 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
         in again.output
     )
     assert "spark-submit" not in again.output and "batch_persisted" not in again.output
+    assert "Kafka security settings from the Airflow connection 'kafka_secured'" in output
+
+    # The password is in neither task log nor any file the runs wrote (Airflow's logs, the lake,
+    # the checkpoint).
+    search = SecretSearch((scram["sasl.password"],), control="scooter-3")
+    search.folders(tmp_path, airflow_environment["AIRFLOW_HOME"]).texts(
+        {"task log": output, "second task log": again.output}
+    )
+    assert search.found == []
+    assert search.files_read > 20 and search.controls_found, "the search read what the runs wrote"
 
     lake = tmp_path / "lake" / "telemetry"
     events = spark.read.format("delta").load(str(lake / "events"))

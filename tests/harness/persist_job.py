@@ -30,11 +30,16 @@ REPO = Path(__file__).resolve().parents[2]
 PERSIST_JOB = REPO / "spark_jobs" / "persist" / "job.py"
 
 
-def write_stream_config(tmp_path: Path, bootstrap: str, topic: str, partitions: int, **persist) -> Path:
-    """A streams.yaml for one test: the shipped telemetry stream on its own topic and lake folder."""
+def write_stream_config(
+    tmp_path: Path, bootstrap: str, topic: str, partitions: int, kafka_conn_id: str | None = None, **persist
+) -> Path:
+    """A streams.yaml for one test: the shipped telemetry stream on its own topic and lake folder.
+    ``kafka_conn_id``: the Kafka connection that secures the brokers (its name, never a setting)."""
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     stream = document["streams"]["telemetry"]
     stream["source"].update(bootstrap_servers=bootstrap, topic=topic, partitions=partitions)
+    if kafka_conn_id:
+        stream["source"]["kafka_conn_id"] = kafka_conn_id
     stream["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "checkpoints")}
     stream["persist"].update(persist)
     document["streams"] = {"telemetry": stream}  # the test's stream only: no other stream's lake to set
@@ -69,6 +74,14 @@ def produce(
         counts[partition] = counts.get(partition, 0) + 1
     assert producer.flush(60) == 0, "not every record reached the broker"
     return counts
+
+
+def airflow_kafka_connection(conn_id: str, bootstrap: str, settings: dict[str, str]) -> dict[str, str]:
+    """The environment variable that defines Airflow connection ``conn_id`` of the ``kafka`` type
+    (apache-airflow-providers-apache-kafka): its extra is the librdkafka settings, with
+    ``bootstrap.servers`` as the provider's hook needs them."""
+    extra = {"bootstrap.servers": bootstrap, **settings}
+    return {f"AIRFLOW_CONN_{conn_id.upper()}": json.dumps({"conn_type": "kafka", "extra": extra})}
 
 
 def job_environment() -> dict[str, str]:
@@ -241,12 +254,12 @@ def start_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str
     )
 
 
-def run_backfill(conf: Path, *args: str, log: Path) -> int:
+def run_backfill(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> int:
     """Run the backfill job to its end in this process (``args``: ``backfill_request_args`` and
-    any others); returns its exit code."""
+    any others); returns its exit code. ``environment``: for the run only."""
     from spark_jobs.replay.backfill import main
 
-    return run_in_process(main, ["--conf", str(conf), *args], log)
+    return run_in_process(main, ["--conf", str(conf), *args], log, environment)
 
 
 def wait_for_event(log: Path, event: str, job: subprocess.Popen, timeout_s: float = 120) -> bool:
