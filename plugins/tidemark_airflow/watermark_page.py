@@ -108,10 +108,39 @@ def create_app(conf_path: str | None = None, reports_root: Path | None = None, r
 
 
 def _overview(stream: StreamConfig):
-    """The stream's overview, or None when it has no ledger table."""
+    """The stream's overview, or None when it has no ledger table. A Kafka stream's log is asked
+    with the settings of the Airflow connection it names (``source.kafka_conn_id``), read from
+    Airflow on every request, as a task reads them; when they cannot be had, the page shows the
+    lake and says why the log was not asked."""
+    from dataclasses import replace
+
     from connectors.lake_reader import LedgerMissingError, read_stream_overview
 
+    unusable = _apply_kafka_connection(stream)
     try:
-        return read_stream_overview(stream)
+        overview = read_stream_overview(stream, ask_log=unusable is None)
     except LedgerMissingError:
         return None
+    return overview if unusable is None else replace(overview, notes=(*overview.notes, unusable))
+
+
+def _apply_kafka_connection(stream: StreamConfig) -> str | None:
+    """Put the settings of the stream's Kafka connection into this process's environment, where
+    the log's clients read them (tidemark_airflow.kafka_connection); None when done or when the
+    stream names none, else why not (no such connection, settings tidemark cannot use), for the
+    page. The API server finds connections in its metadata database and secrets backends."""
+    conn_id = stream.source.kafka_conn_id
+    if conn_id is None:
+        return None
+    from airflow.sdk.exceptions import AirflowNotFoundException, AirflowRuntimeError
+
+    from tidemark.kafka_access import KafkaAccessError
+    from tidemark_airflow.kafka_connection import apply_kafka_connection
+
+    try:
+        apply_kafka_connection(conn_id, stream.source.bootstrap_servers)
+    except (AirflowNotFoundException, AirflowRuntimeError):
+        return f"the log was not asked: Airflow has no connection {conn_id!r} (source.kafka_conn_id)"
+    except KafkaAccessError as error:
+        return f"the log was not asked: {error}"
+    return None
