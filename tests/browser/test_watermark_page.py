@@ -1,5 +1,7 @@
 """The watermark page in Airflow: only logged-in users reach it, it shows the recorded stalled
-partition for what it is, and headless Chromium renders one chart line per partition plus G."""
+partition for what it is, and headless Chromium renders one chart line per partition plus G.
+The recorded topic is on a SCRAM listener: the page asks it with the Airflow connection's
+settings and shows none of them; the connection's "Test" button answers from that listener."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import urllib.request
 import pytest
 
 from harness.recorded_stream import IDLE, STALLED, STREAM, UNWRITTEN
+from harness.secret_search import SecretSearch
 from tidemark.event_time_text import format_event_time
 
 pytestmark = pytest.mark.integration
@@ -94,7 +97,46 @@ def test_the_figures_are_the_recorded_states(airflow_ui):
     )
     assert overview["global_watermark_ms"] == stalled["partition_watermark_ms"]
     assert overview["last_sealed_hour_ms"] == recorded.sealed_hours_ms[-1]
+    # The log answered over SASL_SSL, with the settings of the connection in Airflow's database.
     assert overview["log_answered"] is True
+
+    # Neither the page, its figures nor the API server's log shows the password.
+    status, html = _get(airflow_ui.url + PAGE, token=airflow_ui.token)
+    assert status == 200
+    search = SecretSearch(airflow_ui.secured.secrets(), control=f"/tidemark/streams/{STREAM}/reports/")
+    search.texts({"page HTML": html, "overview.json": body, "API server log": airflow_ui.log.read_text()})
+    assert search.found == [] and "page HTML" in search.controls_found
+
+
+def _test_connection(airflow_ui, body: dict) -> dict:
+    """The connection form's "Test" button: POST /api/v2/connections/test, as the UI sends it."""
+    request = urllib.request.Request(
+        airflow_ui.url + "/api/v2/connections/test",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {airflow_ui.token}"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def test_the_kafka_connections_test_button_answers_from_the_secured_listener(airflow_ui):
+    secured = airflow_ui.secured
+    assert _test_connection(airflow_ui, secured.rest_connection()) == {
+        "status": True,
+        "message": "Connection successful.",
+    }
+    wrong = "not-the-Password-7"
+    started = time.monotonic()
+    refused = _test_connection(airflow_ui, secured.rest_connection(**{"sasl.password": wrong}))
+    # The provider's hook asks for the topics and waits 10 s: librdkafka reports the refused
+    # login to a callback the hook does not set, so the button says the brokers did not answer.
+    assert refused == {
+        "status": False,
+        "message": 'KafkaError{code=_TRANSPORT,val=-195,str="Failed to get metadata: Local: Broker transport failure"}',
+    }
+    assert time.monotonic() - started < 15
+    for secret in (*secured.secrets(), wrong):
+        assert secret not in refused["message"] and secret not in airflow_ui.log.read_text()
 
 
 def test_chromium_renders_the_stalled_partition_and_one_line_per_partition_plus_g(airflow_ui, chromium_path, tmp_path):

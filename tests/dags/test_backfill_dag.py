@@ -1,17 +1,26 @@
 """The daily reconciliation end to end with `airflow dags test`: live misses records, the backfill
 DAG re-reads the range into a shadow set, lists the partition-hours that differ, triggers the
-recovery DAG for exactly the missing offsets, and fails. Real broker, spark-submit, Delta."""
+recovery DAG for exactly the missing offsets, and fails. Real broker, spark-submit, Delta.
+
+The topic is on the broker's SASL_SSL listener (SCRAM-SHA-512), its settings in a ``kafka``
+Airflow connection: the backfill's planner (the log's time index), its executors and the
+recovery trigger read it as a deployment would; the password is in no task log and no file."""
 
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
+from unittest import mock
 
 import pytest
 from pyspark.sql import functions as F
 
 from harness.airflow_process import dag_runs, dags_test
 from harness.persist_job import produce, telemetry_value, write_stream_config
+from harness.secret_search import SecretSearch
+from harness.secured_kafka import scram
 
 pytestmark = pytest.mark.integration
 
@@ -36,15 +45,18 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
     records = [
         (p, telemetry_value(f"scooter-{p}", t), t) for t in range(base, base + 2 * HOUR_MS, 60_000) for p in range(2)
     ]
-    produce(kafka_broker.bootstrap, topic, records)
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2)
-    run_persist(load_stream(conf, "telemetry"), "available_now", 100_000)
+    secured = scram(kafka_broker)
+    produce(secured.bootstrap, topic, records, secured.settings)
+    conf = write_stream_config(tmp_path, secured.bootstrap, topic, 2, kafka_conn_id=secured.conn_id)
+    with mock.patch.dict(os.environ, secured.process_environment()):
+        run_persist(load_stream(conf, "telemetry"), "available_now", 100_000)
     # Live lost seven records of partition 1 in the second hour (offsets 70-76).
     events = str(tmp_path / "lake" / "telemetry" / "events")
     DeltaTable.forPath(spark, events).delete((F.col("source_partition") == 1) & F.col("source_offset").between(70, 76))
 
     environment = {
         **airflow_environment,
+        **secured.airflow_environment(),
         "TIDEMARK_CONF": str(conf),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
@@ -68,3 +80,6 @@ def test_the_reconciliation_lists_what_live_lacks_triggers_recovery_for_it_and_f
     )
     shadow = spark.read.format("delta").load(str(tmp_path / "lake" / "telemetry" / "shadow" / "reconcile" / "events"))
     assert shadow.count() == 240
+    search = SecretSearch(secured.secrets(), control=topic)
+    search.folders(tmp_path, Path(airflow_environment["AIRFLOW_HOME"])).texts({"task log": output})
+    assert search.found == [] and search.controls_found

@@ -17,8 +17,9 @@ import time
 import pytest
 
 from harness.airflow_process import dags_test_many
-from harness.persist_job import airflow_kafka_connection, produce, telemetry_value, write_stream_config
+from harness.persist_job import produce, telemetry_value, write_stream_config
 from harness.secret_search import SecretSearch
+from harness.secured_kafka import scram
 
 pytestmark = pytest.mark.integration
 
@@ -31,12 +32,12 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
     times = [now_ms - 5_400_000 + i * 13_500 for i in range(400)]
     good = [(i % 4, telemetry_value(f"scooter-{i % 9}", t), t) for i, t in enumerate(times)]
     bad = [(p, b'{"device_id": "s", "event_time": "not a time"}', now_ms) for p in range(4)]
-    scram = kafka_broker.sasl_settings("SCRAM-SHA-512")
-    produce(kafka_broker.sasl_bootstrap, topic, good + bad, scram)
-    conf = write_stream_config(tmp_path, kafka_broker.sasl_bootstrap, topic, 4, kafka_conn_id="kafka_secured")
+    secured = scram(kafka_broker)
+    produce(secured.bootstrap, topic, good + bad, secured.settings)
+    conf = write_stream_config(tmp_path, secured.bootstrap, topic, 4, kafka_conn_id=secured.conn_id)
     environment = {
         **airflow_environment,
-        **airflow_kafka_connection("kafka_secured", kafka_broker.sasl_bootstrap, scram),
+        **secured.airflow_environment(),
         "TIDEMARK_CONF": str(conf),
         # The JSON form: a URI like spark://local[2] would make the provider fall back to YARN.
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
@@ -64,7 +65,7 @@ def test_dags_test_persists_the_topic_through_spark_submit(airflow_environment, 
 
     # The password is in neither task log nor any file the runs wrote (Airflow's logs, the lake,
     # the checkpoint).
-    search = SecretSearch((scram["sasl.password"],), control="scooter-3")
+    search = SecretSearch(secured.secrets(), control=topic)
     search.folders(tmp_path, airflow_environment["AIRFLOW_HOME"]).texts(
         {"task log": output, "second task log": again.output}
     )

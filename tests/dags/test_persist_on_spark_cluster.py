@@ -2,7 +2,12 @@
 submitted by the persist DAG through the Airflow Spark connection (client deploy mode: the driver
 in the task, executors on the worker). Its lake holds exactly what was produced, payload
 included: what the same job writes on local[*] (every other persist test). A master that cannot be reached fails the task within seconds,
-naming the master and what to check."""
+naming the master and what to check.
+
+The topic is on the broker's mutual-TLS listener (a client certificate and key of the private CA,
+``ssl.client.auth=required``), its settings in a ``kafka`` Airflow connection: the executors on
+the worker read it with the settings the driver handed their Python workers, and the private key
+is in no task log, executor log or file the run wrote."""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from harness.persist_job import produce, telemetry_value, write_stream_config
+from harness.secret_search import SecretSearch
+from harness.secured_kafka import mutual_tls
 from stack.ports import free_port
 
 pytestmark = pytest.mark.integration
@@ -57,14 +64,17 @@ def test_persist_dag_on_a_standalone_cluster_writes_exactly_what_was_produced(
     records = [(p, telemetry_value(f"scooter-{p}", t), t) for p, t, _ in good]
     records += [(p, b'{"device_id": "s", "event_time": "not a time"}', now_ms) for p, _ in bad]
     records += [(p, telemetry_value("scooter-late", t), now_ms) for p, t, _ in late]
-    produce(kafka_broker.bootstrap, topic, records)
+    secured = mutual_tls(kafka_broker)
+    produce(secured.bootstrap, topic, records, secured.settings)
     per_partition = {p: 62 for p in range(PARTITIONS)}
 
     (tmp_path / "cluster").mkdir()
-    (tmp_path / "local").mkdir()
-    cluster_conf = write_stream_config(tmp_path / "cluster", kafka_broker.bootstrap, topic, PARTITIONS)
+    cluster_conf = write_stream_config(
+        tmp_path / "cluster", secured.bootstrap, topic, PARTITIONS, kafka_conn_id=secured.conn_id
+    )
     environment = {
         **airflow_environment,
+        **secured.airflow_environment(),
         "TIDEMARK_CONF": str(cluster_conf),
         "AIRFLOW_CONN_SPARK_DEFAULT": _connection("spark://127.0.0.1", spark_cluster.master_port),
     }
@@ -122,6 +132,14 @@ def test_persist_dag_on_a_standalone_cluster_writes_exactly_what_was_produced(
         assert ranges[0][0] == 0 and ranges[-1][1] == count, (p, ranges)
         assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:])), (p, ranges)
         assert sum(r["data_records"] for r in ledger if r["source_partition"] == p) == count
+
+    # The client's private key (a line of its PEM body) is nowhere: the task log, Airflow's logs,
+    # the executors' logs on the worker, the lake and checkpoint.
+    key_line = Path(secured.settings["ssl.key.location"]).read_text().splitlines()[2]
+    search = SecretSearch((key_line,), control=topic)
+    search.folders(tmp_path, Path(airflow_environment["AIRFLOW_HOME"]), spark_cluster.work_dir)
+    search.texts({"task log": output})
+    assert search.found == [] and search.controls_found
 
 
 UNREACHABLE_DAG = """

@@ -76,14 +76,6 @@ def produce(
     return counts
 
 
-def airflow_kafka_connection(conn_id: str, bootstrap: str, settings: dict[str, str]) -> dict[str, str]:
-    """The environment variable that defines Airflow connection ``conn_id`` of the ``kafka`` type
-    (apache-airflow-providers-apache-kafka): its extra is the librdkafka settings, with
-    ``bootstrap.servers`` as the provider's hook needs them."""
-    extra = {"bootstrap.servers": bootstrap, **settings}
-    return {f"AIRFLOW_CONN_{conn_id.upper()}": json.dumps({"conn_type": "kafka", "extra": extra})}
-
-
 def job_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("TIDEMARK_JARS", str(REPO / ".tidemark" / "jars"))

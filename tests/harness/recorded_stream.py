@@ -46,7 +46,9 @@ def _record_time(history: LedgerHistory, offset: int) -> int:
     return history.start_ms + batch * history.interval_ms - MINUTE
 
 
-def write_recorded_stream(spark, broker, folder: Path, now_ms: int) -> RecordedStream:
+def write_recorded_stream(spark, broker, folder: Path, now_ms: int, secured=None) -> RecordedStream:
+    """The recorded state, its topic on ``broker``'s open listener or, with ``secured``
+    (harness.secured_kafka.SecuredKafka), on a secured one whose connection the stream names."""
     from spark_jobs.lake.tables import LakeTables
 
     start = now_ms - now_ms % (5 * MINUTE) - 6 * HOUR
@@ -60,7 +62,7 @@ def write_recorded_stream(spark, broker, folder: Path, now_ms: int) -> RecordedS
         idle_partition=IDLE,
     )
     topic = f"recorded_page_state_{now_ms}"
-    conf_path = _write_conf(folder, broker.bootstrap, topic)
+    conf_path = _write_conf(folder, secured.bootstrap if secured else broker.bootstrap, topic, secured)
     lake_root = folder / "lake"
     environ = {"TIDEMARK_LAKE_ROOT": str(lake_root), "TIDEMARK_CHECKPOINT_ROOT": str(folder / "checkpoints")}
     stream = load_stream(conf_path, STREAM, environ)
@@ -76,13 +78,13 @@ def write_recorded_stream(spark, broker, folder: Path, now_ms: int) -> RecordedS
     final_log_ends = {}
     for row in rows:
         final_log_ends[row[2]] = row[6]
-    _produce(broker, topic, final_log_ends, history)
+    _produce(broker, topic, final_log_ends, history, secured)
     home = folder / "home"
     run = _write_reports(home / "reports" / STREAM, now_ms, start)
     return RecordedStream(conf_path, home, lake_root, stream, history, sealed, run)
 
 
-def _write_conf(folder: Path, bootstrap: str, topic: str) -> Path:
+def _write_conf(folder: Path, bootstrap: str, topic: str, secured=None) -> Path:
     """streams.yaml with the telemetry stream's settings under two names: the recorded one,
     and one the persist job never wrote (its page must say so)."""
     import re
@@ -96,6 +98,8 @@ def _write_conf(folder: Path, bootstrap: str, topic: str) -> Path:
     unwritten = body.replace("  telemetry:", f"  {UNWRITTEN}:", 1).replace(
         "topic: telemetry", f"topic: {topic}_unwritten", 1
     )
+    if secured is not None:  # the connection's name under the brokers' address (six spaces: source's keys)
+        bootstrap = f"{bootstrap}\n      kafka_conn_id: {secured.conn_id}"
     recorded = recorded.replace("${TIDEMARK_KAFKA_BOOTSTRAP:-127.0.0.1:19092}", bootstrap)
     unwritten = unwritten.replace("${TIDEMARK_KAFKA_BOOTSTRAP:-127.0.0.1:19092}", bootstrap)
     path = folder / "streams.yaml"
@@ -103,11 +107,16 @@ def _write_conf(folder: Path, bootstrap: str, topic: str) -> Path:
     return path
 
 
-def _produce(broker, topic: str, log_ends: dict[int, int], history: LedgerHistory) -> None:
+def _produce(broker, topic: str, log_ends: dict[int, int], history: LedgerHistory, secured=None) -> None:
     from confluent_kafka import Producer
 
     broker.create_topic(topic, len(log_ends))
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+    reach = (
+        {**secured.settings, "bootstrap.servers": secured.bootstrap}
+        if secured
+        else {"bootstrap.servers": broker.bootstrap}
+    )
+    producer = Producer({**reach, "linger.ms": 20})
     for partition, end in sorted(log_ends.items()):
         for offset in range(end):
             producer.produce(topic, b'{"recorded": true}', partition=partition, timestamp=_record_time(history, offset))

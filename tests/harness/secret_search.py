@@ -4,8 +4,8 @@
 commit infos, the tables' Parquet, reports, Airflow's task logs) and the given texts (a command's
 output, a page's HTML) and says where any secret appears. A search of the wrong folder finds
 nothing and proves nothing, so each search also looks for a ``control``: a string that is not
-secret and that the run must have written where the search looks (the topic's name, a device
-id); ``controls_found`` lists where it was.
+secret and that the run must have written where the search looks (the topic's name, which
+the checkpoint and the task log hold); ``controls_found`` lists where it was.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 @dataclass
 class SecretSearch:
-    secrets: tuple[str, ...]
+    secrets: tuple[str, ...] = field(repr=False)  # a failed assert prints the search: never them
     control: str
     files_read: int = 0
     found: list[str] = field(default_factory=list)  # "secret #n in <where>"

@@ -283,7 +283,7 @@ def test_a_persist_run_over_a_secured_listener_writes_exactly_what_it_writes_fro
     events = "".join(path.read_text(errors="replace") for path in (tmp_path / "events").rglob("*") if path.is_file())
     assert "SparkListenerEnvironmentUpdate" in events and "TIDEMARK_KAFKA_CONN" not in events
     assert "log ends and lag are the newest ledger rows" not in status, status  # the log answered
-    search = SecretSearch(tuple(secrets), control="scooter-4")
+    search = SecretSearch(tuple(secrets), control=secured_topic)
     search.folders(tmp_path / "secured", tmp_path / "events")
     search.texts({"job log": secured_log.read_text(), "tidemark status": status})
     assert search.found == [] and search.controls_found

@@ -35,7 +35,7 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
-from tidemark.kafka_access import settings_variable
+from harness.secured_kafka import SecuredKafka, scram
 
 pytestmark = [
     pytest.mark.integration,
@@ -48,16 +48,8 @@ pytestmark = [
     ),
 ]
 
-CONN_ID = "kafka_secured"
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
-
-
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    bootstrap: str
-    settings: dict[str, str] | None  # None: PLAINTEXT, no connection
 
 
 @dataclass(frozen=True)
@@ -89,18 +81,8 @@ def test_every_job_on_a_scram_topic_produces_what_it_produces_on_an_open_topic(k
     records.append((1, b"{not json", times[-1]))
     now_ms = times[-1] + 10 * MINUTE_MS
 
-    open_run = _everything(
-        spark, kafka_broker, Listener("open", kafka_broker.bootstrap, None), records, base, now_ms, tmp_path / "open"
-    )
-    secured_run = _everything(
-        spark,
-        kafka_broker,
-        Listener("scram", kafka_broker.sasl_bootstrap, kafka_broker.sasl_settings("SCRAM-SHA-512")),
-        records,
-        base,
-        now_ms,
-        tmp_path / "scram",
-    )
+    open_run = _everything(spark, kafka_broker, None, records, base, now_ms, tmp_path / "open")
+    secured_run = _everything(spark, kafka_broker, scram(kafka_broker), records, base, now_ms, tmp_path / "scram")
 
     # The scenario did what it is for, on the open topic ...
     assert set(open_run.first_check.values()) == {"OK"}
@@ -115,13 +97,15 @@ def test_every_job_on_a_scram_topic_produces_what_it_produces_on_an_open_topic(k
     assert secured_run == open_run
 
 
-def _everything(spark, broker, listener: Listener, records, base: int, now_ms: int, folder: Path) -> Outcome:
+def _everything(spark, broker, secured: SecuredKafka | None, records, base: int, now_ms: int, folder: Path) -> Outcome:
+    """Every step on a topic of its own: on the open listener (``secured`` None) or a secured one."""
     folder.mkdir(parents=True)
-    topic = f"jobs-{listener.name}"
+    topic = f"jobs-{folder.name}"
     broker.create_topic(topic, 2)
-    produce(listener.bootstrap, topic, records, listener.settings)
-    conf = _config(folder, listener, topic)
-    env = {settings_variable(CONN_ID): json.dumps(listener.settings)} if listener.settings else {}
+    bootstrap = secured.bootstrap if secured else broker.bootstrap
+    produce(bootstrap, topic, records, secured.settings if secured else None)
+    conf = _config(folder, bootstrap, secured.conn_id if secured else None, topic)
+    env = secured.process_environment() if secured else {}
     lake = folder / "lake" / "telemetry"
 
     run_persist(conf, "--mode", "available_now", log=folder / "persist.log", environment=env)
@@ -172,9 +156,8 @@ def _everything(spark, broker, listener: Listener, records, base: int, now_ms: i
     )
 
 
-def _config(folder: Path, listener: Listener, topic: str) -> Path:
-    conn_id = CONN_ID if listener.settings else None
-    conf = write_stream_config(folder, listener.bootstrap, topic, 2, kafka_conn_id=conn_id, max_records_per_batch=200)
+def _config(folder: Path, bootstrap: str, conn_id: str | None, topic: str) -> Path:
+    conf = write_stream_config(folder, bootstrap, topic, 2, kafka_conn_id=conn_id, max_records_per_batch=200)
     document = yaml.safe_load(conf.read_text())
     document["streams"]["telemetry"]["offline_devices"] = {
         "device_field": "device_id",
