@@ -90,8 +90,12 @@ class Refusals:
             if refusal and self._refused is None:
                 # librdkafka prefixes the broker's address, which the message already names.
                 self._refused = re.sub(r"^\S+://\S+: ", "", error.str())
-            first = code not in self._seen and self._refused is None
-            self._seen.add(code)
+            # A first TLS refusal before any answer is not said: it is raised when it comes
+            # again, and a handshake cut once by a broker going down is not worth a line.
+            candidate = kind == "tls" and not self._answered
+            first = code not in self._seen and self._refused is None and not candidate
+            if not candidate:
+                self._seen.add(code)
         # A refusal is raised to the caller, in one line; "all brokers are down" follows another
         # error, already said.
         if first and not refusal and code != KafkaError._ALL_BROKERS_DOWN:

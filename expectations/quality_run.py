@@ -567,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(asked, int):
         return asked
     args, stream, sweep = asked.args, asked.stream, asked.args.sweep
+    from connectors.kafka_clients import KafkaRefusedError
+
     try:
         now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
         spark, lake, hours, found = _lake_and_hours(stream, args, asked.hours, now_ms)
@@ -579,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
             else:  # Kinesis answers only at a position: the lake's
                 log_bounds = read_log_bounds(stream, lake.ledger())
         except ValueError as error:  # the configured topic or stream does not exist
+            return _refuse(f"stream {stream.name!r}: {error}")
+        except KafkaRefusedError as error:  # credentials, certificate or protocol: retrying cannot help
             return _refuse(f"stream {stream.name!r}: {error}")
         with _reading_around_missing_files(spark, files_missing):
             result = run_quality(

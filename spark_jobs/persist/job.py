@@ -35,6 +35,7 @@ from connectors.kafka_log import KafkaUnavailableError  # noqa: E402
 from connectors.kinesis_api import KinesisUnavailableError  # noqa: E402
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
+from tidemark.kafka_access import KafkaAccessError  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.persist_run_summary import PersistRunSummary  # noqa: E402
 from tidemark.retention_loss import RetentionLossError  # noqa: E402
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
         stream.source.connection().access()  # the log's credentials or security settings, before any work
+    except KafkaAccessError as error:  # it names the connection and the variable, not the stream
+        print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)
+        return 2
     except (StreamConfigError, ValueError) as error:
         print(f"persist: {error}", file=sys.stderr)
         return 2

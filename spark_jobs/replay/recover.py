@@ -54,6 +54,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[2])
 from connectors.lake_storage import LakeStorageError  # noqa: E402
 from tidemark.crash_points import CrashPoint, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
+from tidemark.kafka_access import KafkaAccessError  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.recovery_plan import RecoveryPlan  # noqa: E402
 from tidemark.recovery_request import (  # noqa: E402
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         request = check_recovery_request(RecoveryRequest.decode(args.request), streams)
         crash_points = crash_points_from_environment(os.environ)
         streams[request.stream].source.connection().access()  # the log's credentials, before any work
+    except KafkaAccessError as error:  # it names the connection and the variable, not the stream
+        print(f"recover: stream {request.stream!r}: {error}", file=sys.stderr)
+        return 2
     except (StreamConfigError, RecoveryRequestError, ValueError) as error:
         print(f"recover: {error}", file=sys.stderr)
         return 2

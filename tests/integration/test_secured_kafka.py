@@ -1,18 +1,20 @@
-"""Kafka as it is deployed: the log's clients speak SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN)
-to the shared broker's secured listener, with the settings of a Kafka connection found in the
-environment (tidemark.kafka_access), and read exactly what an open listener reads; a wrong
-password is refused naming the connection, never showing the password."""
+"""Kafka as it is deployed: the log's clients speak SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN),
+mutual TLS and OAUTHBEARER/OIDC to the shared broker's secured listeners, with the settings of a
+Kafka connection found in the environment (tidemark.kafka_access), and read exactly what an open
+listener reads; each bad input (issue 38's item 5) fails the persist job at start-up with exit 2
+and one line naming the stream, the connection and what was refused, never a secret."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from unittest import mock
 
 import pytest
 
 from connectors.partitioned_logs import open_log
-from harness.persist_job import produce
+from harness.persist_job import produce, write_stream_config
 from harness.secret_search import SecretSearch
 from tidemark.kafka_access import settings_variable
 from tidemark.log_connection import KafkaConnection
@@ -25,20 +27,6 @@ OIDC_SECRET = "oidc-Client-s3cret"
 
 def _connection(broker, topic: str) -> KafkaConnection:
     return KafkaConnection(broker.sasl_bootstrap, topic, kafka_conn_id=CONN_ID)
-
-
-def _refused(connection: KafkaConnection) -> tuple[str, float]:
-    """The one line a log of ``connection`` is refused with, and how long (s) that took."""
-    from connectors.kafka_clients import KafkaRefusedError
-
-    log = open_log(connection, timeout_s=20)
-    started = time.monotonic()
-    try:
-        with pytest.raises(KafkaRefusedError) as refused:
-            log.partition_ids()
-    finally:
-        log.close()
-    return str(refused.value), time.monotonic() - started
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
@@ -68,18 +56,6 @@ def test_the_log_reads_over_sasl_ssl_exactly_what_the_open_listener_reads(kafka_
     finally:
         secured.close()
         open_.close()
-
-
-def test_a_wrong_password_is_refused_naming_the_connection_and_never_showing_the_password(kafka_broker, monkeypatch):
-    topic = "secured-refused"
-    kafka_broker.create_topic(topic, 1)
-    wrong = {**kafka_broker.sasl_settings("SCRAM-SHA-512"), "sasl.password": "not-the-Password-42"}
-    monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(wrong))
-
-    message, seconds = _refused(_connection(kafka_broker, topic))
-    assert seconds < 30
-    assert "not-the-Password-42" not in message and kafka_broker.sasl_password() not in message
-    assert "Authentication failed" in message or "authentication" in message.lower(), message
 
 
 def test_the_log_reads_over_mutual_tls_exactly_what_the_open_listener_reads(kafka_broker, monkeypatch):
@@ -135,25 +111,59 @@ def _refused_settings(broker, tmp_path, case: str) -> tuple[str, dict]:
     raise AssertionError(case)
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "unknown user",
-        "untrusted broker certificate",
-        "client certificate of another CA",
-        "expired client certificate",
-        "TLS to a PLAINTEXT listener",
-    ],
-)
-def test_each_refusal_fails_the_log_at_once_in_one_line_naming_the_connection(
-    kafka_broker, monkeypatch, tmp_path, case
-):
-    servers, settings = _refused_settings(kafka_broker, tmp_path, case)
-    monkeypatch.setenv(settings_variable(CONN_ID), json.dumps(settings))
-    message, seconds = _refused(KafkaConnection(servers, "secured-refused-any", kafka_conn_id=CONN_ID))
-    assert seconds < 10, f"{case}: refused only after {seconds:.1f} s"
-    assert "\n" not in message and f"(connection '{CONN_ID}')" in message and f"Kafka at {servers} refused" in message
-    assert kafka_broker.sasl_password() not in message
+JOB_REFUSALS = [
+    "wrong password",
+    "unknown user",
+    "untrusted broker certificate",
+    "client certificate of another CA",
+    "expired client certificate",
+    "TLS to a PLAINTEXT listener",
+    "token endpoint that refuses",
+    "connection that does not exist",
+]
+
+
+@pytest.mark.parametrize("case", JOB_REFUSALS)
+def test_each_bad_input_fails_the_persist_job_at_start_up_with_exit_2_and_one_line(kafka_broker, tmp_path, case):
+    """Issue 38's item 5, each case through the persist job's own main() (in this process: the
+    refusal comes before Spark starts, so a process of its own would only add its imports; the
+    wrong password is also run as a process below): exit 2 within 30 s, one line naming the
+    stream, the connection and what was refused, no secret."""
+    from harness.persist_job import run_in_process
+    from harness.token_endpoint import TokenEndpoint
+    from spark_jobs.persist.job import main
+
+    with TokenEndpoint("tidemark-app", OIDC_SECRET) as endpoint:
+        if case == "wrong password":
+            servers, settings = (
+                kafka_broker.sasl_bootstrap,
+                {**kafka_broker.sasl_settings(), "sasl.password": "wrong-S3cret"},
+            )
+        elif case == "token endpoint that refuses":
+            servers, settings = kafka_broker.sasl_bootstrap, _oidc_settings(kafka_broker, endpoint, "wrong-S3cret")
+        elif case == "connection that does not exist":
+            servers, settings = kafka_broker.sasl_bootstrap, None
+        else:
+            servers, settings = _refused_settings(kafka_broker, tmp_path, case)
+        kafka_broker.create_topic("persist-refused", 2)
+        conf = write_stream_config(tmp_path, servers, "persist-refused", 2, kafka_conn_id=CONN_ID)
+        environment = {settings_variable(CONN_ID): json.dumps(settings)} if settings else {}
+        log = tmp_path / "job.log"
+        started = time.monotonic()
+        with mock.patch.dict(os.environ):
+            os.environ.pop(settings_variable(CONN_ID), None)
+            code = run_in_process(main, ["--stream", "telemetry", "--conf", str(conf)], log, environment)
+        seconds = time.monotonic() - started
+    assert (code, seconds < 30) == (2, True), f"{case}: exit {code} after {seconds:.1f} s\n{log.read_text()[-3000:]}"
+    (line,) = [line for line in log.read_text().splitlines() if line.strip()]
+    assert line.startswith("persist: stream 'telemetry': "), line
+    assert f"connection '{CONN_ID}'" in line
+    if case == "connection that does not exist":
+        assert f"{settings_variable(CONN_ID)} is not set" in line
+    else:
+        assert f"Kafka at {servers} refused" in line
+    for secret in (kafka_broker.sasl_password(), "wrong-S3cret", OIDC_SECRET):
+        assert secret not in log.read_text()
 
 
 def _oidc_settings(broker, endpoint, secret: str) -> dict:
@@ -187,18 +197,6 @@ def test_oidc_tokens_are_fetched_and_refreshed_by_the_client_while_the_log_reads
             log.close()
         assert endpoint.issued >= 3, f"the token was refreshed {endpoint.issued - 1} times in 5 s"
         assert endpoint.refused == 0
-
-
-def test_a_token_endpoint_that_refuses_the_client_fails_the_log_at_once(kafka_broker, monkeypatch):
-    from harness.token_endpoint import TokenEndpoint
-
-    with TokenEndpoint("tidemark-app", OIDC_SECRET) as endpoint:
-        monkeypatch.setenv(
-            settings_variable(CONN_ID), json.dumps(_oidc_settings(kafka_broker, endpoint, "wrong-S3cret"))
-        )
-        message, seconds = _refused(_connection(kafka_broker, "secured-oidc-refused"))
-    assert seconds < 10 and endpoint.refused >= 1
-    assert "wrong-S3cret" not in message and "(connection 'kafka_secured')" in message
 
 
 def _secured_config(tmp_path, broker, topic: str):

@@ -7,7 +7,8 @@ the recovery of what it asked for, the slow sweep, a backfill of one hour into a
 compared with live, and the offline-device detector. Every job that reads the log reads it
 through the connection's settings (the driver's look-ups and its executors' reads); the
 detector reads the lake the secured runs wrote. What each step produced, as (partition, offset)
-sets, statuses and requests, must be the same on both topics.
+sets, statuses and requests, must be the same on both topics; and the password must be in
+nothing the secured jobs wrote.
 
 Every job runs in this process on the session's Spark (harness.persist_job), the secured ones
 with the settings in the environment as an operator leaves them: the Python workers get them
@@ -35,6 +36,7 @@ from harness.persist_job import (
     telemetry_value,
     write_stream_config,
 )
+from harness.secret_search import SecretSearch
 from harness.secured_kafka import SecuredKafka, scram
 
 pytestmark = [
@@ -81,8 +83,9 @@ def test_every_job_on_a_scram_topic_produces_what_it_produces_on_an_open_topic(k
     records.append((1, b"{not json", times[-1]))
     now_ms = times[-1] + 10 * MINUTE_MS
 
+    secured = scram(kafka_broker)
     open_run = _everything(spark, kafka_broker, None, records, base, now_ms, tmp_path / "open")
-    secured_run = _everything(spark, kafka_broker, scram(kafka_broker), records, base, now_ms, tmp_path / "scram")
+    secured_run = _everything(spark, kafka_broker, secured, records, base, now_ms, tmp_path / "scram")
 
     # The scenario did what it is for, on the open topic ...
     assert set(open_run.first_check.values()) == {"OK"}
@@ -95,6 +98,23 @@ def test_every_job_on_a_scram_topic_produces_what_it_produces_on_an_open_topic(k
     assert open_run.offline_devices, "the detector found the quiet device"
     # ... and every step did the same on the secured one.
     assert secured_run == open_run
+    # The password is in nothing the secured jobs wrote: their logs, the quality reports and Data
+    # Docs, the result files, the lake's tables and commits, the checkpoints.
+    search = SecretSearch(secured.secrets(), control="jobs-scram").folders(tmp_path / "scram")
+    assert search.found == [] and search.controls_found
+
+    # A quality run whose password is wrong is refused in one line (beside its JSON log lines),
+    # not a traceback.
+    from expectations.quality_run import main
+
+    wrong = SecuredKafka(secured.bootstrap, {**secured.settings, "sasl.password": "wrong-S3cret"})
+    argv = ["--stream", "telemetry", "--conf", str(tmp_path / "scram" / "streams.yaml"), "--run-name", "refused"]
+    argv += ["--report-dir", str(tmp_path / "refused"), "--gx-dir", str(tmp_path / "refused" / "gx")]
+    log = tmp_path / "quality-refused.log"
+    assert run_in_process(main, argv, log, wrong.process_environment()) == 2
+    (line,) = [line for line in log.read_text().splitlines() if line.strip() and not line.startswith("{")]
+    assert line.startswith("quality_run: stream 'telemetry': Kafka at ") and "Authentication failed" in line
+    assert "wrong-S3cret" not in line
 
 
 def _everything(spark, broker, secured: SecuredKafka | None, records, base: int, now_ms: int, folder: Path) -> Outcome:

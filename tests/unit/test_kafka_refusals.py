@@ -53,3 +53,17 @@ def test_a_tls_refusal_counts_when_it_comes_again_and_a_broker_that_is_down_neve
         refusals.check()
     logged = [record.msg for record in caplog.records if record.name == "tidemark.kafka"]
     assert len(logged) == 1 and "Connection refused" in logged[0]["error"], "each kind of other error once"
+
+
+def test_a_first_tls_refusal_is_not_said_before_an_answer_and_is_an_ordinary_error_after_one(caplog):
+    """The job's one line is the refusal: the first TLS alert before any answer is held, not
+    logged. After an answer the same error is a transport error like any other, said once."""
+    refusals = Refusals("b:9092", "SSL (connection 'prod')")
+    refusals(HANDSHAKE)
+    assert [r for r in caplog.records if r.name == "tidemark.kafka"] == []
+    refusals.answered()
+    refusals(HANDSHAKE)
+    refusals(HANDSHAKE)
+    refusals.check()
+    logged = [record.msg for record in caplog.records if record.name == "tidemark.kafka"]
+    assert len(logged) == 1 and "SSL handshake failed" in logged[0]["error"]
