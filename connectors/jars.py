@@ -16,6 +16,7 @@ downloaded once per machine, not once per test session):
                   connectors/jvm/log-stores (Maven compiles it and runs its unit tests)
     spark-kafka/  for a Spark session's spark.jars (Spark's own Kafka source, benchmark only)
     s3proxy/      the loopback S3's classpath: java -jar "$TIDEMARK_JARS/s3proxy/<jar>" ...
+    registry/     the schema registry (Apicurio), unpacked as it ships: its runner jar beside lib/
 
 Groups that go on a Spark classpath never get a jar whose artifact pyspark already ships in
 pyspark/jars: a second, different version of Jackson, Hadoop or Scala next to Spark's own
@@ -39,7 +40,14 @@ from pathlib import Path
 # The checkout (or the installed tree): connectors/ sits at its top.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POM = Path(__file__).resolve().parent / "jvm" / "pom.xml"
-GROUPS = ("kafka", "delta", "spark-kafka", "s3proxy")
+GROUPS = ("kafka", "delta", "spark-kafka", "s3proxy", "registry")
+# Groups that are one archive unpacked as it ships, not the pom's jars: Maven coordinates
+# (group:artifact:version:type:classifier). Apicurio Registry 3.0.9, the last line that runs on
+# Java 17 (3.3.x needs Java 21). Its parent POM is not on Maven Central, so it cannot be a pom
+# dependency: maven-dependency-plugin 2.8's `get`, not transitive, fetches the archive itself.
+ARCHIVES = {"registry": "io.apicurio:apicurio-registry-app:3.0.9:tar.gz:all"}
+# What the default stack and the jobs need; the registry's archive (108 MB) only when asked for.
+DEFAULT_GROUPS = tuple(group for group in GROUPS if group not in ARCHIVES)
 SPARK_GROUPS = frozenset({"delta", "spark-kafka"})
 # Java sources a group builds with its own pom and adds to its folder, by group.
 BUILT = {"delta": REPO_ROOT / "connectors" / "jvm" / "log-stores"}
@@ -126,7 +134,10 @@ def ensure_jars(root: Path, groups: Iterable[str] = GROUPS) -> list[str]:
         # Start from an empty folder so a version bump in the pom leaves no stale jar behind.
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        _run_maven(group, root, excluded)
+        if group in ARCHIVES:
+            _unpack_archive(group, folder)
+        else:
+            _run_maven(group, root, excluded)
         if group in BUILT:
             _build(BUILT[group], root / "build" / BUILT[group].name, folder)
         (folder / STAMP).write_text(stamp)
@@ -154,6 +165,23 @@ def _run_maven(group: str, root: Path, excluded: list[str]) -> None:
         errors = [line for line in output if "ERROR" in line] or output
         detail = errors[0] if errors else f"exit code {result.returncode}"
         raise JarsError(f"Maven could not fetch the {group!r} jars (is Maven Central reachable?): {detail}")
+
+
+def _unpack_archive(group: str, folder: Path) -> None:
+    """Fetch the group's archive (ARCHIVES) through Maven's local repository and unpack it into ``folder``."""
+    import tarfile
+
+    archive = folder / "archive.tar.gz"
+    command = ["mvn", "-q", "-B", "org.apache.maven.plugins:maven-dependency-plugin:2.8:get"]
+    command += [f"-Dartifact={ARCHIVES[group]}", "-Dtransitive=false", f"-Ddest={archive}"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=folder)
+    if result.returncode != 0 or not archive.is_file():
+        output = (result.stdout + result.stderr).strip().splitlines()
+        detail = next((line for line in output if "ERROR" in line), f"exit code {result.returncode}")
+        raise JarsError(f"Maven could not fetch the {group!r} archive {ARCHIVES[group]}: {detail}")
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder, filter="data")
+    archive.unlink()
 
 
 def _build(project: Path, build_dir: Path, folder: Path) -> None:
@@ -192,6 +220,7 @@ def _stamp(group: str, excluded: list[str]) -> str:
     digest = hashlib.sha256(POM.read_bytes())
     digest.update(group.encode())
     digest.update(",".join(excluded).encode())
+    digest.update(ARCHIVES.get(group, "").encode())
     if group in BUILT:
         sources = BUILT[group]
         for path in sorted([sources / "pom.xml", *(sources / "src").rglob("*.java")]):

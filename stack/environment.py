@@ -40,6 +40,7 @@ DEFAULT_KAFKA_PORT = 19092
 DEFAULT_AIRFLOW_PORT = 18080
 DEFAULT_S3_PORT = 19400
 DEFAULT_KINESIS_PORT = 19450
+DEFAULT_REGISTRY_PORT = 19480
 LOOPBACK = "127.0.0.1"
 # The loopback S3's bucket and the identity it accepts: its own, bound to 127.0.0.1, no secret.
 LOOPBACK_S3_BUCKET = "tidemark"
@@ -95,6 +96,11 @@ def kinesis_port(environ: Mapping[str, str] | None = None) -> int:
     return _port(os.environ if environ is None else environ, "TIDEMARK_KINESIS_PORT", DEFAULT_KINESIS_PORT)
 
 
+def registry_port(environ: Mapping[str, str] | None = None) -> int:
+    """The schema registry's port (``TIDEMARK_REGISTRY_PORT``)."""
+    return _port(os.environ if environ is None else environ, "TIDEMARK_REGISTRY_PORT", DEFAULT_REGISTRY_PORT)
+
+
 def loopback_kinesis_connection(port: int) -> str:
     """The Airflow AWS connection (JSON form) of the loopback Kinesis on ``port``."""
     key, secret = LOOPBACK_KINESIS_IDENTITY
@@ -135,6 +141,7 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         "TIDEMARK_KAFKA_BOOTSTRAP": f"{LOOPBACK}:{kafka}",
         "TIDEMARK_S3_PORT": str(s3_port(environ)),
         "TIDEMARK_KINESIS_PORT": str(kinesis_port(environ)),
+        "TIDEMARK_REGISTRY_PORT": str(registry_port(environ)),
         "TIDEMARK_KINESIS_ENDPOINT": f"http://{LOOPBACK}:{kinesis_port(environ)}",
         # The loopback Kinesis's own identity (not anyone's secret): the processes the CLI starts
         # (the persistence report, `tidemark status`) read a Kinesis stream without Airflow, where

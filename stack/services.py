@@ -1,8 +1,9 @@
 """The embedded services by name, and the order they start and stop in.
 
 The ``tidemark`` CLI (up, down, services, demo) starts and stops them through here: Kafka first,
-the loopback S3 and the loopback Kinesis next, Airflow last (its tasks talk to all three), and the
-reverse on the way down. Each function
+the loopback S3 and the loopback Kinesis next, then the schema registry, Airflow last (its tasks
+talk to all of them), and the reverse on the way down. The schema registry starts only when named
+(``tidemark up registry``): the shipped streams are JSON, and it costs a JVM. Each function
 yields a service's one-line message as soon as that service is done (starting Airflow takes a
 minute: the Kafka line should not wait for it); an expected failure raises ``StackError``.
 """
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-SERVICES = ("kafka", "s3", "kinesis", "airflow")
+SERVICES = ("kafka", "s3", "kinesis", "registry", "airflow")
+# Started (and shown by `tidemark services`) only when named; stopped with the rest.
+ON_DEMAND = frozenset({"registry"})
+DEFAULT_SERVICES = tuple(name for name in SERVICES if name not in ON_DEMAND)
 
 
 def service(name: str):
-    """The embedded service ``name`` ("kafka", "s3", "kinesis" or "airflow"), configured from the environment."""
+    """The embedded service ``name`` (one of SERVICES), configured from the environment."""
     if name == "kafka":
         from stack.kafka_broker import KafkaBroker
 
@@ -28,6 +32,10 @@ def service(name: str):
         from stack.loopback_kinesis import LoopbackKinesis
 
         return LoopbackKinesis.from_environment()
+    if name == "registry":
+        from stack.schema_registry import SchemaRegistry
+
+        return SchemaRegistry.from_environment()
     if name == "airflow":
         from stack.airflow_standalone import AirflowStandalone
 
@@ -36,8 +44,8 @@ def service(name: str):
 
 
 def start_services(names: Sequence[str] = ()) -> Iterator[str]:
-    """Start ``names`` (none: all) in start order; idempotent."""
-    for name in _in_order(names):
+    """Start ``names`` (none: all but ON_DEMAND) in start order; idempotent."""
+    for name in _in_order(names or DEFAULT_SERVICES):
         yield service(name).start()
 
 

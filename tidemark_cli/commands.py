@@ -25,7 +25,7 @@ from rich.markup import escape
 from connectors.jars import JarsError
 from stack.environment import REPO_ROOT, embedded_environment, tidemark_home
 from stack.errors import StackError
-from stack.services import SERVICES
+from stack.services import DEFAULT_SERVICES, SERVICES
 from tidemark.stream_config import StreamConfig, StreamConfigError
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.stream_argument import configuration_path, stream_argument
@@ -58,17 +58,19 @@ def cli(conf: str) -> None:
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def up(services: tuple[str, ...]) -> int:
     """Start the embedded stack: Kafka, the loopback S3 and Kinesis, then Airflow (or only SERVICES).
+    The schema registry starts only when named (`tidemark up registry`).
 
     The same as `make up`. Fetches the pinned JVM jars first (Maven, once).
 
     \b
     Example:
       tidemark up
+      tidemark up registry
     """
-    from connectors.jars import GROUPS, ensure_jars, jars_root
+    from connectors.jars import DEFAULT_GROUPS, GROUPS, ensure_jars, jars_root
     from stack.services import start_services
 
-    downloaded = ensure_jars(jars_root(), GROUPS)
+    downloaded = ensure_jars(jars_root(), GROUPS if "registry" in services else DEFAULT_GROUPS)
     if downloaded:
         _console.print(f"Downloaded jar groups {', '.join(downloaded)} into {jars_root()}.")
     for message in start_services(services):
@@ -79,7 +81,7 @@ def up(services: tuple[str, ...]) -> int:
 @cli.command(short_help="Stop the embedded stack (make down).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def down(services: tuple[str, ...]) -> int:
-    """Stop the embedded stack: Airflow, the loopback Kinesis and S3, then Kafka (or only SERVICES).
+    """Stop the embedded stack: Airflow, the schema registry, the loopback Kinesis and S3, then Kafka (or only SERVICES).
     Keeps all state but the loopback Kinesis's streams, which live in its memory.
 
     The same as `make down`.
@@ -124,7 +126,7 @@ def demo(hours: int, stream_name: str) -> int:
 @cli.command("services", short_help="Show whether the embedded stack's services run.")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def services_status(services: tuple[str, ...]) -> int:
-    """Whether Kafka, the loopback S3 and Kinesis, and Airflow (or only SERVICES) run and answer, one line each.
+    """Whether Kafka, the loopback S3 and Kinesis, and Airflow (or only SERVICES, the schema registry among them) run and answer, one line each.
 
     Exit code 3 when one of them does not run. (`tidemark status STREAM` is a stream's partitions.)
 
@@ -135,7 +137,7 @@ def services_status(services: tuple[str, ...]) -> int:
     from stack.services import service
 
     all_running = True
-    for name in services or SERVICES:
+    for name in services or DEFAULT_SERVICES:
         handle = service(name)
         _console.print(escape(handle.status()), soft_wrap=True)
         all_running = all_running and handle.is_running()

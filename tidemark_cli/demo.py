@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from connectors.jars import GROUPS, ensure_jars, jars_root
+from connectors.jars import DEFAULT_GROUPS, ensure_jars, jars_root
 from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
@@ -46,7 +46,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
 
     clock = StepClock()
     clock.step("jars")
-    ensure_jars(jars_root(), GROUPS)
+    ensure_jars(jars_root(), DEFAULT_GROUPS)
     stream = load_stream(os.environ["TIDEMARK_CONF"], stream_name)
     airflow = _start_services(stream, clock)
     reports = tidemark_home() / "reports"
