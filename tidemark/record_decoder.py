@@ -1,16 +1,24 @@
 """Decoding and validation of one log record's value into an event, or a reason to quarantine it.
 
+How a value becomes a document depends on the payload's format: a JSON object (``parse_json``),
+or an Avro record framed by a schema registry (tidemark.avro_documents, handed in as
+``documents``). The rules after it (event time, required fields, types) are the same for both.
+
 Contract: ``RecordDecoder.decode`` never raises for bad input. Every record becomes exactly one of
 ``DecodedEvent`` (goes to the events table) or ``Rejection`` (goes to quarantine with the raw
 bytes), so nothing is dropped and one bad producer cannot crash the job. A rejected record never
-reaches the event-time rules, so it can never move a watermark.
+reaches the event-time rules, so it can never move a watermark. The one thing it raises is
+tidemark.writer_schemas.RegistryUnavailableError: a registry that does not answer is no record's
+fault, and fails the batch instead of quarantining records that are fine.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from msgspec.json import decode as _fast_json
@@ -18,6 +26,10 @@ from msgspec.json import decode as _fast_json
 from tidemark.duration import format_duration_ms
 from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.stream_config import PayloadSchema
+from tidemark.writer_schemas import RegistryUnavailableError
+
+# A value's document, or why it has none: (document, None) or (None, (reason, detail)).
+Documents = Callable[[bytes], "tuple[Any, tuple[str, str] | None]"]
 
 
 class RejectReason:
@@ -36,6 +48,12 @@ class RejectReason:
     # The decoder itself failed on this record in a way no rule above names: the record is kept,
     # the stream goes on, and the detail names the failure so the rule can be added.
     UNDECODABLE = "undecodable"
+    # Registry-framed payloads (Avro): no magic byte, cut short, an id no one registered, bytes
+    # that do not decode with the writer schema the id names.
+    NOT_REGISTRY_FRAMED = "not_registry_framed"
+    TRUNCATED = "truncated"
+    UNKNOWN_SCHEMA_ID = "unknown_schema_id"
+    MALFORMED_AVRO = "malformed_avro"
 
 
 @dataclass(frozen=True)
@@ -68,9 +86,11 @@ class RecordDecoder:
     that are not over.
     """
 
-    def __init__(self, schema: PayloadSchema, max_future_skew_ms: int):
+    def __init__(self, schema: PayloadSchema, max_future_skew_ms: int, documents: Documents | None = None):
+        """``documents``: how a value becomes a document (default: a JSON object, ``json_documents``)."""
         self._schema = schema
         self._max_future_skew_ms = max_future_skew_ms
+        self._documents = documents or json_documents
         self._checkers = [(field.name, field.required, _TYPE_CHECKS[field.type]) for field in schema.fields]
 
     def decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
@@ -82,6 +102,8 @@ class RecordDecoder:
         """
         try:
             return self._decode(value, read_time_ms)
+        except RegistryUnavailableError:
+            raise  # not the record's fault: the batch fails and is retried
         except RecursionError:
             return Rejection(
                 RejectReason.TOO_DEEPLY_NESTED, "the JSON value is nested too deeply to decode (thousands of levels)"
@@ -104,12 +126,9 @@ class RecordDecoder:
                 RejectReason.OVERSIZED,
                 f"the value is {len(value)} bytes, more than max_record_bytes {self._schema.max_record_bytes}",
             )
-        try:
-            document = parse_json(value)
-        except (ValueError, UnicodeDecodeError) as error:
-            return Rejection(RejectReason.MALFORMED_JSON, f"not valid JSON: {error}")
-        if not isinstance(document, dict):
-            return Rejection(RejectReason.NOT_AN_OBJECT, f"expected a JSON object, got a JSON {_json_kind(document)}")
+        document, refused = self._documents(value)
+        if refused is not None:
+            return Rejection(*refused)
 
         event_time = self._event_time_ms(document)
         if isinstance(event_time, Rejection):
@@ -144,7 +163,9 @@ class RecordDecoder:
         raw = document.get(field)
         if raw is None:
             return Rejection(RejectReason.MISSING_EVENT_TIME, f"the event-time field {field!r} is missing or null")
-        if self._schema.event_time_format == "epoch_millis":
+        if isinstance(raw, datetime):  # an Avro timestamp logical type: an instant, whatever the format says
+            event_time = _datetime_ms(raw)
+        elif self._schema.event_time_format == "epoch_millis":
             if isinstance(raw, bool) or not isinstance(raw, int):
                 return Rejection(
                     RejectReason.UNPARSABLE_EVENT_TIME,
@@ -162,6 +183,27 @@ class RecordDecoder:
         if not _MIN_EVENT_TIME_MS <= event_time <= _MAX_EVENT_TIME_MS:
             return Rejection(RejectReason.UNPARSABLE_EVENT_TIME, f"{field!r} {event_time} is outside years 1970..9999")
         return event_time
+
+
+def json_documents(value: bytes) -> tuple[Any, tuple[str, str] | None]:
+    """A JSON object value's document, or why it is none."""
+    try:
+        document = parse_json(value)
+    except (ValueError, UnicodeDecodeError) as error:
+        return None, (RejectReason.MALFORMED_JSON, f"not valid JSON: {error}")
+    if not isinstance(document, dict):
+        return None, (RejectReason.NOT_AN_OBJECT, f"expected a JSON object, got a JSON {_json_kind(document)}")
+    return document, None
+
+
+def _datetime_ms(moment: datetime) -> int:
+    """An aware datetime → ms since the epoch (a naive one is taken as UTC, as Avro's local
+    timestamps are by fastavro), exact to the millisecond."""
+    from datetime import UTC, timedelta
+
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
 
 
 def parse_json(value: bytes) -> Any:
@@ -243,9 +285,13 @@ def _json_kind(value: Any) -> str:
         return "array"
     if isinstance(value, dict):
         return "object"
-    return "null"
+    if isinstance(value, (bytes, bytearray)):
+        return "bytes"  # an Avro bytes field
+    if value is None:
+        return "null"
+    return type(value).__name__
 
 
 def _preview(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value)
+    text = json.dumps(value, default=repr)  # an Avro value may be bytes, a datetime, a Decimal
     return text if len(text) <= limit else text[: limit - 3] + "..."

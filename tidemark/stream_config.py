@@ -42,6 +42,7 @@ from tidemark.stall_rules import StallRules
 
 FieldType = Literal["string", "double", "long", "int", "boolean"]
 EventTimeFormat = Literal["iso8601", "epoch_millis"]
+PayloadFormat = Literal["json", "avro"]
 StartingOffsets = Literal["earliest", "latest"]
 StartingPosition = Literal["trim_horizon", "latest"]
 PersistMode = Literal["available_now", "continuous"]
@@ -104,9 +105,11 @@ class PayloadField(_Section):
 
 
 class PayloadSchema(_Section):
-    """How a record's value is decoded: a JSON object with an event-time field and typed fields."""
+    """How a record's value is decoded: a JSON object, or an Avro record framed by a schema
+    registry, with an event-time field and typed fields."""
 
-    # The JSON field that holds the record's event time.
+    # The field that holds the record's event time (an Avro timestamp-millis/micros field is
+    # taken as the instant it is, whatever event_time_format says).
     event_time_field: Text
     # How that field writes it: ISO-8601 text with an offset, or epoch milliseconds.
     event_time_format: EventTimeFormat = "iso8601"
@@ -114,8 +117,31 @@ class PayloadSchema(_Section):
     fields: tuple[PayloadField, ...] = ()
     # A record value larger than this (bytes) is quarantined, not decoded.
     max_record_bytes: PositiveNumber = 1_048_576
+    # json: a JSON object per value. avro: Avro binary in the schema registry's wire format
+    # (magic byte 0, the writer schema's 4-byte id), its schema read from registry_url.
+    format: PayloadFormat = "json"
+    # The schema registry's Confluent-compatible API (avro only), e.g. http://registry:8081 or
+    # Apicurio's http://host:8080/apis/ccompat/v7. No credentials in it.
+    registry_url: str | None = None
 
     def __post_init__(self):
+        if self.format == "avro" and not self.registry_url:
+            raise ConfigRuleError(
+                "registry_url", "format avro reads each record's writer schema from a registry: name its URL"
+            )
+        if self.format == "json" and self.registry_url:
+            raise ConfigRuleError("registry_url", "only format avro reads a registry; remove it or set format: avro")
+        if self.registry_url:
+            from urllib.parse import urlsplit
+
+            url = urlsplit(self.registry_url)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise ConfigRuleError("registry_url", f"{self.registry_url!r} is not an http(s) URL")
+            if url.username or url.password:
+                raise ConfigRuleError(
+                    "registry_url",
+                    "credentials do not belong in the stream configuration (it is copied around); remove them from the URL",
+                )
         if not self.fields:
             raise ConfigRuleError("fields", "declare at least one payload field")
         for field in self.fields:

@@ -79,6 +79,17 @@ class DecodeSpec:
         return BatchDecoder(self)
 
 
+def payload_documents(payload: PayloadSchema):
+    """How this stream's values become documents: None for JSON (the decoder's own), else the
+    Avro step with this worker's registry client (its schema cache lasts as long as the worker)."""
+    if payload.format == "json":
+        return None
+    from connectors.schema_registry_client import registry_client
+    from tidemark.avro_documents import AvroDocuments
+
+    return AvroDocuments(registry_client(payload.registry_url))
+
+
 class BatchDecoder:
     """Decodes Arrow batches of raw rows (RAW_RECORD_SCHEMA); one per task. ``step_counts()``:
     what the records it decoded so far held, per (partition, aligned step)."""
@@ -86,7 +97,7 @@ class BatchDecoder:
     def __init__(self, spec: DecodeSpec):
         import pyarrow as pa
 
-        self._decoder = RecordDecoder(spec.payload, spec.max_future_skew_ms)
+        self._decoder = RecordDecoder(spec.payload, spec.max_future_skew_ms, payload_documents(spec.payload))
         self._lateness = LatenessClassifier(spec.allowed_lateness_ms)
         self._routing = LiveRouting(spec.live_routing) if spec.live_routing else None
         self._counter = StepCounter()

@@ -1,0 +1,96 @@
+"""A schema registry's writer schemas, asked by id over its Confluent-compatible API, cached.
+
+``RegistryClient(url).avro(schema_id)`` answers tidemark.writer_schemas.WriterSchemas: it asks
+``GET <url>/schemas/ids/<id>`` once per id and keeps the parsed schema for the life of the
+process; ``registry_client(url)`` keeps one client per URL per process, so a Spark Python worker
+that decodes many batches asks for each schema once, never per record or per batch.
+
+Contract, after the registry's answer:
+- 200: the schema, parsed (fastavro.parse_schema);
+- 404 (Confluent's error 40403, Apicurio's compatibility API too): UnknownSchemaError, and the
+  record that names the id is quarantined;
+- anything else (refused, a timeout, a 5xx, a 401): asked again with a growing pause until
+  ``patience_s`` has passed, then RegistryUnavailableError, which fails the batch: a registry
+  that is down quarantines nothing and skips nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
+
+# How long a question may go unanswered before the batch fails (s): long enough for a registry
+# restart or a failover, short next to a task's retry.
+PATIENCE_S = 60.0
+_REQUEST_TIMEOUT_S = 10.0
+
+
+class RegistryClient:
+    """Writer schemas of the registry at ``url`` (the compatibility API's base), by id, cached."""
+
+    def __init__(self, url: str, patience_s: float = PATIENCE_S, sleep=time.sleep, clock=time.monotonic):
+        self.url = url.rstrip("/")
+        self._patience_s = patience_s
+        self._sleep = sleep
+        self._clock = clock
+        self._parsed: dict[int, Any] = {}
+        self._lock = threading.Lock()
+        self.asked = 0  # requests made: what the cache saves is visible
+
+    def avro(self, schema_id: int) -> Any:
+        """The parsed Avro writer schema ``schema_id``. Raises UnknownSchemaError or
+        RegistryUnavailableError (tidemark.writer_schemas)."""
+        with self._lock:
+            if schema_id in self._parsed:
+                return self._parsed[schema_id]
+        from fastavro import parse_schema
+
+        answer = self._schema(schema_id)
+        if answer.get("schemaType", "AVRO") != "AVRO":
+            raise UnknownSchemaError(schema_id)  # an id of another format's schema: not this record's
+        parsed = parse_schema(json.loads(answer["schema"]))
+        with self._lock:
+            self._parsed[schema_id] = parsed
+        return parsed
+
+    def _schema(self, schema_id: int) -> dict:
+        deadline = self._clock() + self._patience_s
+        pause = 0.2
+        while True:
+            self.asked += 1
+            try:
+                with urllib.request.urlopen(
+                    f"{self.url}/schemas/ids/{schema_id}", timeout=_REQUEST_TIMEOUT_S
+                ) as answer:
+                    return json.load(answer)
+            except urllib.error.HTTPError as error:
+                if error.code == 404:
+                    raise UnknownSchemaError(schema_id) from None
+                problem = f"answered HTTP {error.code}"
+            except (urllib.error.URLError, OSError, ValueError) as error:
+                problem = f"did not answer ({getattr(error, 'reason', error)})"
+            if self._clock() + pause > deadline:
+                raise RegistryUnavailableError(
+                    f"the schema registry at {self.url} {problem} for schema {schema_id}, "
+                    f"for {self._patience_s:.0f} s: the batch fails and is retried, nothing is quarantined"
+                )
+            self._sleep(pause)
+            pause = min(pause * 2, 5.0)
+
+
+_clients: dict[str, RegistryClient] = {}
+_clients_lock = threading.Lock()
+
+
+def registry_client(url: str) -> RegistryClient:
+    """This process's client of the registry at ``url`` (one per URL, so its cache lasts)."""
+    with _clients_lock:
+        if url not in _clients:
+            _clients[url] = RegistryClient(url)
+        return _clients[url]

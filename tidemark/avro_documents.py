@@ -1,0 +1,58 @@
+"""Avro record values, framed by a schema registry, into documents the record decoder checks.
+
+``AvroDocuments(writer_schemas)`` is the Avro step of tidemark.record_decoder.RecordDecoder: it
+unframes a value (tidemark.registry_framing), looks its writer schema up by id (cached by the
+client, never asked per record) and decodes the record with that schema (fastavro). The
+document is the record's fields by name, as a JSON object's would be: the decoder's rules for
+the event-time field, the required fields and their types then apply unchanged. Avro's
+timestamp logical types arrive as datetimes, which the event-time rule takes.
+
+A record that cannot be decoded is rejected with its own reason (no magic byte, cut short,
+an unknown schema id, bytes that do not match the writer schema); a registry that does not
+answer is not a record's fault and raises tidemark.writer_schemas.RegistryUnavailableError.
+"""
+
+from __future__ import annotations
+
+import io
+
+from tidemark.registry_framing import Framed, unframe
+from tidemark.writer_schemas import UnknownSchemaError, WriterSchemas
+
+
+class AvroDocuments:
+    """Turns one framed Avro value into ``(document, None)`` or ``(None, (reason, detail))``."""
+
+    def __init__(self, writer_schemas: WriterSchemas):
+        self._schemas = writer_schemas
+
+    def __call__(self, value: bytes) -> tuple[dict | None, tuple[str, str] | None]:
+        from fastavro import schemaless_reader
+
+        framed = unframe(value)
+        if not isinstance(framed, Framed):
+            return None, (framed.reason, framed.detail)
+        try:
+            schema = self._schemas.avro(framed.schema_id)
+        except UnknownSchemaError as error:
+            return None, ("unknown_schema_id", f"{error}: the record names a schema no one registered")
+        body = io.BytesIO(framed.body)
+        try:
+            document = schemaless_reader(body, schema, None)
+        except (EOFError, IndexError, ValueError, UnicodeDecodeError, OverflowError) as error:
+            return None, ("malformed_avro", _unreadable(framed, error))
+        if body.tell() != len(framed.body):
+            return None, (
+                "malformed_avro",
+                f"schema {framed.schema_id} reads {body.tell()} of the record's {len(framed.body)} bytes: "
+                "it was not written with that schema",
+            )
+        if not isinstance(document, dict):
+            return None, ("not_an_object", f"schema {framed.schema_id} is not an Avro record")
+        return document, None
+
+
+def _unreadable(framed: Framed, error: Exception) -> str:
+    if isinstance(error, EOFError):
+        return f"the record ends before schema {framed.schema_id} is read ({len(framed.body)} bytes): cut short"
+    return f"the bytes do not decode with schema {framed.schema_id}: {type(error).__name__}: {error}"[:500]

@@ -1,0 +1,31 @@
+"""Where a decoder finds the schema a record was written with: the contract between the decoders
+(tidemark.avro_documents) and a registry client (connectors.schema_registry_client).
+
+A schema id the registry does not know is the record's fault: ``UnknownSchemaError``, and the
+record is quarantined. A registry that does not answer is nobody's record's fault:
+``RegistryUnavailableError`` is never caught by a decoder, it fails the batch, which is retried;
+nothing is quarantined or skipped for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class UnknownSchemaError(LookupError):
+    """The registry answered that it has no schema with this id."""
+
+    def __init__(self, schema_id: int):
+        super().__init__(f"the registry has no schema with id {schema_id}")
+        self.schema_id = schema_id
+
+
+class RegistryUnavailableError(RuntimeError):
+    """The registry did not answer, or answered with a server error, for longer than the client
+    waits. Fails the batch; the message names the registry, never a credential."""
+
+
+class WriterSchemas(Protocol):
+    def avro(self, schema_id: int) -> Any:
+        """The parsed Avro writer schema (fastavro.parse_schema) registered under ``schema_id``.
+        Raises UnknownSchemaError or RegistryUnavailableError."""
