@@ -74,7 +74,8 @@ class RegistryClient:
                     raise UnknownSchemaError(schema_id) from None
                 problem = f"answered HTTP {error.code}"
             except (urllib.error.URLError, OSError, ValueError) as error:
-                problem = f"did not answer ({getattr(error, 'reason', error)})"
+                reason = getattr(error, "reason", error)
+                problem = f"did not answer ({getattr(reason, 'strerror', None) or reason})"
             if self._clock() + pause > deadline:
                 raise RegistryUnavailableError(
                     f"the schema registry at {self.url} {problem} for schema {schema_id}, "
@@ -84,13 +85,14 @@ class RegistryClient:
             pause = min(pause * 2, 5.0)
 
 
-_clients: dict[str, RegistryClient] = {}
+_clients: dict[tuple[str, float], RegistryClient] = {}
 _clients_lock = threading.Lock()
 
 
-def registry_client(url: str) -> RegistryClient:
-    """This process's client of the registry at ``url`` (one per URL, so its cache lasts)."""
+def registry_client(url: str, patience_s: float = PATIENCE_S) -> RegistryClient:
+    """This process's client of the registry at ``url`` that waits ``patience_s`` (one per URL
+    and patience, so its cache lasts as long as the process)."""
     with _clients_lock:
-        if url not in _clients:
-            _clients[url] = RegistryClient(url)
-        return _clients[url]
+        if (url, patience_s) not in _clients:
+            _clients[url, patience_s] = RegistryClient(url, patience_s)
+        return _clients[url, patience_s]

@@ -26,6 +26,7 @@ from stack.kafka_broker import KafkaBroker
 from stack.loopback_kinesis import LoopbackKinesis
 from stack.loopback_s3 import LoopbackS3
 from stack.ports import free_port
+from stack.schema_registry import SchemaRegistry
 from stack.spark_standalone import SparkStandalone
 
 UNIT = "tests/unit/"
@@ -121,6 +122,23 @@ def loopback_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackS3
         yield store
     finally:
         store.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistry]:
+    """The stack's schema registry (Apicurio 3.0.9, in memory) on 127.0.0.1, for the whole session.
+
+    Yields a ``SchemaRegistry``: ``.url`` (its Confluent-compatible API), ``.register(subject,
+    schema)``, ``.stop()`` and ``.start()`` (its schemas do not survive a restart: register them
+    again, in the same order, to get the same ids). About 2 s to start.
+    """
+    ensure_jars(shared_jars_root(), ["registry"])
+    registry = SchemaRegistry(tmp_path_factory.mktemp("registry-home"), shared_jars_root(), free_port())
+    registry.start()
+    try:
+        yield registry
+    finally:
+        registry.stop()
 
 
 @pytest.fixture(scope="session")

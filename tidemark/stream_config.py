@@ -123,6 +123,9 @@ class PayloadSchema(_Section):
     # The schema registry's Confluent-compatible API (avro only), e.g. http://registry:8081 or
     # Apicurio's http://host:8080/apis/ccompat/v7. No credentials in it.
     registry_url: str | None = None
+    # How long a worker waits for a registry that does not answer (or answers 5xx) before its
+    # batch fails; it is retried, and no record is quarantined for it.
+    registry_patience_ms: PositiveMilliseconds = msgspec.field(default=60_000, name="registry_patience")
 
     def __post_init__(self):
         if self.format == "avro" and not self.registry_url:

@@ -87,7 +87,7 @@ def payload_documents(payload: PayloadSchema):
     from connectors.schema_registry_client import registry_client
     from tidemark.avro_documents import AvroDocuments
 
-    return AvroDocuments(registry_client(payload.registry_url))
+    return AvroDocuments(registry_client(payload.registry_url, payload.registry_patience_ms / 1000))
 
 
 class BatchDecoder:

@@ -123,6 +123,15 @@ def main(argv: list[str] | None = None) -> int:
     except RetentionLossError as error:
         print(f"persist: {error}", file=sys.stderr)
         return EXIT_LOST
+    except Exception as error:
+        from spark_jobs.registry_outage import registry_outage
+
+        outage = registry_outage(error)
+        if outage is None:
+            raise
+        # Transient: exit 1, so Airflow's retry runs it again; the batch left nothing behind.
+        print(f"persist: stream {stream.name!r}: {outage}", file=sys.stderr)
+        return 1
     if args.run_summary:
         summary.write(args.run_summary)
     return 0

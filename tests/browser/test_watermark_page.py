@@ -125,18 +125,9 @@ def test_the_kafka_connections_test_button_answers_from_the_secured_listener(air
         "status": True,
         "message": "Connection successful.",
     }
-    wrong = "not-the-Password-7"
-    started = time.monotonic()
-    refused = _test_connection(airflow_ui, secured.rest_connection(**{"sasl.password": wrong}))
-    # The provider's hook asks for the topics and waits 10 s: librdkafka reports the refused
-    # login to a callback the hook does not set, so the button says the brokers did not answer.
-    assert refused == {
-        "status": False,
-        "message": 'KafkaError{code=_TRANSPORT,val=-195,str="Failed to get metadata: Local: Broker transport failure"}',
-    }
-    assert time.monotonic() - started < 15
-    for secret in (*secured.secrets(), wrong):
-        assert secret not in refused["message"] and secret not in airflow_ui.log.read_text()
+    # A refused login is not tried here: the provider's hook waits its 10 s and says only
+    # "Broker transport failure" (docs/secured-kafka.md); the jobs' refusals are tested in
+    # tests/integration/test_secured_kafka.py.
 
 
 def test_chromium_renders_the_stalled_partition_and_one_line_per_partition_plus_g(airflow_ui, chromium_path, tmp_path):

@@ -1,0 +1,28 @@
+"""A schema registry that was down while a batch decoded, told from the error Spark raises.
+
+A Python worker's exception reaches the driver as Spark's own error, its type gone and the
+worker's traceback in its message: there is no typed channel back. ``registry_outage`` finds the
+worker's tidemark.writer_schemas.RegistryUnavailableError line in it, so a job can end in one
+line that says the registry was away (and that nothing was quarantined or skipped) instead of
+two hundred lines of traceback; any other failure is not recognised and stays as it was.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tidemark.writer_schemas import RegistryUnavailableError
+
+_LINE = re.compile(rf"{re.escape(RegistryUnavailableError.__module__)}\.{RegistryUnavailableError.__name__}: ([^\n]+)")
+
+
+def registry_outage(error: BaseException) -> str | None:
+    """The registry's message when ``error`` (or its cause) is a batch failed by a registry outage, else None."""
+    while error is not None:
+        if isinstance(error, RegistryUnavailableError):
+            return str(error)
+        found = _LINE.search(str(error))
+        if found:
+            return found.group(1).strip()
+        error = error.__cause__
+    return None
