@@ -48,6 +48,11 @@ def write_stream_config(
     return path
 
 
+# The offline-device detector's section of a test stream: devices by device_id, offline after 30
+# minutes, 30-minute live slices, 6-hour backfill slices.
+OFFLINE_DEVICES = {"device_field": "device_id", "offline_after": "30m", "live_slice": "30m", "backfill_slice": "6h"}
+
+
 def telemetry_value(device: str, event_time_ms: int, battery: int = 50) -> bytes:
     iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(event_time_ms / 1000)) + f".{event_time_ms % 1000:03d}Z"
     return json.dumps({"device_id": device, "event_time": iso, "lat": 52.0, "lon": 4.9, "battery": battery}).encode()

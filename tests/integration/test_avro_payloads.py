@@ -19,29 +19,11 @@ from collections import Counter
 import pytest
 import yaml
 
+from harness.avro_schemas import V1, V2
 from harness.persist_job import produce, run_in_process, write_stream_config
 
 pytestmark = pytest.mark.integration
 
-V1 = {
-    "type": "record",
-    "name": "Telemetry",
-    "namespace": "tidemark.test",
-    "fields": [
-        {"name": "device_id", "type": "string"},
-        {"name": "event_time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "battery", "type": "int"},
-    ],
-}
-V2 = {
-    **V1,
-    "fields": [
-        {"name": "device_id", "type": "string"},
-        {"name": "event_time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "battery", "type": "long"},
-        {"name": "firmware", "type": ["null", "string"], "default": None},
-    ],
-}
 MINUTE_MS = 60_000
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.persist_job import produce, run_persist, telemetry_value, write_stream_config
+from harness.persist_job import OFFLINE_DEVICES, produce, run_persist, telemetry_value, write_stream_config
 
 pytestmark = pytest.mark.integration
 
@@ -176,12 +176,7 @@ def _stream_config(tmp_path: Path, bootstrap: str, topic: str) -> Path:
     stream = document["streams"]["telemetry"]
     # Log timestamps are not event times: record-count slices, so nothing keeps partitions aligned.
     stream["source"]["log_timestamp_is_event_time"] = False
-    stream["offline_devices"] = {
-        "device_field": "device_id",
-        "offline_after": "30m",
-        "live_slice": "30m",
-        "backfill_slice": "6h",
-    }
+    stream["offline_devices"] = dict(OFFLINE_DEVICES)
     conf.write_text(yaml.safe_dump(document))
     return conf
 

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from harness.persist_job import (
+    OFFLINE_DEVICES,
     backfill_request_args,
     produce,
     run_backfill,
@@ -179,12 +180,7 @@ def _everything(spark, broker, secured: SecuredKafka | None, records, base: int,
 def _config(folder: Path, bootstrap: str, conn_id: str | None, topic: str) -> Path:
     conf = write_stream_config(folder, bootstrap, topic, 2, kafka_conn_id=conn_id, max_records_per_batch=200)
     document = yaml.safe_load(conf.read_text())
-    document["streams"]["telemetry"]["offline_devices"] = {
-        "device_field": "device_id",
-        "offline_after": "30m",
-        "live_slice": "30m",
-        "backfill_slice": "6h",
-    }
+    document["streams"]["telemetry"]["offline_devices"] = dict(OFFLINE_DEVICES)
     conf.write_text(yaml.safe_dump(document))
     return conf
 

@@ -10,31 +10,12 @@ from datetime import UTC, datetime
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
+from harness.avro_schemas import V1, V2
 from tidemark.avro_documents import AvroDocuments
 from tidemark.record_decoder import DecodedEvent, RecordDecoder, Rejection
 from tidemark.stream_config import PayloadField, PayloadSchema
 from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
 
-V1 = {
-    "type": "record",
-    "name": "Telemetry",
-    "fields": [
-        {"name": "device_id", "type": "string"},
-        {"name": "event_time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "battery", "type": "int"},
-    ],
-}
-# v2 adds an optional field and widens battery to long.
-V2 = {
-    "type": "record",
-    "name": "Telemetry",
-    "fields": [
-        {"name": "device_id", "type": "string"},
-        {"name": "event_time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "battery", "type": "long"},
-        {"name": "firmware", "type": ["null", "string"], "default": None},
-    ],
-}
 PAYLOAD = PayloadSchema(
     event_time_field="event_time",
     fields=(PayloadField("device_id", "string"), PayloadField("battery", "long")),
