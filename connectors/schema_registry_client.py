@@ -1,15 +1,17 @@
 """A schema registry's writer schemas, asked by id over its Confluent-compatible API, cached.
 
-``RegistryClient(url).avro(schema_id)`` answers tidemark.writer_schemas.WriterSchemas: it asks
+``RegistryClient(access).avro(schema_id)`` answers tidemark.writer_schemas.WriterSchemas: it asks
 ``GET <url>/schemas/ids/<id>`` once per id and keeps the parsed schema for the life of the
-process; ``registry_client(url)`` keeps one client per URL per process, so a Spark Python worker
+process; ``registry_client(access)`` keeps one client per registry and login per process, so a Spark Python worker
 that decodes many batches asks for each schema once, never per record or per batch.
 
 Contract, after the registry's answer:
 - 200: the schema, parsed (fastavro.parse_schema);
 - 404 (Confluent's error 40403, Apicurio's compatibility API too): UnknownSchemaError, and the
   record that names the id is quarantined;
-- anything else (refused, a timeout, a 5xx, a 401): asked again with a growing pause until
+- 401 or 403: RegistryRefusedError at once (the login is wrong; waiting cannot help), which fails
+  the batch like an outage: no record is quarantined for a registry's refusal;
+- anything else (refused, a timeout, a 5xx): asked again with a growing pause until
   ``patience_s`` has passed, then RegistryUnavailableError, which fails the batch: a registry
   that is down quarantines nothing and skips nothing.
 """
@@ -23,6 +25,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from tidemark.registry_access import RegistryAccess
 from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
 
 # How long a question may go unanswered before the batch fails (s): long enough for a registry
@@ -31,11 +34,18 @@ PATIENCE_S = 60.0
 _REQUEST_TIMEOUT_S = 10.0
 
 
-class RegistryClient:
-    """Writer schemas of the registry at ``url`` (the compatibility API's base), by id, cached."""
+class RegistryRefusedError(RegistryUnavailableError):
+    """The registry refused the login (HTTP 401 or 403): the message names the connection and the
+    login, never the password."""
 
-    def __init__(self, url: str, patience_s: float = PATIENCE_S, sleep=time.sleep, clock=time.monotonic):
-        self.url = url.rstrip("/")
+
+class RegistryClient:
+    """Writer schemas of the registry ``access`` names (the compatibility API's base and the login
+    that reaches it), by id, cached."""
+
+    def __init__(self, access: RegistryAccess, patience_s: float = PATIENCE_S, sleep=time.sleep, clock=time.monotonic):
+        self.url = access.url.rstrip("/")
+        self._access = access
         self._patience_s = patience_s
         self._sleep = sleep
         self._clock = clock
@@ -64,14 +74,18 @@ class RegistryClient:
         pause = 0.2
         while True:
             self.asked += 1
+            request = urllib.request.Request(f"{self.url}/schemas/ids/{schema_id}", headers=self._access.headers())
             try:
-                with urllib.request.urlopen(
-                    f"{self.url}/schemas/ids/{schema_id}", timeout=_REQUEST_TIMEOUT_S
-                ) as answer:
+                with urllib.request.urlopen(request, timeout=_REQUEST_TIMEOUT_S) as answer:
                     return json.load(answer)
             except urllib.error.HTTPError as error:
                 if error.code == 404:
                     raise UnknownSchemaError(schema_id) from None
+                if error.code in (401, 403):
+                    raise RegistryRefusedError(
+                        f"the schema registry at {self.url} refused {self._access.described()}: HTTP {error.code}; "
+                        "the batch fails, nothing is quarantined"
+                    ) from None
                 problem = f"answered HTTP {error.code}"
             except (urllib.error.URLError, OSError, ValueError) as error:
                 reason = getattr(error, "reason", error)
@@ -85,14 +99,14 @@ class RegistryClient:
             pause = min(pause * 2, 5.0)
 
 
-_clients: dict[tuple[str, float], RegistryClient] = {}
+_clients: dict[tuple[RegistryAccess, float], RegistryClient] = {}
 _clients_lock = threading.Lock()
 
 
-def registry_client(url: str, patience_s: float = PATIENCE_S) -> RegistryClient:
-    """This process's client of the registry at ``url`` that waits ``patience_s`` (one per URL
-    and patience, so its cache lasts as long as the process)."""
+def registry_client(access: RegistryAccess, patience_s: float = PATIENCE_S) -> RegistryClient:
+    """This process's client of the registry ``access`` names that waits ``patience_s`` (one per
+    registry, login and patience, so its cache lasts as long as the process)."""
     with _clients_lock:
-        if (url, patience_s) not in _clients:
-            _clients[url, patience_s] = RegistryClient(url, patience_s)
-        return _clients[url, patience_s]
+        if (access, patience_s) not in _clients:
+            _clients[access, patience_s] = RegistryClient(access, patience_s)
+        return _clients[access, patience_s]

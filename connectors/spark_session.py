@@ -68,16 +68,18 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
 
 def hand_kafka_settings_to_workers(context, environ) -> list[str]:
     """Put the Kafka connections' settings this process holds (tidemark.kafka_access's
-    ``TIDEMARK_KAFKA_CONN_*``) into ``context.environment``, the variables PySpark hands to every
+    ``TIDEMARK_KAFKA_CONN_*``) and the schema registries' logins (tidemark.registry_access's
+    ``TIDEMARK_REGISTRY_CONN_*``) into ``context.environment``, the variables PySpark hands to every
     Python worker it starts for a function or a data source registered after this call, on this
     machine or a cluster's executors; returns the variables' names.
 
     Why not ``spark.executorEnv``: that is a Spark setting, shown (redacted by name) in the UI and
     the event log, and it applies only to a session it creates; ``environment`` is never a
     setting, and it works on a session that already runs (tests, a notebook)."""
-    from tidemark.kafka_access import SETTINGS_PREFIX
+    from tidemark import kafka_access, registry_access
 
-    names = sorted(name for name in environ if name.startswith(SETTINGS_PREFIX))
+    prefixes = (kafka_access.SETTINGS_PREFIX, registry_access.SETTINGS_PREFIX)
+    names = sorted(name for name in environ if name.startswith(prefixes))
     for name in names:
         context.environment[name] = environ[name]
     return names

@@ -123,6 +123,9 @@ class PayloadSchema(_Section):
     # The schema registry's Confluent-compatible API (avro only), e.g. http://registry:8081 or
     # Apicurio's http://host:8080/apis/ccompat/v7. No credentials in it.
     registry_url: str | None = None
+    # The Airflow connection (type http: login and password) of a registry that asks for a login;
+    # its credentials reach each process from the environment (tidemark.registry_access).
+    registry_conn_id: str | None = None
     # How long a worker waits for a registry that does not answer (or answers 5xx) before its
     # batch fails; it is retried, and no record is quarantined for it.
     registry_patience_ms: PositiveMilliseconds = msgspec.field(default=60_000, name="registry_patience")
@@ -132,8 +135,9 @@ class PayloadSchema(_Section):
             raise ConfigRuleError(
                 "registry_url", "format avro reads each record's writer schema from a registry: name its URL"
             )
-        if self.format == "json" and self.registry_url:
-            raise ConfigRuleError("registry_url", "only format avro reads a registry; remove it or set format: avro")
+        if self.format == "json" and (self.registry_url or self.registry_conn_id):
+            key = "registry_url" if self.registry_url else "registry_conn_id"
+            raise ConfigRuleError(key, "only format avro reads a registry; remove it or set format: avro")
         if self.registry_url:
             from urllib.parse import urlsplit
 

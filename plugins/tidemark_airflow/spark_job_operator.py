@@ -98,6 +98,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         self._kinesis_conn_id: str | None = None  # load_stream() reads it from a Kinesis source
         self._kafka_conn_id: str | None = None  # and this from a Kafka source
         self._kafka_bootstrap = ""
+        self._registry: tuple[str | None, str | None] = (None, None)  # an Avro stream's (conn_id, url)
         self._derived: DerivedSubmit | None = None  # set for the length of submit()
         self._submitted = False
 
@@ -119,6 +120,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             self._kinesis_conn_id = stream.source.aws_conn_id
             self._kafka_conn_id = stream.source.kafka_conn_id
             self._kafka_bootstrap = stream.source.address
+            self._registry = (stream.payload.registry_conn_id, stream.payload.registry_url)
         except (StreamConfigError, ValueError) as error:
             raise AirflowFailException(str(error)) from None
         return stream
@@ -173,9 +175,10 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
 
     def apply_connections(self) -> None:
         """Put the lake's S3 settings (``TIDEMARK_AWS_CONN_ID``'s connection) and a Kinesis source's
-        keys (its ``aws_conn_id``) into this process's environment, where the job, or a Spark-free
-        reader in this task, finds them. A Kinesis connection that does not exist fails the task
-        without retries, naming it. Call ``load_stream()`` first."""
+        keys (its ``aws_conn_id``), a Kafka source's security settings (its ``kafka_conn_id``) and
+        an Avro payload's registry login (its ``registry_conn_id``) into this process's
+        environment, where the job, or a Spark-free reader in this task, finds them. A connection
+        that does not exist fails the task without retries, naming it. Call ``load_stream()`` first."""
         from airflow.sdk.exceptions import AirflowFailException
 
         from tidemark_airflow.aws_connection import apply_aws_connection, apply_kinesis_connection
@@ -197,6 +200,15 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             raise AirflowFailException(f"source.kafka_conn_id {self._kafka_conn_id!r}: {error}") from None
         if kafka_conn_id:
             self.log.info("Kafka security settings from the Airflow connection %r", kafka_conn_id)
+        from tidemark_airflow.registry_connection import apply_registry_connection
+
+        registry_conn_id, registry_url = self._registry
+        try:
+            applied = apply_registry_connection(registry_conn_id, registry_url or "")
+        except Exception as error:  # Airflow's error names the missing connection; ours the variable
+            raise AirflowFailException(f"payload.registry_conn_id {registry_conn_id!r}: {error}") from None
+        if applied:
+            self.log.info("Schema registry login from the Airflow connection %r", applied)
 
     def spark_connection(self):
         """The master and deploy mode of ``conn_id``, read through Airflow's Connection API as the

@@ -86,8 +86,10 @@ def payload_documents(payload: PayloadSchema):
         return None
     from connectors.schema_registry_client import registry_client
     from tidemark.avro_documents import AvroDocuments
+    from tidemark.registry_access import RegistryAccess
 
-    return AvroDocuments(registry_client(payload.registry_url, payload.registry_patience_ms / 1000))
+    access = RegistryAccess.of(payload.registry_url, payload.registry_conn_id)  # this worker's environment
+    return AvroDocuments(registry_client(access, payload.registry_patience_ms / 1000))
 
 
 class BatchDecoder:

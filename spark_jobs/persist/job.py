@@ -38,6 +38,7 @@ from tidemark.crash_points import CrashPoint, crash_points_from_environment  # n
 from tidemark.kafka_access import KafkaAccessError  # noqa: E402
 from tidemark.partition_limit import PartitionLimitError  # noqa: E402
 from tidemark.persist_run_summary import PersistRunSummary  # noqa: E402
+from tidemark.registry_access import RegistryAccess  # noqa: E402
 from tidemark.retention_loss import RetentionLossError  # noqa: E402
 from tidemark.stream_config import PERSIST_MODES, StreamConfig, StreamConfigError, load_stream  # noqa: E402
 
@@ -96,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
         stream.source.connection().access()  # the log's credentials or security settings, before any work
+        if stream.payload.format != "json":  # and the registry's login, where the stream names one
+            RegistryAccess.of(stream.payload.registry_url, stream.payload.registry_conn_id)
     except KafkaAccessError as error:  # it names the connection and the variable, not the stream
         print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)
         return 2

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from connectors.schema_registry_client import RegistryClient
+from connectors.schema_registry_client import RegistryClient, RegistryRefusedError
+from tidemark.registry_access import RegistryAccess
 from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
 
 SCHEMA = {"type": "record", "name": "T", "fields": [{"name": "a", "type": "int"}]}
@@ -19,9 +20,14 @@ SCHEMA = {"type": "record", "name": "T", "fields": [{"name": "a", "type": "int"}
 class Registry(BaseHTTPRequestHandler):
     failures_left = 0
     requests: list[str] = []
+    authorization: str | None = None  # the header it requires; None: it asks for no login
 
     def do_GET(self):  # noqa: N802 - the http.server name
         Registry.requests.append(self.path)
+        if Registry.authorization and self.headers.get("Authorization") != Registry.authorization:
+            self.send_response(401)
+            self.end_headers()
+            return
         if Registry.failures_left:
             Registry.failures_left -= 1
             self.send_response(503)
@@ -43,7 +49,7 @@ class Registry(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def registry():
-    Registry.failures_left, Registry.requests = 0, []
+    Registry.failures_left, Registry.requests, Registry.authorization = 0, [], None
     server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}/apis/ccompat/v7"
@@ -51,7 +57,7 @@ def registry():
 
 
 def test_a_schema_is_asked_once_and_an_unknown_id_is_the_records_fault(registry):
-    client = RegistryClient(registry)
+    client = RegistryClient(RegistryAccess(registry))
     first, again = client.avro(1), client.avro(1)
     assert first is again and first["name"] == "T"
     with pytest.raises(UnknownSchemaError):
@@ -68,10 +74,59 @@ def test_server_errors_are_waited_out_and_a_registry_down_too_long_fails_the_bat
         clock[0] += seconds
 
     Registry.failures_left = 2
-    assert RegistryClient(registry, patience_s=10, sleep=sleep, clock=lambda: clock[0]).avro(1)["name"] == "T"
+    assert (
+        RegistryClient(RegistryAccess(registry), patience_s=10, sleep=sleep, clock=lambda: clock[0]).avro(1)["name"]
+        == "T"
+    )
     assert slept == [0.2, 0.4]
 
     Registry.failures_left = 1_000
-    client = RegistryClient(registry, patience_s=10, sleep=sleep, clock=lambda: clock[0])
+    client = RegistryClient(RegistryAccess(registry), patience_s=10, sleep=sleep, clock=lambda: clock[0])
     with pytest.raises(RegistryUnavailableError, match=r"answered HTTP 503 for schema 1, for 10 s"):
         client.avro(1)
+
+
+def test_a_registry_that_asks_for_a_login_gets_the_connections_and_a_wrong_one_fails_at_once(registry):
+    import base64
+
+    Registry.authorization = "Basic " + base64.b64encode(b"tidemark:r3gistry-Pass").decode()
+    environ = {"TIDEMARK_REGISTRY_CONN_REGISTRY_PROD": json.dumps({"login": "tidemark", "password": "r3gistry-Pass"})}
+    access = RegistryAccess.of(registry, "registry_prod", environ)
+    assert "r3gistry-Pass" not in repr(access)
+    assert RegistryClient(access).avro(1)["name"] == "T"
+
+    slept = []
+    wrong = RegistryAccess(registry, "registry_prod", "tidemark", "not-the-pass")
+    with pytest.raises(RegistryRefusedError) as refused:
+        RegistryClient(wrong, sleep=slept.append).avro(1)
+    assert slept == [], "a refused login is not waited out"
+    assert str(refused.value) == (
+        f"the schema registry at {registry} refused as 'tidemark' (connection 'registry_prod'): HTTP 401; "
+        "the batch fails, nothing is quarantined"
+    )
+
+
+def test_a_registry_connection_missing_from_the_environment_or_without_a_login_fails_naming_the_variable():
+    from tidemark.registry_access import RegistryAccessError
+
+    with pytest.raises(RegistryAccessError, match="TIDEMARK_REGISTRY_CONN_REG_1 is not set"):
+        RegistryAccess.of("http://r:8081", "reg-1", {})
+    with pytest.raises(RegistryAccessError, match="must be a JSON object"):
+        RegistryAccess.of("http://r:8081", "reg-1", {"TIDEMARK_REGISTRY_CONN_REG_1": json.dumps({"password": "p"})})
+    assert RegistryAccess.of("http://r:8081", None, {}).headers() == {}
+
+
+def test_the_registry_login_is_read_through_airflow_and_written_for_the_job(monkeypatch):
+    from types import SimpleNamespace
+
+    from airflow.sdk import BaseHook
+
+    from tidemark_airflow.registry_connection import apply_registry_connection
+
+    connections = {"registry_prod": SimpleNamespace(login="tidemark", password="r3gistry-Pass")}
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(lambda cls, conn_id: connections[conn_id]))
+    environ: dict[str, str] = {}
+    assert apply_registry_connection(None, "http://r:8081", environ) is None and environ == {}
+    assert apply_registry_connection("registry_prod", "http://r:8081", environ) == "registry_prod"
+    access = RegistryAccess.of("http://r:8081", "registry_prod", environ)
+    assert (access.login, access.password) == ("tidemark", "r3gistry-Pass")
