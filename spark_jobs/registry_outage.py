@@ -10,6 +10,7 @@ two hundred lines of traceback; any other failure is not recognised and stays as
 from __future__ import annotations
 
 import re
+import sys
 
 from tidemark.writer_schemas import RegistryUnavailableError
 
@@ -26,3 +27,14 @@ def registry_outage(error: BaseException) -> str | None:
             return found.group(1).strip()
         error = error.__cause__
     return None
+
+
+def exit_for_outage(job: str, stream: str, error: BaseException) -> int:
+    """A job's exit status for ``error``: 1 with one line on stderr when it is a registry outage
+    (transient: Airflow's retry runs the job again, and the failed batch left nothing behind);
+    any other error is raised again, as it was."""
+    outage = registry_outage(error)
+    if outage is None:
+        raise error
+    print(f"{job}: stream {stream!r}: {outage}", file=sys.stderr)
+    return 1

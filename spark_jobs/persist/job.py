@@ -126,15 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     except RetentionLossError as error:
         print(f"persist: {error}", file=sys.stderr)
         return EXIT_LOST
-    except Exception as error:
-        from spark_jobs.registry_outage import registry_outage
+    except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
+        from spark_jobs.registry_outage import exit_for_outage
 
-        outage = registry_outage(error)
-        if outage is None:
-            raise
-        # Transient: exit 1, so Airflow's retry runs it again; the batch left nothing behind.
-        print(f"persist: stream {stream.name!r}: {outage}", file=sys.stderr)
-        return 1
+        return exit_for_outage("persist", stream.name, error)
     if args.run_summary:
         summary.write(args.run_summary)
     return 0

@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                 encode_backfill_outcome(BackfillYielded(stream.name, request.target, yielded.yielded))
             )
         return EXIT_YIELDED
+    except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
+        from spark_jobs.registry_outage import exit_for_outage
+
+        return exit_for_outage("backfill", stream.name, error)
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_bytes(encode_backfill_outcome(result))
