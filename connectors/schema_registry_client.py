@@ -110,3 +110,27 @@ def registry_client(access: RegistryAccess, patience_s: float = PATIENCE_S) -> R
         if (access, patience_s) not in _clients:
             _clients[access, patience_s] = RegistryClient(access, patience_s)
         return _clients[access, patience_s]
+
+
+def register_schema(access: RegistryAccess, subject: str, schema: str, schema_type: str = "AVRO") -> int:
+    """Register ``schema`` (its text) under ``subject``, as a producer's serializer does, and
+    return its id (an equal schema already there keeps its id). Raises RegistryRefusedError for
+    a refused login, RegistryUnavailableError for anything else the registry answers."""
+    body = json.dumps({"schema": schema, "schemaType": schema_type, "references": []}).encode()
+    headers = {"Content-Type": "application/vnd.schemaregistry.v1+json", **access.headers()}
+    url = f"{access.url.rstrip('/')}/subjects/{subject}/versions"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=30) as answer:
+            return int(json.load(answer)["id"])
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            raise RegistryRefusedError(
+                f"the schema registry at {access.url} refused {access.described()}: HTTP {error.code}"
+            ) from None
+        raise RegistryUnavailableError(
+            f"the schema registry at {access.url} answered HTTP {error.code} to {subject!r}"
+        ) from None
+    except (urllib.error.URLError, OSError) as error:
+        raise RegistryUnavailableError(
+            f"the schema registry at {access.url} did not answer ({getattr(error, 'reason', error)})"
+        ) from None

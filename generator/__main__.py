@@ -30,6 +30,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from generator.bad_records import BadRecord
@@ -39,15 +40,15 @@ from generator.kinesis_sink import KinesisSink
 from generator.production_plan import ProductionPlan
 from generator.production_summary import PartitionTally, run_summary
 from generator.profiles import DEFAULT_PROFILE_ORDER, HOUR_MS, MINUTE_MS, PROFILES, RateProfile, profile_named
+from generator.value_encoders import value_encoder
 from tidemark.config_values import endpoint_url
 from tidemark.duration import format_duration_ms, parse_duration_ms
 from tidemark.event_time_text import format_event_time, parse_event_time
+from tidemark.registry_access import RegistryAccessError
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
+from tidemark.writer_schemas import RegistryUnavailableError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-# One encoder for all records: json.dumps with options builds a new encoder on every call.
-_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{destination.described}; partitions " + ", ".join(f"{t.partition}:{t.profile}" for t in tallies),
             file=sys.stderr,
         )
-        elapsed_s, interrupted = _produce(plan, destination.target, tallies, paced=args.command == "live")
-    except DESTINATION_ERRORS as error:
+        # The registry's subject is named after the topic (or Kinesis stream), as serializers name it.
+        encode = value_encoder(stream, destination.fields.get("topic") or destination.fields["kinesis_stream"])
+        elapsed_s, interrupted = _produce(plan, destination.target, tallies, encode, paced=args.command == "live")
+    except (*DESTINATION_ERRORS, RegistryUnavailableError, RegistryAccessError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
 
@@ -152,9 +155,14 @@ def _note(parser: argparse.ArgumentParser, message: str) -> None:
 
 
 def _produce(
-    plan: ProductionPlan, target: KafkaTarget | KinesisSink, tallies: list[PartitionTally], paced: bool
+    plan: ProductionPlan,
+    target: KafkaTarget | KinesisSink,
+    tallies: list[PartitionTally],
+    encode: Callable[[dict], bytes],
+    paced: bool,
 ) -> tuple[float, bool]:
-    """Produce the plan's records; returns (seconds from first produce to flushed, interrupted by Ctrl-C).
+    """Produce the plan's records, each value made by ``encode`` (generator.value_encoders);
+    returns (seconds from first produce to flushed, interrupted by Ctrl-C).
 
     ``paced`` holds each record until the wall clock reaches its nominal time (live mode) and
     then runs on to the end of the window, so a live run lasts exactly its duration.
@@ -170,7 +178,7 @@ def _produce(
                 tallies[record.partition].count_bad_record()
             else:
                 payload = record.payload
-                value = _COMPACT_JSON.encode(payload).encode()
+                value = encode(payload)
                 target.send(record.partition, payload["device_id"].encode(), value, record.event_time_ms)
                 tallies[record.partition].count_event(record.event_time_ms)
         if paced:

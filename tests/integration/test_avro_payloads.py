@@ -181,3 +181,48 @@ def _registered(registry) -> list[tuple[str, str]]:
                     entry = json.load(got)
                 held.append((entry["id"], subject, entry["schema"]))
     return [(subject, schema) for _, subject, schema in sorted(held)]
+
+
+def test_the_generator_writes_the_stream_as_avro_that_a_registry_serializers_reader_reads(
+    kafka_broker, schema_registry, tmp_path, capsys
+):
+    """The generator registers the stream's writer schema (from its declared fields) and frames
+    each value as confluent-kafka's serializer does: its AvroDeserializer reads every record."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from generator.__main__ import main
+
+    topic = "avro-generated"
+    kafka_broker.create_topic(topic, 4)
+    conf = _avro_config(tmp_path, kafka_broker.bootstrap, topic, schema_registry.url)
+    document = yaml.safe_load(conf.read_text())
+    document["streams"]["telemetry"]["source"]["partitions"] = 4
+    document["streams"]["telemetry"]["payload"]["fields"] = {
+        "device_id": {"type": "string"},
+        "lat": {"type": "double"},
+        "lon": {"type": "double"},
+        "battery": {"type": "int"},
+    }
+    conf.write_text(yaml.safe_dump(document))
+    assert main(["--conf", str(conf), "backlog", "--hours", "0.05", "--rate-scale", "0.2"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+
+    deserialize = AvroDeserializer(SchemaRegistryClient({"url": schema_registry.url}))
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_broker.bootstrap, "group.id": "avro-check", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(4)])
+        read, deadline = [], time.monotonic() + 30
+        while len(read) < summary["records"] and time.monotonic() < deadline:
+            read += [m for m in consumer.consume(1_000, timeout=0.5) if m.error() is None]
+    finally:
+        consumer.close()
+    assert len(read) == summary["records"] > 0
+    for message in read:
+        record = deserialize(message.value(), SerializationContext(topic, MessageField.VALUE))
+        assert set(record) == {"event_time", "device_id", "lat", "lon", "battery"}
+        assert int(record["event_time"].timestamp() * 1000) == message.timestamp()[1]
