@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from msgspec.json import decode as _fast_json
@@ -196,14 +196,16 @@ def json_documents(value: bytes) -> tuple[Any, tuple[str, str] | None]:
     return document, None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)
+
+
 def _datetime_ms(moment: datetime) -> int:
     """An aware datetime → ms since the epoch (a naive one is taken as UTC, as Avro's local
     timestamps are by fastavro), exact to the millisecond."""
-    from datetime import UTC, timedelta
-
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    return (moment - _EPOCH) // _MILLISECOND
 
 
 def parse_json(value: bytes) -> Any:
