@@ -18,10 +18,12 @@ import re
 import threading
 from collections.abc import Mapping
 
+from tidemark.partitioned_log import LogUnreachableError
+
 log = logging.getLogger("tidemark.kafka")
 
 
-class KafkaUnavailableError(RuntimeError):
+class KafkaUnavailableError(LogUnreachableError):
     """The broker did not answer in time."""
 
 
@@ -29,6 +31,8 @@ class KafkaRefusedError(KafkaUnavailableError):
     """The brokers refused the connection: its credentials, its certificate or its protocol. The
     message names the brokers, how the connection was made (never a secret) and librdkafka's
     reason; retrying cannot help."""
+
+    lasting = True
 
 
 def _refusal_codes() -> frozenset:

@@ -50,6 +50,15 @@ from tidemark.source_state import SourceState
 RunEnd = Callable[[int, int], int]
 
 
+class LogUnreachableError(RuntimeError):
+    """The log did not answer in time (its brokers down or restarting, a network away). Waiting
+    may help: a continuous reader waits for it, trigger after trigger; a run that must end
+    (available-now) fails. ``lasting``: waiting cannot help (credentials, a certificate refused):
+    every reader fails at once."""
+
+    lasting = False
+
+
 @dataclass(frozen=True)
 class PartitionView:
     """One partition as the planner sees it now.

@@ -50,7 +50,7 @@ from spark_jobs.log_source.rows import arrow_schema, range_batch, record_batch
 from tidemark.event_time_text import format_event_time
 from tidemark.partition_limit import check_partition_limit
 from tidemark.partition_status import PartitionStatus
-from tidemark.partitioned_log import PartitionView
+from tidemark.partitioned_log import LogUnreachableError, PartitionView
 from tidemark.planned_range import PlannedRange, raw_record_schema
 from tidemark.retention_loss import RetentionLossError, retention_loss_message
 from tidemark.source_state import PartitionState, SourceState
@@ -111,6 +111,8 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         self._seen_ends: dict[int, int] | None = None
         # Set by prepareForTriggerAvailableNow: where each partition's reading ends in this run.
         self._run_end = None
+        # When the log stopped answering a continuous run (ms), None while it answers.
+        self._unreachable_since: int | None = None
 
     # -- planning (driver) ---------------------------------------------------------------------
     def _driver_log(self):
@@ -175,6 +177,31 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         self._run_end = self._driver_log().available_now_end()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """Plan the next batch, or none while the log does not answer.
+
+        A continuous run waits for a log that does not answer (tidemark.partitioned_log.
+        LogUnreachableError: brokers restarting, a network away): the trigger plans no batch
+        (``start`` again), says so once, and asks again at the next trigger, however long the
+        outage lasts. A run that must end (available-now: persist runs, backfill, recovery) fails,
+        and a refusal (credentials, a certificate) fails every run at once."""
+        try:
+            latest = self._latest_offset(start, limit)
+        except LogUnreachableError as error:
+            if error.lasting or self._run_end is not None:
+                raise
+            if self._unreachable_since is None:
+                self._unreachable_since = self._now_ms()
+                _logger.warning({"event": "log_unreachable", "log": self._connection.log_name, "error": str(error)})
+            return start
+        if self._unreachable_since is not None:
+            waited_s = (self._now_ms() - self._unreachable_since) / 1000  # since the first trigger that gave up
+            _logger.warning(
+                {"event": "log_reachable_again", "log": self._connection.log_name, "waited_s": round(waited_s, 1)}
+            )
+            self._unreachable_since = None
+        return latest
+
+    def _latest_offset(self, start: dict, limit: ReadLimit) -> dict:
         """Plan the next batch. ReadMaxRows caps its records; ReadAllAvailable lifts the cap, but
         alignment still slices at T: it is an event-time rule, not a read limit."""
         if start.get("topic") != self._connection.log_name:

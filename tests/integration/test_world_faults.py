@@ -5,7 +5,8 @@
   partition and the exact offsets, every later run (with its checkpoint, or resumed from the
   ledger without one) stops the same way, nothing past them is read, and the quality run
   reports them LOST with those offsets.
-- The broker stops and restarts under a continuous persist job: on a broker of the test's own
+- The broker stops for longer than a look-up's 30 s timeout and restarts under a continuous
+  persist job: on a broker of the test's own
   (never the session's), the job rides it out, and the lake holds every record exactly once.
 
 Expected values are derived from what the test produced and deleted.
@@ -164,8 +165,9 @@ def test_a_continuous_job_rides_out_a_broker_restart_and_the_next_run_is_exactly
 
     # The broker goes away for a few triggers, comes back on the same port with its data, and
     # records produced after it returned are persisted by the same run.
+    # Longer than a look-up's 30 s timeout: the run must wait for the broker, not give up.
     own_broker.stop()
-    time.sleep(1)  # a trigger or more with no broker at all
+    time.sleep(35)
     own_broker.start()
     produce(own_broker.bootstrap, topic, _records(0, 100, 50, now_ms) + _records(1, 100, 50, now_ms))
     _wait_for_ledger_ends(spark, lake, {0: 150, 1: 150}, job)
