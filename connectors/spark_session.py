@@ -62,11 +62,11 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
     for key, value in {**spark_conf(), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    hand_kafka_settings_to_workers(session.sparkContext, os.environ)
+    hand_connection_settings_to_workers(session.sparkContext, os.environ)
     return session
 
 
-def hand_kafka_settings_to_workers(context, environ) -> list[str]:
+def hand_connection_settings_to_workers(context, environ) -> list[str]:
     """Put the Kafka connections' settings this process holds (tidemark.kafka_access's
     ``TIDEMARK_KAFKA_CONN_*``) and the schema registries' logins (tidemark.registry_access's
     ``TIDEMARK_REGISTRY_CONN_*``) into ``context.environment``, the variables PySpark hands to every

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import yaml
 
-from connectors.spark_session import hand_kafka_settings_to_workers
+from connectors.spark_session import hand_connection_settings_to_workers
 from tidemark.kafka_access import KafkaAccess, KafkaAccessError, settings_variable
 from tidemark.log_connection import KafkaConnection
 from tidemark.stream_config import StreamConfigError, load_streams
@@ -103,9 +103,9 @@ def test_the_python_workers_get_the_settings_through_the_contexts_environment_ne
         environment: dict[str, str] = {}
 
     environ = {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps(SCRAM), "PATH": "/bin"}
-    assert hand_kafka_settings_to_workers(Context, environ) == ["TIDEMARK_KAFKA_CONN_KAFKA_PROD"]
+    assert hand_connection_settings_to_workers(Context, environ) == ["TIDEMARK_KAFKA_CONN_KAFKA_PROD"]
     assert Context.environment == {"TIDEMARK_KAFKA_CONN_KAFKA_PROD": json.dumps(SCRAM)}
-    assert hand_kafka_settings_to_workers(Context, {"PATH": "/bin"}) == [], "nothing without a Kafka connection"
+    assert hand_connection_settings_to_workers(Context, {"PATH": "/bin"}) == [], "nothing without a Kafka connection"
 
 
 class _Connection:
