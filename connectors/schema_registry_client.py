@@ -1,12 +1,13 @@
 """A schema registry's writer schemas, asked by id over its Confluent-compatible API, cached.
 
-``RegistryClient(access).avro(schema_id)`` answers tidemark.writer_schemas.WriterSchemas: it asks
-``GET <url>/schemas/ids/<id>`` once per id and keeps the parsed schema for the life of the
-process; ``registry_client(access)`` keeps one client per registry and login per process, so a Spark Python worker
+``RegistryClient(access).avro(schema_id)`` and ``.protobuf(schema_id)`` answer
+tidemark.writer_schemas.WriterSchemas: each asks ``GET <url>/schemas/ids/<id>`` once per id (a
+Protobuf schema's references too, ``GET <url>/subjects/<subject>/versions/<version>``) and keeps
+the parsed schema for the life of the process; ``registry_client(access)`` keeps one client per registry and login per process, so a Spark Python worker
 that decodes many batches asks for each schema once, never per record or per batch.
 
 Contract, after the registry's answer:
-- 200: the schema, parsed (fastavro.parse_schema);
+- 200: the schema, parsed (fastavro.parse_schema; tidemark.protobuf_schemas compiles Protobuf);
 - 404 (Confluent's error 40403, Apicurio's compatibility API too): UnknownSchemaError, and the
   record that names the id is quarantined;
 - 401 or 403: RegistryRefusedError at once (the login is wrong; waiting cannot help), which fails
@@ -24,14 +25,17 @@ import time
 import urllib.error
 import urllib.request
 from typing import Any
+from urllib.parse import quote
 
 from tidemark.registry_access import RegistryAccess
-from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
+from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError, UnusableSchemaError
 
 # How long a question may go unanswered before the batch fails (s): long enough for a registry
 # restart or a failover, short next to a task's retry.
 PATIENCE_S = 60.0
 _REQUEST_TIMEOUT_S = 10.0
+# Imports of imports...: deeper than any schema, a cycle in the registry's references.
+_MAX_REFERENCE_DEPTH = 32
 
 
 class RegistryRefusedError(RegistryUnavailableError):
@@ -69,18 +73,75 @@ class RegistryClient:
             self._parsed[schema_id] = parsed
         return parsed
 
-    def _schema(self, schema_id: int) -> dict:
+    def protobuf(self, schema_id: int) -> Any:
+        """The Protobuf writer schema ``schema_id`` (tidemark.protobuf_schemas.ProtobufSchema), its
+        references fetched and compiled first. Raises UnknownSchemaError (UnusableSchemaError
+        when it or a reference does not compile, or a reference is missing) or
+        RegistryUnavailableError."""
+        with self._lock:
+            if schema_id in self._parsed:
+                return self._parsed[schema_id]
+        from tidemark.protobuf_schemas import ProtobufSchema, SchemaCompileError, file_descriptor
+
+        # format=serialized: Confluent's registry answers a Protobuf schema as a base64 descriptor
+        # (no compile needed); a registry that ignores it (Apicurio) answers its text.
+        answer = self._schema(schema_id, "?format=serialized")
+        if answer.get("schemaType") != "PROTOBUF":
+            raise UnknownSchemaError(schema_id)  # an id of another format's schema: not this record's
+        files: dict[str, Any] = {}
+        try:
+            imports = self._references(schema_id, answer.get("references") or [], files, depth=0)
+            own_name = f"schema_{schema_id}.proto"  # a name no import uses; a serialized one keeps its own
+            files[own_name] = file_descriptor(own_name, answer["schema"], imports)
+        except SchemaCompileError as error:
+            raise UnusableSchemaError(schema_id, str(error)) from None
+        parsed = ProtobufSchema(list(files.values()))
+        with self._lock:
+            self._parsed[schema_id] = parsed
+        return parsed
+
+    def _references(self, schema_id: int, references: list[dict], files: dict, depth: int) -> list:
+        """The files ``references`` name, compiled (each after its own references), added to
+        ``files`` (by name, in import order) and returned."""
+        from tidemark.protobuf_schemas import file_descriptor
+
+        if depth > _MAX_REFERENCE_DEPTH:
+            raise UnusableSchemaError(schema_id, f"its references nest deeper than {_MAX_REFERENCE_DEPTH}")
+        compiled = []
+        for reference in references:
+            name = reference["name"]
+            if name not in files:
+                path = f"subjects/{quote(reference['subject'], safe='')}/versions/{reference['version']}"
+                try:
+                    answer = self._get(path, f"reference {name!r} of schema {schema_id}")
+                except UnknownSchemaError:
+                    raise UnusableSchemaError(
+                        schema_id,
+                        f"it imports {name!r}, which the registry does not hold as "
+                        f"{reference['subject']!r} version {reference['version']}",
+                    ) from None
+                imports = self._references(schema_id, answer.get("references") or [], files, depth + 1)
+                files[name] = file_descriptor(name, answer["schema"], imports)
+            compiled.append(files[name])
+        return compiled
+
+    def _schema(self, schema_id: int, query: str = "") -> dict:
+        return self._get(f"schemas/ids/{schema_id}{query}", f"schema {schema_id}")
+
+    def _get(self, path: str, what: str) -> dict:
+        """The registry's JSON answer at ``path``; UnknownSchemaError(…) for a 404 (``what`` names
+        the thing asked for in the outage message)."""
         deadline = self._clock() + self._patience_s
         pause = 0.2
         while True:
             self.asked += 1
-            request = urllib.request.Request(f"{self.url}/schemas/ids/{schema_id}", headers=self._access.headers())
+            request = urllib.request.Request(f"{self.url}/{path}", headers=self._access.headers())
             try:
                 with urllib.request.urlopen(request, timeout=_REQUEST_TIMEOUT_S) as answer:
                     return json.load(answer)
             except urllib.error.HTTPError as error:
                 if error.code == 404:
-                    raise UnknownSchemaError(schema_id) from None
+                    raise UnknownSchemaError(_asked_id(path)) from None
                 if error.code in (401, 403):
                     raise RegistryRefusedError(
                         f"the schema registry at {self.url} refused {self._access.described()}: HTTP {error.code}; "
@@ -92,11 +153,17 @@ class RegistryClient:
                 problem = f"did not answer ({getattr(reason, 'strerror', None) or reason})"
             if self._clock() + pause > deadline:
                 raise RegistryUnavailableError(
-                    f"the schema registry at {self.url} {problem} for schema {schema_id}, "
+                    f"the schema registry at {self.url} {problem} for {what}, "
                     f"for {self._patience_s:.0f} s: the batch fails and is retried, nothing is quarantined"
                 )
             self._sleep(pause)
             pause = min(pause * 2, 5.0)
+
+
+def _asked_id(path: str) -> int:
+    """The schema id a 404's path asked for (-1 for a subject's version: the caller names it)."""
+    head = path.split("?")[0]
+    return int(head.rsplit("/", 1)[1]) if head.startswith("schemas/ids/") else -1
 
 
 _clients: dict[tuple[RegistryAccess, float], RegistryClient] = {}

@@ -1,8 +1,8 @@
 """Decoding and validation of one log record's value into an event, or a reason to quarantine it.
 
 How a value becomes a document depends on the payload's format: a JSON object (``parse_json``),
-or an Avro record framed by a schema registry (tidemark.avro_documents, handed in as
-``documents``). The rules after it (event time, required fields, types) are the same for both.
+or an Avro or Protobuf record framed by a schema registry (tidemark.avro_documents,
+tidemark.protobuf_documents, handed in as ``documents``). The rules after it (event time, required fields, types) are the same for both.
 
 Contract: ``RecordDecoder.decode`` never raises for bad input. Every record becomes exactly one of
 ``DecodedEvent`` (goes to the events table) or ``Rejection`` (goes to quarantine with the raw
@@ -48,12 +48,16 @@ class RejectReason:
     # The decoder itself failed on this record in a way no rule above names: the record is kept,
     # the stream goes on, and the detail names the failure so the rule can be added.
     UNDECODABLE = "undecodable"
-    # Registry-framed payloads (Avro): no magic byte, cut short, an id no one registered, bytes
+    # Registry-framed payloads (Avro, Protobuf): no magic byte, cut short, an id no one registered, bytes
     # that do not decode with the writer schema the id names.
     NOT_REGISTRY_FRAMED = "not_registry_framed"
     TRUNCATED = "truncated"
     UNKNOWN_SCHEMA_ID = "unknown_schema_id"
     MALFORMED_AVRO = "malformed_avro"
+    # Protobuf: bytes that do not parse as the message the id and indexes name, or that hold
+    # fields it does not declare; a registered schema protoc cannot compile.
+    MALFORMED_PROTOBUF = "malformed_protobuf"
+    UNUSABLE_SCHEMA = "unusable_schema"
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,10 @@ class RecordDecoder:
         self._schema = schema
         self._max_future_skew_ms = max_future_skew_ms
         self._documents = documents or json_documents
-        self._checkers = [(field.name, field.required, _TYPE_CHECKS[field.type]) for field in schema.fields]
+        self._checkers = [
+            (field.name, tuple(field.path.split(".")) if field.path else None, field.required, _TYPE_CHECKS[field.type])
+            for field in schema.fields
+        ]
 
     def decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
         """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC).
@@ -141,11 +148,12 @@ class RecordDecoder:
             )
 
         values: dict[str, Any] = {}
-        for name, required, check in self._checkers:
-            raw = document.get(name)
+        for name, path, required, check in self._checkers:
+            raw = document.get(name) if path is None else _at_path(document, path)
             if raw is None:
                 if required:
-                    return Rejection(RejectReason.MISSING_FIELD, f"required field {name!r} is missing or null")
+                    where = name if path is None else ".".join(path)
+                    return Rejection(RejectReason.MISSING_FIELD, f"required field {where!r} is missing or null")
                 values[name] = None
                 continue
             typed = check(raw)
@@ -183,6 +191,16 @@ class RecordDecoder:
         if not _MIN_EVENT_TIME_MS <= event_time <= _MAX_EVENT_TIME_MS:
             return Rejection(RejectReason.UNPARSABLE_EVENT_TIME, f"{field!r} {event_time} is outside years 1970..9999")
         return event_time
+
+
+def _at_path(document: dict, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` (names into nested objects), None when a step is missing or not an object."""
+    value: Any = document
+    for name in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(name)
+    return value
 
 
 def json_documents(value: bytes) -> tuple[Any, tuple[str, str] | None]:

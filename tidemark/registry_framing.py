@@ -4,6 +4,10 @@
     bytes 1..4    the writer schema's id in the registry, a big-endian unsigned int
     bytes 5..     the encoded record (Avro binary; Protobuf puts message indexes first)
 
+Protobuf's body starts with the path of the message type in the schema's file: a count, then
+that many indexes (each a zig-zag varint), 0 alone meaning the file's first message, [0]
+(``message_indexes``).
+
 ``unframe`` splits a value into the schema id and the encoded record, or says why it cannot:
 a value that does not start with the magic byte was not written by a registry serializer (a
 JSON producer on the wrong topic, a corrupted record), and one shorter than the prefix is cut.
@@ -47,3 +51,43 @@ def unframe(value: bytes) -> Framed | Unframed:
             "truncated", f"the value is {len(value)} bytes, shorter than the registry's {PREFIX_BYTES}-byte prefix"
         )
     return Framed(int.from_bytes(value[1:PREFIX_BYTES], "big"), value[PREFIX_BYTES:])
+
+
+# More nesting than any schema has: a count past it is a corrupted record, not a path to follow.
+_MAX_MESSAGE_INDEXES = 100
+
+
+def message_indexes(body: bytes) -> tuple[tuple[int, ...], bytes] | Unframed:
+    """The message-index path at the start of a Protobuf ``body`` (after the 5-byte prefix) and
+    the encoded message after it, or why they cannot be read (``truncated``, or
+    ``malformed_protobuf`` for a count no schema could have)."""
+    count, at = _zigzag_varint(body, 0)
+    if count is None:
+        return Unframed("truncated", "the record ends inside the Protobuf message indexes: cut short")
+    if count == 0:
+        return (0,), body[at:]
+    if not 0 < count <= _MAX_MESSAGE_INDEXES:
+        return Unframed(
+            "malformed_protobuf", f"the record gives {count} Protobuf message indexes: not a path to a message"
+        )
+    indexes = []
+    for _ in range(count):
+        index, at = _zigzag_varint(body, at)
+        if index is None:
+            return Unframed("truncated", "the record ends inside the Protobuf message indexes: cut short")
+        indexes.append(index)
+    return tuple(indexes), body[at:]
+
+
+def _zigzag_varint(data: bytes, at: int) -> tuple[int | None, int]:
+    """The zig-zag varint at ``data[at:]`` and the position after it; None when the data ends
+    first (or runs past 10 bytes, longer than any 64-bit varint)."""
+    value = shift = 0
+    while at < len(data) and shift < 70:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), at
+        shift += 7
+    return None, at

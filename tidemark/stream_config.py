@@ -42,7 +42,7 @@ from tidemark.stall_rules import StallRules
 
 FieldType = Literal["string", "double", "long", "int", "boolean"]
 EventTimeFormat = Literal["iso8601", "epoch_millis"]
-PayloadFormat = Literal["json", "avro"]
+PayloadFormat = Literal["json", "avro", "protobuf"]
 StartingOffsets = Literal["earliest", "latest"]
 StartingPosition = Literal["trim_horizon", "latest"]
 PersistMode = Literal["available_now", "continuous"]
@@ -96,10 +96,18 @@ class PayloadField(_Section):
     type: FieldType
     # A record without the field (or with null) goes to quarantine; False: the column is null.
     required: bool = True
+    # Where the value is in the record, when not at its top level under the field's name: names
+    # joined by dots into nested objects, records or messages (place.site). The column keeps the
+    # field's name.
+    path: str | None = None
 
     def __post_init__(self):
         if not _IDENTIFIER.match(self.name):
             raise ConfigRuleError("", "a field name must be a letter or '_' followed by letters, digits or '_'")
+        if self.path is not None and not all(part.strip() == part and part for part in self.path.split(".")):
+            raise ConfigRuleError(
+                "path", f"{self.path!r} is not names joined by dots (place.site): no empty name, no spaces around one"
+            )
         if self.name in RESERVED_COLUMNS:
             raise ConfigRuleError("", f"{self.name!r} is a column tidemark adds itself; rename the field")
 
@@ -119,8 +127,10 @@ class PayloadSchema(_Section):
     max_record_bytes: PositiveNumber = 1_048_576
     # json: a JSON object per value. avro: Avro binary in the schema registry's wire format
     # (magic byte 0, the writer schema's 4-byte id), its schema read from registry_url.
+    # protobuf: a Protobuf message in that wire format (the message indexes after the id), its
+    # schema's .proto text (or serialized descriptor) read from registry_url and compiled at run time.
     format: PayloadFormat = "json"
-    # The schema registry's Confluent-compatible API (avro only), e.g. http://registry:8081 or
+    # The schema registry's Confluent-compatible API (avro and protobuf only), e.g. http://registry:8081 or
     # Apicurio's http://host:8080/apis/ccompat/v7. No credentials in it.
     registry_url: str | None = None
     # The Airflow connection (type http: login and password) of a registry that asks for a login;
@@ -131,13 +141,15 @@ class PayloadSchema(_Section):
     registry_patience_ms: PositiveMilliseconds = msgspec.field(default=60_000, name="registry_patience")
 
     def __post_init__(self):
-        if self.format == "avro" and not self.registry_url:
+        if self.format != "json" and not self.registry_url:
             raise ConfigRuleError(
-                "registry_url", "format avro reads each record's writer schema from a registry: name its URL"
+                "registry_url", f"format {self.format} reads each record's writer schema from a registry: name its URL"
             )
         if self.format == "json" and (self.registry_url or self.registry_conn_id):
             key = "registry_url" if self.registry_url else "registry_conn_id"
-            raise ConfigRuleError(key, "only format avro reads a registry; remove it or set format: avro")
+            raise ConfigRuleError(
+                key, "only formats avro and protobuf read a registry; remove it or set format: avro or protobuf"
+            )
         if self.registry_url:
             from urllib.parse import urlsplit
 

@@ -1,5 +1,5 @@
 """Where a decoder finds the schema a record was written with: the contract between the decoders
-(tidemark.avro_documents) and a registry client (connectors.schema_registry_client).
+(tidemark.avro_documents, tidemark.protobuf_documents) and a registry client (connectors.schema_registry_client).
 
 A schema id the registry does not know is the record's fault: ``UnknownSchemaError``, and the
 record is quarantined. A registry that does not answer is nobody's record's fault:
@@ -20,6 +20,15 @@ class UnknownSchemaError(LookupError):
         self.schema_id = schema_id
 
 
+class UnusableSchemaError(UnknownSchemaError):
+    """The registry has the schema, but it cannot be read (a Protobuf schema protoc refuses, an
+    import it names that the registry does not have): the record that names it is quarantined."""
+
+    def __init__(self, schema_id: int, why: str):
+        LookupError.__init__(self, f"the registry's schema {schema_id} cannot be used: {why}")
+        self.schema_id = schema_id
+
+
 class RegistryUnavailableError(RuntimeError):
     """The registry did not answer, or answered with a server error, for longer than the client
     waits. Fails the batch; the message names the registry, never a credential."""
@@ -29,3 +38,8 @@ class WriterSchemas(Protocol):
     def avro(self, schema_id: int) -> Any:
         """The parsed Avro writer schema (fastavro.parse_schema) registered under ``schema_id``.
         Raises UnknownSchemaError or RegistryUnavailableError."""
+
+    def protobuf(self, schema_id: int) -> Any:
+        """The Protobuf writer schema (tidemark.protobuf_schemas.ProtobufSchema) registered under
+        ``schema_id``, its imports resolved. Raises UnknownSchemaError (UnusableSchemaError for a
+        schema that does not compile) or RegistryUnavailableError."""

@@ -81,15 +81,22 @@ class DecodeSpec:
 
 def payload_documents(payload: PayloadSchema):
     """How this stream's values become documents: None for JSON (the decoder's own), else the
-    Avro step with this worker's registry client (its schema cache lasts as long as the worker)."""
+    Avro or Protobuf step with this worker's registry client (its schema cache lasts as long as
+    the worker)."""
     if payload.format == "json":
         return None
     from connectors.schema_registry_client import registry_client
-    from tidemark.avro_documents import AvroDocuments
     from tidemark.registry_access import RegistryAccess
 
     access = RegistryAccess.of(payload.registry_url, payload.registry_conn_id)  # this worker's environment
-    return AvroDocuments(registry_client(access, payload.registry_patience_ms / 1000))
+    client = registry_client(access, payload.registry_patience_ms / 1000)
+    if payload.format == "protobuf":
+        from tidemark.protobuf_documents import ProtobufDocuments
+
+        return ProtobufDocuments(client)
+    from tidemark.avro_documents import AvroDocuments
+
+    return AvroDocuments(client)
 
 
 class BatchDecoder:

@@ -15,6 +15,28 @@ from tidemark.registry_access import RegistryAccess
 from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
 
 SCHEMA = {"type": "record", "name": "T", "fields": [{"name": "a", "type": "int"}]}
+PLACE = 'syntax = "proto3";\npackage common;\nmessage Place { string site = 1; }\n'
+READING = (
+    'syntax = "proto3";\nimport "common/place.proto";\nimport "google/protobuf/timestamp.proto";\n'
+    "message Reading { google.protobuf.Timestamp event_time = 1; common.Place place = 2; }\n"
+)
+PLACE_REFERENCE = {"name": "common/place.proto", "subject": "common/place.proto", "version": 1}
+# Protobuf answers by path: id 2 imports a file registered under its own subject; id 3 imports one
+# the registry does not hold; id 4 does not compile.
+PROTOBUF = {
+    "/apis/ccompat/v7/schemas/ids/2?format=serialized": {
+        "schema": READING,
+        "schemaType": "PROTOBUF",
+        "references": [PLACE_REFERENCE],
+    },
+    "/apis/ccompat/v7/subjects/common%2Fplace.proto/versions/1": {"schema": PLACE, "schemaType": "PROTOBUF"},
+    "/apis/ccompat/v7/schemas/ids/3?format=serialized": {
+        "schema": READING,
+        "schemaType": "PROTOBUF",
+        "references": [{**PLACE_REFERENCE, "version": 7}],
+    },
+    "/apis/ccompat/v7/schemas/ids/4?format=serialized": {"schema": "message {", "schemaType": "PROTOBUF"},
+}
 
 
 class Registry(BaseHTTPRequestHandler):
@@ -35,6 +57,9 @@ class Registry(BaseHTTPRequestHandler):
             return
         if self.path == "/apis/ccompat/v7/schemas/ids/1":
             body = json.dumps({"schema": json.dumps(SCHEMA)}).encode()
+            self.send_response(200)
+        elif self.path in PROTOBUF:
+            body = json.dumps(PROTOBUF[self.path]).encode()
             self.send_response(200)
         else:
             body = json.dumps({"error_code": 40403, "message": "Schema not found"}).encode()
@@ -63,6 +88,31 @@ def test_a_schema_is_asked_once_and_an_unknown_id_is_the_records_fault(registry)
     with pytest.raises(UnknownSchemaError):
         client.avro(9)
     assert Registry.requests == ["/apis/ccompat/v7/schemas/ids/1", "/apis/ccompat/v7/schemas/ids/9"]
+
+
+def test_a_protobuf_schema_and_its_reference_are_asked_once_and_compiled_together(registry):
+    client = RegistryClient(RegistryAccess(registry))
+    schema = client.protobuf(2)
+    assert client.protobuf(2) is schema
+    message = schema.message_class((0,))()
+    message.place.site = "north"
+    assert message.DESCRIPTOR.fields_by_name["place"].message_type.full_name == "common.Place"
+    assert Registry.requests == [
+        "/apis/ccompat/v7/schemas/ids/2?format=serialized",
+        "/apis/ccompat/v7/subjects/common%2Fplace.proto/versions/1",
+    ]
+
+
+def test_a_protobuf_schema_whose_reference_is_missing_or_that_does_not_compile_is_unusable(registry):
+    from tidemark.writer_schemas import UnusableSchemaError
+
+    client = RegistryClient(RegistryAccess(registry))
+    with pytest.raises(UnusableSchemaError, match=r"schema 3 cannot be used: it imports 'common/place.proto'"):
+        client.protobuf(3)
+    with pytest.raises(UnusableSchemaError, match=r"schema 4 cannot be used: .*schema_4.proto:1:"):
+        client.protobuf(4)
+    with pytest.raises(UnknownSchemaError):
+        client.protobuf(1)  # an Avro schema's id
 
 
 def test_server_errors_are_waited_out_and_a_registry_down_too_long_fails_the_batch(registry):

@@ -116,6 +116,20 @@ def test_payload_field_may_not_shadow_tidemark_columns(tmp_path):
         _load(tmp_path, document)
 
 
+def test_a_registry_format_needs_a_registry_and_a_field_path_is_names_joined_by_dots(tmp_path):
+    document = _shipped()
+    payload = document["streams"]["telemetry"]["payload"]
+    payload["format"] = "protobuf"
+    with pytest.raises(StreamConfigError, match=r"payload\.registry_url: format protobuf reads each record's writer"):
+        _load(tmp_path, document)
+    payload["registry_url"] = "http://127.0.0.1:19480/apis/ccompat/v7"
+    payload["fields"]["site"] = {"type": "string", "path": "place.site"}
+    assert _load(tmp_path, document)["telemetry"].payload.fields[-1].path == "place.site"
+    payload["fields"]["site"]["path"] = "place..site"
+    with pytest.raises(StreamConfigError, match=r"payload\.fields\.site\.path: 'place\.\.site' is not names joined"):
+        _load(tmp_path, document)
+
+
 def test_unknown_stream_lists_the_configured_ones():
     with pytest.raises(StreamConfigError, match="no stream named 'clicks'; configured streams: rides, telemetry"):
         load_stream(REPO / "conf" / "streams.yaml", "clicks", ENV)
