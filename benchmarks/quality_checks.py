@@ -290,6 +290,7 @@ def _synthesise(spark, stream, hour_ms, now_ms, records, partitions, range_recor
         "log_timestamp": event_time,
         "event_time": event_time,
         "record_key": F.encode(F.concat(F.lit("device-"), (F.col("id") % 500).cast("string")), "UTF-8"),
+        "record_headers": F.lit(None),
         "device_id": F.concat(F.lit("device-"), (F.col("id") % 500).cast("string")),
         "lat": F.lit(52.37),
         "lon": F.lit(4.89),

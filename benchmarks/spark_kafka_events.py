@@ -74,6 +74,7 @@ def events_from_kafka_rows(kafka_rows, payload: PayloadSchema, batch_id):
         "log_timestamp": F.col("timestamp"),
         "event_time": event_time,
         "record_key": F.col("key"),
+        "record_headers": F.lit(None),
         **{field.name: F.col(f"payload.`{field.name}`") for field in payload.fields},
         "batch_id": F.col("batch_id"),
         "event_date": F.to_date(event_time),

@@ -43,6 +43,8 @@ class RawRecord:
     timestamp_ms: int
     key: bytes | None
     value: bytes | None
+    # Kafka's record headers as the producer wrote them; None when the record has none.
+    headers: tuple[tuple[str, bytes | None], ...] | None = None
 
     @property
     def position(self) -> int:
@@ -469,8 +471,15 @@ def read_ranges(
                     del todo[partition]  # the readable end, or the range's: the rest holds no record of it
                     continue
                 offset = message.offset()
+                headers = message.headers()
                 received.setdefault(partition, []).append(
-                    RawRecord(offset, message.timestamp()[1], message.key(), message.value())
+                    RawRecord(
+                        offset,
+                        message.timestamp()[1],
+                        message.key(),
+                        message.value(),
+                        tuple(headers) if headers else None,
+                    )
                 )
                 next_offsets[partition] = offset + 1
                 if end is not None and offset + 1 >= end:

@@ -115,6 +115,11 @@ class KinesisRecord:
     def value(self) -> bytes:
         return self.data
 
+    @property
+    def headers(self) -> None:
+        """Kinesis records carry no headers."""
+        return None
+
 
 def kinesis_client(
     region: str, endpoint: str | None = None, max_workers: int = 16, *, environ: Mapping[str, str] | None = None

@@ -53,11 +53,11 @@ class RegistryClient:
         self._patience_s = patience_s
         self._sleep = sleep
         self._clock = clock
-        self._parsed: dict[int, Any] = {}
+        self._parsed: dict[int | str, Any] = {}
         self._lock = threading.Lock()
         self.asked = 0  # requests made: what the cache saves is visible
 
-    def avro(self, schema_id: int) -> Any:
+    def avro(self, schema_id: int | str) -> Any:
         """The parsed Avro writer schema ``schema_id``. Raises UnknownSchemaError or
         RegistryUnavailableError (tidemark.writer_schemas)."""
         with self._lock:
@@ -73,7 +73,7 @@ class RegistryClient:
             self._parsed[schema_id] = parsed
         return parsed
 
-    def protobuf(self, schema_id: int) -> Any:
+    def protobuf(self, schema_id: int | str) -> Any:
         """The Protobuf writer schema ``schema_id`` (tidemark.protobuf_schemas.ProtobufSchema), its
         references fetched and compiled first. Raises UnknownSchemaError (UnusableSchemaError
         when it or a reference does not compile, or a reference is missing) or
@@ -100,7 +100,7 @@ class RegistryClient:
             self._parsed[schema_id] = parsed
         return parsed
 
-    def _references(self, schema_id: int, references: list[dict], files: dict, depth: int) -> list:
+    def _references(self, schema_id: int | str, references: list[dict], files: dict, depth: int) -> list:
         """The files ``references`` name, compiled (each after its own references), added to
         ``files`` (by name, in import order) and returned."""
         from tidemark.protobuf_schemas import file_descriptor
@@ -125,8 +125,11 @@ class RegistryClient:
             compiled.append(files[name])
         return compiled
 
-    def _schema(self, schema_id: int, query: str = "") -> dict:
-        return self._get(f"schemas/ids/{schema_id}{query}", f"schema {schema_id}")
+    def _schema(self, schema_id: int | str, query: str = "") -> dict:
+        """The registry's answer for a schema by id, or by GUID (a record header's, Confluent's
+        ``GET /schemas/guids/<guid>``)."""
+        kind = "guids" if isinstance(schema_id, str) else "ids"
+        return self._get(f"schemas/{kind}/{schema_id}{query}", f"schema {schema_id}")
 
     def _get(self, path: str, what: str) -> dict:
         """The registry's JSON answer at ``path``; UnknownSchemaError(…) for a 404 (``what`` names
@@ -160,9 +163,11 @@ class RegistryClient:
             pause = min(pause * 2, 5.0)
 
 
-def _asked_id(path: str) -> int:
-    """The schema id a 404's path asked for (-1 for a subject's version: the caller names it)."""
+def _asked_id(path: str) -> int | str:
+    """The schema id (or GUID) a 404's path asked for (-1 for a subject's version: the caller names it)."""
     head = path.split("?")[0]
+    if head.startswith("schemas/guids/"):
+        return head.rsplit("/", 1)[1]
     return int(head.rsplit("/", 1)[1]) if head.startswith("schemas/ids/") else -1
 
 

@@ -16,21 +16,24 @@ from __future__ import annotations
 
 import io
 
-from tidemark.registry_framing import Framed, unframe
+from tidemark.registry_framing import VALUE_SCHEMA_HEADER, Framed, unframe
 from tidemark.writer_schemas import UnknownSchemaError, WriterSchemas
 
 
 class AvroDocuments:
     """Turns one framed Avro value into ``(document, None)`` or ``(None, (reason, detail))``."""
 
-    def __init__(self, writer_schemas: WriterSchemas):
+    def __init__(self, writer_schemas: WriterSchemas, header_key: str = VALUE_SCHEMA_HEADER):
+        """``header_key``: the header that may name the schema (the key's: ``__key_schema_id``)."""
         from fastavro import schemaless_reader
 
         self._schemas = writer_schemas
+        self._header_key = header_key
         self._read = schemaless_reader  # imported once: a per-record import costs a tenth of the decode
 
-    def __call__(self, value: bytes) -> tuple[dict | None, tuple[str, str] | None]:
-        framed = unframe(value)
+    def __call__(self, value: bytes, headers=None) -> tuple[dict | None, tuple[str, str] | None]:
+        """``headers``: the record's (key, value) pairs, where a schema header may name the schema."""
+        framed = unframe(value, headers, self._header_key)
         if not isinstance(framed, Framed):
             return None, (framed.reason, framed.detail)
         try:

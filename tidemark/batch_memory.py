@@ -71,7 +71,7 @@ class BatchMemoryError(ValueError):
 def record_bytes(payload: RowShape) -> int:
     """Estimated bytes one decoded record takes in a cached batch."""
     return _FIXED_ROW_BYTES + sum(
-        _STRING_FIELD_BYTES if field.type == "string" else _NUMBER_FIELD_BYTES for field in payload.fields
+        _STRING_FIELD_BYTES if field.type == "string" else _NUMBER_FIELD_BYTES for field in payload.columns
     )
 
 

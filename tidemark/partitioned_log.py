@@ -83,12 +83,15 @@ class PartitionView:
 @dataclass(frozen=True)
 class LogRecord:
     """One data record as every log gives it: its position, its log timestamp (ms, UTC: Kafka's
-    record timestamp, Kinesis's ApproximateArrivalTimestamp), its key and its bytes."""
+    record timestamp, Kinesis's ApproximateArrivalTimestamp), its key, its bytes and its headers
+    (Kafka's, in the order the producer wrote them, a key may repeat; None: the log has none, as
+    Kinesis)."""
 
     position: int
     timestamp_ms: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] | None = None
 
 
 @dataclass(frozen=True)

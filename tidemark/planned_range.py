@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.source_state import PartitionState, SourceState
 
+# A record's headers, as Spark's Kafka source gives them (includeHeaders): in the order written,
+# a key may repeat, a value may be null.
+HEADERS_SQL_TYPE = "ARRAY<STRUCT<key: STRING, value: BINARY>>"
+
 
 def raw_record_schema(positions: PositionType = KAFKA_OFFSETS) -> str:
     """The raw rows' DDL; ``source_offset``, ``range_end`` and ``log_end_offset`` are positions
@@ -28,7 +32,7 @@ def raw_record_schema(positions: PositionType = KAFKA_OFFSETS) -> str:
     position = positions.sql_type
     return (
         f"row_kind STRING, source_partition INT, source_offset {position}, log_timestamp_ms BIGINT, "
-        f"record_key BINARY, value BINARY, range_end {position}, log_end_offset {position}, read_time_ms BIGINT, "
+        f"record_key BINARY, record_headers {HEADERS_SQL_TYPE}, value BINARY, range_end {position}, log_end_offset {position}, read_time_ms BIGINT, "
         "planned_range STRING, step_counts STRING, step_id BIGINT, global_watermark_ms BIGINT"
     )
 

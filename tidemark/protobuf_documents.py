@@ -25,7 +25,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tidemark.registry_framing import Framed, Unframed, message_indexes, unframe
+from tidemark.registry_framing import VALUE_SCHEMA_HEADER, Framed, Unframed, message_indexes, unframe
 from tidemark.writer_schemas import UnknownSchemaError, UnusableSchemaError, WriterSchemas
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -38,18 +38,26 @@ _WRAPPERS = frozenset(
 class ProtobufDocuments:
     """Turns one framed Protobuf value into ``(document, None)`` or ``(None, (reason, detail))``."""
 
-    def __init__(self, writer_schemas: WriterSchemas):
+    def __init__(self, writer_schemas: WriterSchemas, header_key: str = VALUE_SCHEMA_HEADER):
+        """``header_key``: the header that may name the schema (the key's: ``__key_schema_id``)."""
         self._schemas = writer_schemas
+        self._header_key = header_key
         self._converters: dict[Any, Callable[[Any], dict]] = {}
 
-    def __call__(self, value: bytes) -> tuple[dict | None, tuple[str, str] | None]:
-        framed = unframe(value)
+    def __call__(self, value: bytes, headers=None) -> tuple[dict | None, tuple[str, str] | None]:
+        """``headers``: the record's (key, value) pairs, where a schema header may name the schema
+        (and then carries the message indexes too)."""
+        framed = unframe(value, headers, self._header_key)
         if not isinstance(framed, Framed):
             return None, (framed.reason, framed.detail)
-        path = message_indexes(framed.body)
+        path = message_indexes(framed.body if framed.header_rest is None else framed.header_rest)
         if isinstance(path, Unframed):
             return None, (path.reason, path.detail)
         indexes, body = path
+        if framed.header_rest is not None:
+            if body:
+                return None, ("malformed_protobuf", f"the schema header holds {len(body)} bytes after its indexes")
+            body = framed.body
         try:
             schema = self._schemas.protobuf(framed.schema_id)
         except UnusableSchemaError as error:

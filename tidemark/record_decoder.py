@@ -28,8 +28,9 @@ from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.stream_config import PayloadSchema
 from tidemark.writer_schemas import RegistryUnavailableError
 
-# A value's document, or why it has none: (document, None) or (None, (reason, detail)).
-Documents = Callable[[bytes], "tuple[Any, tuple[str, str] | None]"]
+# A value's document, or why it has none: (document, None) or (None, (reason, detail)); called
+# with the value and the record's headers ((key, value) pairs, or None).
+Documents = Callable[[bytes, Any], "tuple[Any, tuple[str, str] | None]"]
 
 
 class RejectReason:
@@ -58,6 +59,9 @@ class RejectReason:
     # fields it does not declare; a registered schema protoc cannot compile.
     MALFORMED_PROTOBUF = "malformed_protobuf"
     UNUSABLE_SCHEMA = "unusable_schema"
+    # A key that does not decode (for a stream with key_fields) takes the key's own reason with
+    # this prefix: key_malformed_json, key_unknown_schema_id...
+    KEY_PREFIX = "key_"
 
 
 @dataclass(frozen=True)
@@ -90,25 +94,34 @@ class RecordDecoder:
     that are not over.
     """
 
-    def __init__(self, schema: PayloadSchema, max_future_skew_ms: int, documents: Documents | None = None):
-        """``documents``: how a value becomes a document (default: a JSON object, ``json_documents``)."""
+    def __init__(
+        self,
+        schema: PayloadSchema,
+        max_future_skew_ms: int,
+        documents: Documents | None = None,
+        key_documents: Documents | None = None,
+    ):
+        """``documents``: how a value becomes a document (default: a JSON object, ``json_documents``);
+        ``key_documents``: how the key does, for a schema with ``key_fields`` (default: JSON)."""
         self._schema = schema
         self._max_future_skew_ms = max_future_skew_ms
         self._documents = documents or json_documents
-        self._checkers = [
-            (field.name, tuple(field.path.split(".")) if field.path else None, field.required, _TYPE_CHECKS[field.type])
-            for field in schema.fields
-        ]
+        self._key_documents = key_documents or json_documents
+        self._checkers = _checkers(schema.fields)
+        self._key_checkers = _checkers(schema.key_fields)
 
-    def decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
-        """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC).
+    def decode(self, value: bytes | None, read_time_ms: int, headers=None, key: bytes | None = None):
+        """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC); ``headers``
+        its (key, value) pairs, where a registry serializer may have put the schema's id; ``key``
+        its key, decoded into the key fields when the schema declares any. Returns a
+        DecodedEvent or a Rejection.
 
         Never raises for anything a record can hold: one record the rules did not foresee must
         cost that record a quarantine row, not halt every partition of the stream on every
         restart (each restart replays the same batch).
         """
         try:
-            return self._decode(value, read_time_ms)
+            return self._decode(value, read_time_ms, headers, key)
         except RegistryUnavailableError:
             raise  # not the record's fault: the batch fails and is retried
         except RecursionError:
@@ -120,7 +133,7 @@ class RecordDecoder:
                 RejectReason.UNDECODABLE, f"the decoder failed on this record: {type(error).__name__}: {error}"[:500]
             )
 
-    def _decode(self, value: bytes | None, read_time_ms: int) -> DecodedEvent | Rejection:
+    def _decode(self, value: bytes | None, read_time_ms: int, headers, key) -> DecodedEvent | Rejection:
         if value is None:
             return Rejection(
                 RejectReason.EMPTY_VALUE,
@@ -133,7 +146,7 @@ class RecordDecoder:
                 RejectReason.OVERSIZED,
                 f"the value is {len(value)} bytes, more than max_record_bytes {self._schema.max_record_bytes}",
             )
-        document, refused = self._documents(value)
+        document, refused = self._documents(value, headers)
         if refused is not None:
             return Rejection(*refused)
 
@@ -148,23 +161,43 @@ class RecordDecoder:
             )
 
         values: dict[str, Any] = {}
-        for name, path, required, check in self._checkers:
+        refused = self._typed(document, self._checkers, values, "field")
+        if refused is not None:
+            return refused
+        if self._key_checkers:
+            key_document, key_refused = self._key_documents(key, headers) if key else ({}, None)
+            if key_refused is not None:
+                reason, detail = key_refused
+                return Rejection(RejectReason.KEY_PREFIX + reason, f"the record's key: {detail}")
+            if not isinstance(key_document, dict):
+                return Rejection(
+                    RejectReason.KEY_PREFIX + RejectReason.NOT_AN_OBJECT,
+                    f"the record's key is a {_json_kind(key_document)}, not an object",
+                )
+            refused = self._typed(key_document, self._key_checkers, values, "key field")
+            if refused is not None:
+                return refused
+        return DecodedEvent(event_time, values)
+
+    @staticmethod
+    def _typed(document: dict, checkers: list, values: dict[str, Any], what: str) -> Rejection | None:
+        """Each checker's field of ``document`` typed into ``values``, or why the record is refused."""
+        for name, path, required, check, expected in checkers:
             raw = document.get(name) if path is None else _at_path(document, path)
             if raw is None:
                 if required:
                     where = name if path is None else ".".join(path)
-                    return Rejection(RejectReason.MISSING_FIELD, f"required field {where!r} is missing or null")
+                    return Rejection(RejectReason.MISSING_FIELD, f"required {what} {where!r} is missing or null")
                 values[name] = None
                 continue
             typed = check(raw)
             if typed is _WRONG:
-                expected = next(f.type for f in self._schema.fields if f.name == name)
                 return Rejection(
                     RejectReason.WRONG_TYPE,
-                    f"field {name!r} must be {expected}, got {_json_kind(raw)} {_preview(raw)}",
+                    f"{what} {name!r} must be {expected}, got {_json_kind(raw)} {_preview(raw)}",
                 )
             values[name] = typed
-        return DecodedEvent(event_time, values)
+        return None
 
     def _event_time_ms(self, document: dict) -> int | Rejection:
         field = self._schema.event_time_field
@@ -193,6 +226,20 @@ class RecordDecoder:
         return event_time
 
 
+def _checkers(fields) -> list:
+    """(name, path or None, required, type check, type name) per declared field."""
+    return [
+        (
+            field.name,
+            tuple(field.path.split(".")) if field.path else None,
+            field.required,
+            _TYPE_CHECKS[field.type],
+            field.type,
+        )
+        for field in fields
+    ]
+
+
 def _at_path(document: dict, path: tuple[str, ...]) -> Any:
     """The value at ``path`` (names into nested objects), None when a step is missing or not an object."""
     value: Any = document
@@ -203,7 +250,7 @@ def _at_path(document: dict, path: tuple[str, ...]) -> Any:
     return value
 
 
-def json_documents(value: bytes) -> tuple[Any, tuple[str, str] | None]:
+def json_documents(value: bytes, headers=None) -> tuple[Any, tuple[str, str] | None]:
     """A JSON object value's document, or why it is none."""
     try:
         document = parse_json(value)

@@ -4,6 +4,11 @@
     bytes 1..4    the writer schema's id in the registry, a big-endian unsigned int
     bytes 5..     the encoded record (Avro binary; Protobuf puts message indexes first)
 
+A newer serializer may carry the schema in a record header instead (``__value_schema_id``, or
+``__key_schema_id`` for a key): magic byte 1 and the schema's 16-byte GUID (or magic byte 0 and
+the 4-byte id), then, for Protobuf, the message indexes; the value is then the encoded record
+alone. When the header is there it is read first, as confluent-kafka's deserializers do.
+
 Protobuf's body starts with the path of the message type in the schema's file: a count, then
 that many indexes (each a zig-zag varint), 0 alone meaning the file's first message, [0]
 (``message_indexes``).
@@ -16,18 +21,26 @@ Both are the record's fault, so both are quarantined with their own reason.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MAGIC_BYTE = 0
+GUID_MAGIC_BYTE = 1
 PREFIX_BYTES = 5
+VALUE_SCHEMA_HEADER = "__value_schema_id"
+KEY_SCHEMA_HEADER = "__key_schema_id"
 
 
 @dataclass(frozen=True)
 class Framed:
-    """A framed value: the writer schema's id and the encoded record after the prefix."""
+    """A framed value: the writer schema's id (an int, or a GUID's text when a header named the
+    schema by GUID) and the encoded record. ``header_rest``: when the schema came from a header,
+    what followed the id there (Protobuf's message indexes), else None."""
 
-    schema_id: int
+    schema_id: int | str
     body: bytes
+    header_rest: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -38,8 +51,14 @@ class Unframed:
     detail: str
 
 
-def unframe(value: bytes) -> Framed | Unframed:
-    """The schema id and encoded record of ``value`` (non-empty), or why there are none."""
+def unframe(
+    value: bytes, headers: Sequence[tuple[str, bytes | None]] | None = None, header_key: str = VALUE_SCHEMA_HEADER
+) -> Framed | Unframed:
+    """The schema id and encoded record of ``value`` (non-empty), or why there are none; the
+    schema header ``header_key`` among ``headers`` first, when the record has it."""
+    for key, header in headers or ():
+        if key == header_key:
+            return _from_header(value, header or b"", header_key)
     if value[0] != MAGIC_BYTE:
         return Unframed(
             "not_registry_framed",
@@ -51,6 +70,21 @@ def unframe(value: bytes) -> Framed | Unframed:
             "truncated", f"the value is {len(value)} bytes, shorter than the registry's {PREFIX_BYTES}-byte prefix"
         )
     return Framed(int.from_bytes(value[1:PREFIX_BYTES], "big"), value[PREFIX_BYTES:])
+
+
+def _from_header(value: bytes, header: bytes, header_key: str) -> Framed | Unframed:
+    if header[:1] == bytes([GUID_MAGIC_BYTE]):
+        if len(header) < 17:
+            return Unframed("truncated", f"the {header_key} header is {len(header)} bytes, shorter than a GUID's 17")
+        return Framed(str(uuid.UUID(bytes=header[1:17])), value, header[17:])
+    if header[:1] == bytes([MAGIC_BYTE]):
+        if len(header) < PREFIX_BYTES:
+            return Unframed("truncated", f"the {header_key} header is {len(header)} bytes, shorter than an id's 5")
+        return Framed(int.from_bytes(header[1:PREFIX_BYTES], "big"), value, header[PREFIX_BYTES:])
+    return Unframed(
+        "not_registry_framed",
+        f"the {header_key} header starts with {header[:1].hex() or 'nothing'}, not magic byte 0 or 1",
+    )
 
 
 # More nesting than any schema has: a count past it is a corrupted record, not a path to follow.

@@ -43,10 +43,13 @@ from tidemark.stall_rules import StallRules
 FieldType = Literal["string", "double", "long", "int", "boolean"]
 EventTimeFormat = Literal["iso8601", "epoch_millis"]
 PayloadFormat = Literal["json", "avro", "protobuf"]
+KeyFormat = Literal["none", "json", "avro", "protobuf"]
 StartingOffsets = Literal["earliest", "latest"]
 StartingPosition = Literal["trim_horizon", "latest"]
 PersistMode = Literal["available_now", "continuous"]
 FIELD_TYPES: tuple[str, ...] = get_args(FieldType)
+# The formats whose writer schema a registry holds.
+REGISTRY_FORMATS = ("avro", "protobuf")
 EVENT_TIME_FORMATS: tuple[str, ...] = get_args(EventTimeFormat)
 STARTING_OFFSETS: tuple[str, ...] = get_args(StartingOffsets)
 STARTING_POSITIONS: tuple[str, ...] = get_args(StartingPosition)
@@ -62,6 +65,7 @@ RESERVED_COLUMNS = frozenset(
         "event_date",
         "event_hour",
         "record_key",
+        "record_headers",
         "step_id",
         # The name step_id had before issue 26: a lake written then still holds it underneath.
         "batch_id",
@@ -139,17 +143,43 @@ class PayloadSchema(_Section):
     # How long a worker waits for a registry that does not answer (or answers 5xx) before its
     # batch fails; it is retried, and no record is quarantined for it.
     registry_patience_ms: PositiveMilliseconds = msgspec.field(default=60_000, name="registry_patience")
+    # How the record key is decoded into key_fields: none keeps it as bytes in record_key only;
+    # json, avro or protobuf decode it as a value of that format is (avro and protobuf through
+    # registry_url, the schema id in the key's prefix or its __key_schema_id header).
+    key_format: KeyFormat = "none"
+    # Typed fields of the decoded key, declared as fields are; each becomes a column after them.
+    key_fields: tuple[PayloadField, ...] = ()
+
+    @property
+    def columns(self) -> tuple[PayloadField, ...]:
+        """Every column the payload fills: the value's fields, then the key's."""
+        return self.fields + self.key_fields
+
+    @property
+    def reads_registry(self) -> bool:
+        return self.format in REGISTRY_FORMATS or self.key_format in REGISTRY_FORMATS
 
     def __post_init__(self):
-        if self.format != "json" and not self.registry_url:
-            raise ConfigRuleError(
-                "registry_url", f"format {self.format} reads each record's writer schema from a registry: name its URL"
-            )
-        if self.format == "json" and (self.registry_url or self.registry_conn_id):
+        for key, kind in (("format", self.format), ("key_format", self.key_format)):
+            if kind in REGISTRY_FORMATS and not self.registry_url:
+                raise ConfigRuleError(
+                    "registry_url", f"{key} {kind} reads each record's writer schema from a registry: name its URL"
+                )
+        if not self.reads_registry and (self.registry_url or self.registry_conn_id):
             key = "registry_url" if self.registry_url else "registry_conn_id"
             raise ConfigRuleError(
                 key, "only formats avro and protobuf read a registry; remove it or set format: avro or protobuf"
             )
+        if self.key_format == "none" and self.key_fields:
+            raise ConfigRuleError("key_fields", "the key is not decoded: set key_format (json, avro or protobuf)")
+        if self.key_format != "none" and not self.key_fields:
+            raise ConfigRuleError("key_fields", f"key_format {self.key_format} decodes the key: declare its fields")
+        value_names = {field.name for field in self.fields} | {self.event_time_field}
+        for field in self.key_fields:
+            if field.name in value_names:
+                raise ConfigRuleError(
+                    f"key_fields.{field.name}", "a column of that name comes from the value already: rename one"
+                )
         if self.registry_url:
             from urllib.parse import urlsplit
 

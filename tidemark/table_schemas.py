@@ -11,6 +11,7 @@ Kafka stream's columns; the functions take the position type.
 """
 
 from tidemark.log_position import KAFKA_OFFSETS, PositionType
+from tidemark.planned_range import HEADERS_SQL_TYPE
 from tidemark.stream_config import PayloadSchema
 
 _PAYLOAD_SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
@@ -28,8 +29,8 @@ def events_columns(payload: PayloadSchema, positions: PositionType = KAFKA_OFFSE
     """One row per persisted record; partitioned by event_date, event_hour (UTC)."""
     return (
         _record_identity(positions)
-        + [("event_time", "TIMESTAMP"), ("record_key", "BINARY")]
-        + [(field.name, _PAYLOAD_SQL_TYPES[field.type]) for field in payload.fields]
+        + [("event_time", "TIMESTAMP"), ("record_key", "BINARY"), ("record_headers", HEADERS_SQL_TYPE)]
+        + [(field.name, _PAYLOAD_SQL_TYPES[field.type]) for field in payload.columns]
         + [("step_id", "BIGINT"), ("event_date", "DATE"), ("event_hour", "INT")]
     )
 
@@ -54,6 +55,8 @@ def quarantine_columns(positions: PositionType = KAFKA_OFFSETS) -> list[tuple[st
 
 _QUARANTINE_DETAIL = [
     ("record_key", "BINARY"),
+    # Kafka's record headers (trace ids, producer names, schema ids); null on Kinesis, which has none.
+    ("record_headers", HEADERS_SQL_TYPE),
     ("raw_value", "BINARY"),  # the bytes exactly as read, so the record can be repaired and replayed
     ("reason", "STRING"),  # a tidemark.record_decoder.RejectReason code
     ("detail", "STRING"),

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 class UnknownSchemaError(LookupError):
     """The registry answered that it has no schema with this id."""
 
-    def __init__(self, schema_id: int):
-        super().__init__(f"the registry has no schema with id {schema_id}")
+    def __init__(self, schema_id: int | str):
+        super().__init__(f"the registry has no schema with {_named(schema_id)}")
         self.schema_id = schema_id
 
 
@@ -24,9 +24,14 @@ class UnusableSchemaError(UnknownSchemaError):
     """The registry has the schema, but it cannot be read (a Protobuf schema protoc refuses, an
     import it names that the registry does not have): the record that names it is quarantined."""
 
-    def __init__(self, schema_id: int, why: str):
+    def __init__(self, schema_id: int | str, why: str):
         LookupError.__init__(self, f"the registry's schema {schema_id} cannot be used: {why}")
         self.schema_id = schema_id
+
+
+def _named(schema_id: int | str) -> str:
+    """How a message names a schema: by id (an int) or by GUID (its text, from a schema header)."""
+    return f"GUID {schema_id}" if isinstance(schema_id, str) else f"id {schema_id}"
 
 
 class RegistryUnavailableError(RuntimeError):
@@ -35,11 +40,12 @@ class RegistryUnavailableError(RuntimeError):
 
 
 class WriterSchemas(Protocol):
-    def avro(self, schema_id: int) -> Any:
-        """The parsed Avro writer schema (fastavro.parse_schema) registered under ``schema_id``.
+    def avro(self, schema_id: int | str) -> Any:
+        """The parsed Avro writer schema (fastavro.parse_schema) registered under ``schema_id``
+        (an id, or a GUID's text when a record header named it).
         Raises UnknownSchemaError or RegistryUnavailableError."""
 
-    def protobuf(self, schema_id: int) -> Any:
+    def protobuf(self, schema_id: int | str) -> Any:
         """The Protobuf writer schema (tidemark.protobuf_schemas.ProtobufSchema) registered under
         ``schema_id``, its imports resolved. Raises UnknownSchemaError (UnusableSchemaError for a
         schema that does not compile) or RegistryUnavailableError."""

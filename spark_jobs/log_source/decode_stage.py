@@ -72,31 +72,34 @@ class DecodeSpec:
     def schema(self) -> str:
         """DDL of the decoded rows: the raw columns, then routed_under_ms, event_time_ms, route,
         reject_reason, reject_detail and one column per payload field."""
-        decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.fields)]
+        decoded = [*_DECODED_COLUMNS, *((field.name, _SQL_TYPES[field.type]) for field in self.payload.columns)]
         return f"{raw_record_schema(self.positions)}, {ddl(decoded)}"
 
     def decoder(self) -> BatchDecoder:
         return BatchDecoder(self)
 
 
-def payload_documents(payload: PayloadSchema):
-    """How this stream's values become documents: None for JSON (the decoder's own), else the
-    Avro or Protobuf step with this worker's registry client (its schema cache lasts as long as
-    the worker)."""
-    if payload.format == "json":
+def payload_documents(payload: PayloadSchema, of_key: bool = False):
+    """How this stream's values (``of_key``: keys) become documents: None for JSON (the
+    decoder's own), else the Avro or Protobuf step with this worker's registry client (its
+    schema cache lasts as long as the worker)."""
+    kind = payload.key_format if of_key else payload.format
+    if kind in ("json", "none"):
         return None
     from connectors.schema_registry_client import registry_client
     from tidemark.registry_access import RegistryAccess
+    from tidemark.registry_framing import KEY_SCHEMA_HEADER, VALUE_SCHEMA_HEADER
 
     access = RegistryAccess.of(payload.registry_url, payload.registry_conn_id)  # this worker's environment
     client = registry_client(access, payload.registry_patience_ms / 1000)
-    if payload.format == "protobuf":
+    header = KEY_SCHEMA_HEADER if of_key else VALUE_SCHEMA_HEADER
+    if kind == "protobuf":
         from tidemark.protobuf_documents import ProtobufDocuments
 
-        return ProtobufDocuments(client)
+        return ProtobufDocuments(client, header)
     from tidemark.avro_documents import AvroDocuments
 
-    return AvroDocuments(client)
+    return AvroDocuments(client, header)
 
 
 class BatchDecoder:
@@ -106,13 +109,19 @@ class BatchDecoder:
     def __init__(self, spec: DecodeSpec):
         import pyarrow as pa
 
-        self._decoder = RecordDecoder(spec.payload, spec.max_future_skew_ms, payload_documents(spec.payload))
+        payload = spec.payload
+        self._decoder = RecordDecoder(
+            payload, spec.max_future_skew_ms, payload_documents(payload), payload_documents(payload, of_key=True)
+        )
+        # A registry format may find the schema's id in a header; JSON never reads them.
+        self._reads_headers = payload.reads_registry
+        self._reads_keys = bool(payload.key_fields)
         self._lateness = LatenessClassifier(spec.allowed_lateness_ms)
         self._routing = LiveRouting(spec.live_routing) if spec.live_routing else None
         self._counter = StepCounter()
-        self._field_names = [field.name for field in spec.payload.fields]
+        self._field_names = [field.name for field in spec.payload.columns]
         self._output_types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string()] + [
-            getattr(pa, _ARROW_TYPES[field.type])() for field in spec.payload.fields
+            getattr(pa, _ARROW_TYPES[field.type])() for field in spec.payload.columns
         ]
 
     def step_counts(self) -> list:
@@ -134,10 +143,12 @@ class BatchDecoder:
                 live = self._routing.global_watermark_at(partition, offset) if kinds[row] == RECORD_ROW else None
                 if live is not None:
                     routed_under[row] = live
+        headers = _header_pairs(batch) if self._reads_headers else [None] * len(kinds)
+        keys = batch.column("record_key").to_pylist() if self._reads_keys else [None] * len(kinds)
         kept_values, event_times, routes, reasons, details = [], [], [], [], []
         payload_columns = [[] for _ in self._field_names]
         for row, (kind, value, read_time) in enumerate(zip(kinds, values, read_times)):
-            result = self._decoder.decode(value, read_time) if kind == RECORD_ROW else None
+            result = self._decoder.decode(value, read_time, headers[row], keys[row]) if kind == RECORD_ROW else None
             if result is None or isinstance(result, Rejection):
                 kept_values.append(value)
                 event_times.append(None)
@@ -165,3 +176,11 @@ class BatchDecoder:
         arrays = raw_columns + [pa.array(c, t) for c, t in zip(new_columns, self._output_types)]
         names = list(batch.schema.names) + [name for name, _ in _DECODED_COLUMNS] + self._field_names
         return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _header_pairs(batch) -> list:
+    """Each row's headers as (key, value) pairs (None for a row without)."""
+    return [
+        None if row is None else [(header["key"], header["value"]) for header in row]
+        for row in batch.column("record_headers").to_pylist()
+    ]

@@ -34,6 +34,11 @@ class PartitionRange:
     planned_range: str
 
 
+def headers_arrow_type(pa):
+    """tidemark.planned_range.HEADERS_SQL_TYPE as Arrow."""
+    return pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
 def raw_arrow_schema(pa, position):
     """tidemark.planned_range.raw_record_schema as Arrow, its three position columns of Arrow type
     ``position`` (Kafka: int64 offsets; Kinesis: string sequence keys)."""
@@ -44,6 +49,7 @@ def raw_arrow_schema(pa, position):
             ("source_offset", position),
             ("log_timestamp_ms", pa.int64()),
             ("record_key", pa.binary()),
+            ("record_headers", headers_arrow_type(pa)),
             ("value", pa.binary()),
             ("range_end", position),
             ("log_end_offset", position),

@@ -69,6 +69,7 @@ def record_batch(pa, positions: PositionType, partition: PartitionRange, planned
             position_column,
             pa.array([r.timestamp_ms for r in records], pa.int64()),
             pa.array([r.key for r in records], pa.binary()),
+            _headers_column(pa, records, schema.field("record_headers").type),
             pa.array([r.value for r in records], pa.binary()),
             pa.array([positions.to_column(partition.end)] * count, position_type),
             pa.array([positions.to_column(partition.log_end)] * count, position_type),
@@ -79,4 +80,14 @@ def record_batch(pa, positions: PositionType, partition: PartitionRange, planned
             pa.array([step.global_watermark_ms for step in steps], pa.int64()).take(which),
         ],
         schema=schema,
+    )
+
+
+def _headers_column(pa, records, headers_type):
+    """The records' headers as Arrow (null for a record without, and for every Kinesis record)."""
+    headers = [r.headers for r in records]
+    if not any(headers):
+        return pa.nulls(len(records), headers_type)
+    return pa.array(
+        [None if h is None else [{"key": key, "value": value} for key, value in h] for h in headers], headers_type
     )

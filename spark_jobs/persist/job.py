@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
         stream.source.connection().access()  # the log's credentials or security settings, before any work
-        if stream.payload.format != "json":  # and the registry's login, where the stream names one
+        if stream.payload.reads_registry:  # and the registry's login, where the stream names one
             RegistryAccess.of(stream.payload.registry_url, stream.payload.registry_conn_id)
     except KafkaAccessError as error:  # it names the connection and the variable, not the stream
         print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)

@@ -58,21 +58,23 @@ def telemetry_value(device: str, event_time_ms: int, battery: int = 50) -> bytes
     return json.dumps({"device_id": device, "event_time": iso, "lat": 52.0, "lon": 4.9, "battery": battery}).encode()
 
 
-def produce(
-    bootstrap: str, topic: str, records: list[tuple[int, bytes | None, int]], security: dict | None = None
-) -> dict[int, int]:
-    """Produce (partition, value, timestamp_ms) records; returns records produced per partition.
-    ``security``: the librdkafka settings of a secured listener."""
+def produce(bootstrap: str, topic: str, records: list[tuple], security: dict | None = None) -> dict[int, int]:
+    """Produce (partition, value, timestamp_ms) records, or (partition, value, timestamp_ms, key,
+    headers); returns records produced per partition. ``security``: the librdkafka settings of a
+    secured listener."""
     from confluent_kafka import Producer
 
     producer = Producer(
         {**(security or {}), "bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}
     )
     counts: dict[int, int] = {}
-    for partition, value, timestamp_ms in records:
+    for partition, value, timestamp_ms, *keyed in records:
+        key, headers = (*keyed, None, None)[:2]
         while True:
             try:
-                producer.produce(topic, value=value, partition=partition, timestamp=timestamp_ms)
+                producer.produce(
+                    topic, value=value, key=key, headers=headers, partition=partition, timestamp=timestamp_ms
+                )
                 break
             except BufferError:
                 producer.poll(0.1)

@@ -14,7 +14,7 @@ import pytest
 from harness.persist_job import REPO
 from spark_jobs.lake.tables import LakeTables
 from tidemark.stream_config import load_stream
-from tidemark.table_schemas import LEDGER_COLUMNS, SEALS_COLUMNS, ddl
+from tidemark.table_schemas import LEDGER_COLUMNS, QUARANTINE_COLUMNS, SEALS_COLUMNS, ddl
 
 pytestmark = pytest.mark.integration
 
@@ -51,10 +51,17 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
         stream.table_path("seals")
     )
 
+    # A quarantine from before issue 39: no record_headers.
+    old_quarantine = [(n, t) for n, t in QUARANTINE_COLUMNS if n != "record_headers"]
+    spark.createDataFrame(
+        [tuple({"source_partition": 1, "source_offset": 5, "raw_value": b"{"}.get(n) for n, _ in old_quarantine)],
+        ddl(old_quarantine),
+    ).write.format("delta").save(stream.table_path("quarantine"))
+
     tables = LakeTables(spark, stream)
-    # The old ledger and seals are upgraded, not created; the four missing tables are created,
-    # once (the claims table too: every job makes it before any job can race on it).
-    assert tables.ensure() == {"events", "late", "quarantine", "claims"}
+    # The old ledger, seals and quarantine are upgraded, not created; the three missing tables
+    # are created, once (the claims table too: every job makes it before any job can race on it).
+    assert tables.ensure() == {"events", "late", "claims"}
     assert tables.ensure() == set()  # idempotent
 
     # The ledger and the seals compact their small files (one per batch) as they go: the old
@@ -95,9 +102,13 @@ def test_a_ledger_without_the_new_columns_gains_them_and_keeps_its_rows(spark, t
     tables.append(frame, "ledger", "tidemark:test")
     appended = tables.read("ledger").where("step_id = 1").first()
     assert (appended.end_offset, appended.data_records, appended.held_by_open_transaction) == (14, 3, False)
-    assert {t: tables.read(t).count() for t in ("events", "late", "quarantine")} == dict.fromkeys(
-        ("events", "late", "quarantine"), 0
-    ), "the tables that did not exist yet are created empty"
+    assert {t: tables.read(t).count() for t in ("events", "late")} == dict.fromkeys(("events", "late"), 0), (
+        "the tables that did not exist yet are created empty"
+    )
+    quarantine = tables.read("quarantine")
+    assert [f.name for f in quarantine.schema.fields] == [n for n, _ in QUARANTINE_COLUMNS], "headers after the key"
+    (kept,) = quarantine.collect()
+    assert (kept.source_offset, bytes(kept.raw_value), kept.record_headers) == (5, b"{", None)
 
 
 def test_the_last_live_global_watermark_is_the_largest_a_live_ledger_row_holds(spark, tmp_path):

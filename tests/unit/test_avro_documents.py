@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -26,6 +27,10 @@ AT = datetime(2026, 11, 28, 5, 0, 0, 123_000, tzinfo=UTC)
 AT_MS = 1_795_842_000_123
 
 
+V2_GUID = uuid.UUID("5d1c9a3e-8f7b-4c2a-9e61-0b3f2a7c4d10")
+GUIDS = {str(V2_GUID): 2}
+
+
 class Schemas:
     """The registry as the decoder sees it: ids 1 and 2; ``down`` makes it unavailable."""
 
@@ -37,6 +42,7 @@ class Schemas:
         self.asked.append(schema_id)
         if self.down:
             raise RegistryUnavailableError("the schema registry at http://registry:8081 did not answer")
+        schema_id = GUIDS.get(schema_id, schema_id)  # a schema header may name it by GUID
         if schema_id not in (1, 2):
             raise UnknownSchemaError(schema_id)
         return parse_schema(V1 if schema_id == 1 else V2)
@@ -95,3 +101,55 @@ def test_a_registry_that_does_not_answer_fails_the_batch_and_quarantines_nothing
     schemas.down = True
     with pytest.raises(RegistryUnavailableError):
         _decoder(schemas).decode(framed(1, {"device_id": "s", "event_time": AT, "battery": 1}, V1), AT_MS)
+
+
+def test_a_schema_named_in_the_value_schema_header_by_guid_or_id_decodes_the_bare_record():
+    decoder = _decoder(Schemas())
+    record = {"device_id": "s-2", "event_time": AT, "battery": 5, "firmware": "2.0"}
+    bare = framed(2, record, V2)[5:]
+    by_guid = [("traceparent", b"00-ab"), ("__value_schema_id", b"\x01" + V2_GUID.bytes)]
+    assert decoder.decode(bare, AT_MS, by_guid) == DecodedEvent(AT_MS, {"device_id": "s-2", "battery": 5})
+    by_id = [("__value_schema_id", b"\x00\x00\x00\x00\x02")]
+    assert decoder.decode(bare, AT_MS, by_id) == DecodedEvent(AT_MS, {"device_id": "s-2", "battery": 5})
+    for header, reason in (
+        (b"\x01" + uuid.UUID(int=7).bytes, "unknown_schema_id"),
+        (b"\x01\x02", "truncated"),
+        (b"\x05abcd", "not_registry_framed"),
+    ):
+        result = decoder.decode(bare, AT_MS, [("__value_schema_id", header)])
+        assert isinstance(result, Rejection) and result.reason == reason, (header, result)
+    unknown = decoder.decode(bare, AT_MS, [("__value_schema_id", b"\x01" + uuid.UUID(int=7).bytes)])
+    assert "GUID 00000000-0000-0000-0000-000000000007" in unknown.detail
+
+
+KEY = {"type": "record", "name": "Key", "fields": [{"name": "tenant", "type": "string"}]}
+
+
+def test_an_avro_key_decodes_into_the_key_fields_and_a_bad_key_is_quarantined_with_its_own_reason():
+    class WithKey(Schemas):
+        def avro(self, schema_id):
+            return parse_schema(KEY) if schema_id == 7 else super().avro(schema_id)
+
+    payload = PayloadSchema(
+        event_time_field="event_time",
+        fields=PAYLOAD.fields,
+        format="avro",
+        registry_url="http://registry:8081",
+        key_format="avro",
+        key_fields=(PayloadField("tenant", "string"),),
+    )
+    schemas = WithKey()
+    decoder = RecordDecoder(
+        payload, 3_600_000, AvroDocuments(schemas), AvroDocuments(schemas, header_key="__key_schema_id")
+    )
+    value = framed(1, {"device_id": "s-1", "event_time": AT, "battery": 7}, V1)
+    key = framed(7, {"tenant": "acme"}, KEY)
+    assert decoder.decode(value, AT_MS, None, key) == DecodedEvent(
+        AT_MS, {"device_id": "s-1", "battery": 7, "tenant": "acme"}
+    )
+    by_header = decoder.decode(value, AT_MS, [("__key_schema_id", b"\x00\x00\x00\x00\x07")], key[5:])
+    assert by_header.values["tenant"] == "acme", "the key's schema from the key's header"
+    unknown = decoder.decode(value, AT_MS, None, b"\x00\x00\x00\x00\x09" + key[5:])
+    assert unknown.reason == "key_unknown_schema_id" and unknown.detail.startswith("the record's key: ")
+    missing = decoder.decode(value, AT_MS, None, None)
+    assert missing.reason == "missing_field" and "required key field 'tenant'" in missing.detail

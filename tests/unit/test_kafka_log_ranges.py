@@ -24,6 +24,10 @@ class Record(Message):
     def value(self):
         return f"v{self._offset}".encode()
 
+    def headers(self):
+        """Every third record carries a trace header, as a traced producer's would."""
+        return [("trace_id", f"t{self._offset}".encode())] if self._offset % 3 == 0 else None
+
 
 class FetchesInBatches(ScriptedConsumer):
     """Delivers up to ``num_messages`` of the script per consume() call, as a broker fetch does;
@@ -44,7 +48,8 @@ class FetchesInBatches(ScriptedConsumer):
 
 
 def _record(partition, offset):
-    return RawRecord(offset, 1_000 + offset, f"k{partition}".encode(), f"v{offset}".encode())
+    headers = (("trace_id", f"t{offset}".encode()),) if offset % 3 == 0 else None  # kept as written
+    return RawRecord(offset, 1_000 + offset, f"k{partition}".encode(), f"v{offset}".encode(), headers)
 
 
 def test_each_fetch_yields_its_records_per_partition_and_ranges_end_at_their_end_or_the_readable_end(

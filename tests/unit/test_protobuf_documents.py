@@ -185,3 +185,19 @@ def test_a_file_importing_another_compiles_against_it():
     assert ProtobufDocuments(type("S", (), {"protobuf": lambda self, i: schema})())(
         b"\x00\x00\x00\x00\x01\x00" + message.SerializeToString()
     ) == ({"place": {"site": "north"}}, None)
+
+
+def test_a_schema_header_carries_the_guid_and_the_message_indexes_and_the_value_is_the_bare_message():
+    class ByGuid(Schemas):
+        def protobuf(self, schema_id):
+            return super().protobuf(1 if schema_id == "5d1c9a3e-8f7b-4c2a-9e61-0b3f2a7c4d10" else schema_id)
+
+    schemas = ByGuid()
+    message = reading(schemas, device_id="s-1", battery=7)
+    message.place.site = "north"
+    guid = bytes.fromhex("5d1c9a3e8f7b4c2a9e610b3f2a7c4d10")
+    header = [("__value_schema_id", b"\x01" + guid + b"\x02\x02")]  # indexes [1] in the header
+    result = _decoder(schemas).decode(message.SerializeToString(), AT_MS, header)
+    assert isinstance(result, DecodedEvent) and result.values["site"] == "north"
+    extra = [("__value_schema_id", b"\x01" + guid + b"\x02\x02\x00")]
+    assert _decoder(schemas).decode(message.SerializeToString(), AT_MS, extra).reason == "malformed_protobuf"

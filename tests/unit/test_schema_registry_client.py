@@ -14,6 +14,7 @@ from connectors.schema_registry_client import RegistryClient, RegistryRefusedErr
 from tidemark.registry_access import RegistryAccess
 from tidemark.writer_schemas import RegistryUnavailableError, UnknownSchemaError
 
+GUID = "5d1c9a3e-8f7b-4c2a-9e61-0b3f2a7c4d10"
 SCHEMA = {"type": "record", "name": "T", "fields": [{"name": "a", "type": "int"}]}
 PLACE = 'syntax = "proto3";\npackage common;\nmessage Place { string site = 1; }\n'
 READING = (
@@ -55,7 +56,7 @@ class Registry(BaseHTTPRequestHandler):
             self.send_response(503)
             self.end_headers()
             return
-        if self.path == "/apis/ccompat/v7/schemas/ids/1":
+        if self.path in ("/apis/ccompat/v7/schemas/ids/1", "/apis/ccompat/v7/schemas/guids/" + GUID):
             body = json.dumps({"schema": json.dumps(SCHEMA)}).encode()
             self.send_response(200)
         elif self.path in PROTOBUF:
@@ -113,6 +114,17 @@ def test_a_protobuf_schema_whose_reference_is_missing_or_that_does_not_compile_i
         client.protobuf(4)
     with pytest.raises(UnknownSchemaError):
         client.protobuf(1)  # an Avro schema's id
+
+
+def test_a_schema_named_by_guid_is_asked_by_guid_once(registry):
+    client = RegistryClient(RegistryAccess(registry))
+    assert client.avro(GUID)["name"] == "T" and client.avro(GUID) is client.avro(GUID)
+    with pytest.raises(UnknownSchemaError, match="no schema with GUID 00000000-0000-0000-0000-000000000000"):
+        client.avro("00000000-0000-0000-0000-000000000000")
+    assert Registry.requests == [
+        f"/apis/ccompat/v7/schemas/guids/{GUID}",
+        "/apis/ccompat/v7/schemas/guids/00000000-0000-0000-0000-000000000000",
+    ]
 
 
 def test_server_errors_are_waited_out_and_a_registry_down_too_long_fails_the_batch(registry):

@@ -130,6 +130,25 @@ def test_a_registry_format_needs_a_registry_and_a_field_path_is_names_joined_by_
         _load(tmp_path, document)
 
 
+def test_key_fields_need_a_key_format_and_their_own_names(tmp_path):
+    document = _shipped()
+    payload = document["streams"]["telemetry"]["payload"]
+    payload["key_fields"] = {"tenant": {"type": "string"}}
+    with pytest.raises(StreamConfigError, match=r"payload\.key_fields: the key is not decoded: set key_format"):
+        _load(tmp_path, document)
+    payload["key_format"] = "avro"
+    with pytest.raises(StreamConfigError, match=r"payload\.registry_url: key_format avro reads"):
+        _load(tmp_path, document)
+    payload["registry_url"] = "http://127.0.0.1:19480/apis/ccompat/v7"
+    stream = _load(tmp_path, document)["telemetry"]
+    assert [f.name for f in stream.payload.columns][-1] == "tenant" and stream.payload.reads_registry
+    payload["key_fields"] = {"device_id": {"type": "string"}}
+    with pytest.raises(
+        StreamConfigError, match=r"payload\.key_fields\.device_id: a column of that name comes from the value"
+    ):
+        _load(tmp_path, document)
+
+
 def test_unknown_stream_lists_the_configured_ones():
     with pytest.raises(StreamConfigError, match="no stream named 'clicks'; configured streams: rides, telemetry"):
         load_stream(REPO / "conf" / "streams.yaml", "clicks", ENV)
