@@ -58,6 +58,11 @@ class PersistedOffsetIndex:
             first = np.flatnonzero(np.r_[True, part_keys[1:] != part_keys[:-1]])
             counts = np.diff(np.r_[first, len(part_keys)])
             quarantined = np.add.reduceat(quarantine, first) if len(first) else np.zeros(0, np.int64)
+            # A re-driven record: its quarantine rows are history where events or late holds it
+            # (as expectations.persisted_offsets counts them).
+            redriven = counts > quarantined
+            counts = np.where(redriven, counts - quarantined, counts)
+            quarantined = np.where(redriven, 0, quarantined)
             self._by_partition[int(partitions[start])] = _PartitionPositions(
                 unique=part_keys[first],
                 rows_before=np.r_[0, np.cumsum(counts)],

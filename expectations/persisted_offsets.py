@@ -2,7 +2,10 @@
 (source_partition, source_offset), counted against offset ranges.
 
 Every record the persist job read lands in exactly one of the three tables, so together they
-are what was persisted; counting them per ledger range is what completeness compares with the
+are what was persisted. One exception is counted as what it is: a quarantined record that a
+re-drive (spark_jobs/replay/redrive.py) has since written to events or late keeps its quarantine
+row as its history, and that row is not a second copy: where an offset has an events or late
+row, its quarantine rows are not counted (neither as rows nor as quarantined); counting them per ledger range is what completeness compares with the
 range's data records. The scan reads only the two identity columns and the offsets the checked
 ranges cover (Delta skips files by their min/max statistics on those columns), is cached for
 the run, and each question below is one Spark job whose answer is small. This is the sweep's
@@ -32,11 +35,11 @@ MAX_SPANS_PER_RANGE = 1000
 class ScopeCount:
     """The persisted rows in one set of disjoint spans of one partition."""
 
-    rows: int  # rows in events + late + quarantine
+    rows: int  # rows in events + late + quarantine (a re-driven record's quarantine row not counted)
     distinct_offsets: int
     duplicated_offsets: int  # offsets with more than one row
     duplicated_sample: tuple[int, ...]  # the first few such offsets, ascending
-    quarantined: int  # rows of the quarantine table
+    quarantined: int  # rows of the quarantine table whose record is in neither events nor late
 
 
 class PersistedOffsets:
@@ -96,10 +99,18 @@ class PersistedOffsets:
         spans = self._spans_frame(
             [(index, scopes[key][0], span) for index, key in enumerate(keys) for span in scopes[key][1]]
         )
-        per_offset = (
+        counted_rows = (
             self._join(spans)
             .groupBy("range_id", "offset")
-            .agg(F.count("*").alias("n"), F.sum((F.col("source_table") == 2).cast("int")).alias("q"))
+            .agg(F.count("*").alias("all"), F.sum((F.col("source_table") == 2).cast("int")).alias("all_q"))
+        )
+        # A re-driven record: its quarantine rows are history where events or late holds it.
+        redriven = F.col("all") > F.col("all_q")
+        per_offset = counted_rows.select(
+            "range_id",
+            "offset",
+            F.when(redriven, F.col("all") - F.col("all_q")).otherwise(F.col("all")).alias("n"),
+            F.when(redriven, F.lit(0)).otherwise(F.col("all_q")).alias("q"),
         )
         counted = per_offset.groupBy("range_id").agg(
             F.sum("n").alias("rows"),

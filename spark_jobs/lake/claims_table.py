@@ -21,6 +21,11 @@ from tidemark.write_claims import NO_WATERMARK_MS, ClaimedRange, claim_rows, ear
 CLAIMS = "claims"
 
 
+def claim_mode(writer: str) -> str:
+    """The mode of a claim's writer, tidemark:<stream>:<mode>:<claim id>."""
+    return writer.split(":")[2]
+
+
 @dataclass(frozen=True)
 class Claim:
     """A claim made by this run: its commit ``version`` (-1: nothing claimed) and the routing of
@@ -44,11 +49,13 @@ class ClaimsTable:
         ranges: dict[int, tuple[int, int]],
         live_routed: tuple[RoutedRange, ...],
         own_global_watermark_ms: int | None,
+        routed_by: tuple[str, ...] | None = None,
     ) -> Claim:
         """Commit a claim of ``ranges`` ({partition: (start, end)}) for a run of ``mode``:
         offsets live already routed (``live_routed``) keep live's G, the others get
         ``own_global_watermark_ms``. Returns the claim with its routing, read back as of its own
-        version (so claims made after it cannot change it). The caller has ensured the tables."""
+        version (so claims made after it cannot change it): the earliest claim's G, among the
+        claims of the modes ``routed_by`` (None: every claim). The caller has ensured the tables."""
         claim_id = uuid.uuid4().hex
         writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
         now = datetime.now(UTC)
@@ -64,7 +71,11 @@ class ClaimsTable:
         self._tables.append(frame, CLAIMS, claim_id)  # the claim id as the commit's user metadata
         versions = self._claim_versions()
         version = versions[claim_id]
-        earlier = [c for c in self._claims(versions, as_of=version) if c.version <= version]
+        earlier = [
+            c
+            for c in self._claims(versions, as_of=version)
+            if c.version <= version and (routed_by is None or claim_mode(c.writer) in routed_by)
+        ]
         return Claim(version, writer, earliest_claim_routing(ranges, earlier))
 
     def latest_version(self) -> int:

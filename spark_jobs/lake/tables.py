@@ -42,6 +42,8 @@ FIRST_RETRY_WAIT_S = 0.2
 # and every reader (the watermark page, the checks) opens them all. Delta's auto compaction
 # merges them once 50 small files have gathered (measured: a compaction every 50 appends).
 _SMALL_APPEND_TABLES = ("ledger", "seals", "claims")
+# The tables a record of the log is persisted in, exactly one of them.
+PERSISTED = ("events", "late", "quarantine")
 _AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
 
 
@@ -277,11 +279,15 @@ class LakeTables:
         position = self.positions.from_column
         return sorted((row.source_partition, position(row.start_offset), position(row.end_offset)) for row in rows)
 
-    def insert_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> MergeOutcome:
-        """Write the rows of ``frame`` whose (source_partition, source_offset) none of events,
-        late and quarantine holds yet; ``ranges`` ({partition: (start, end)}) bounds the offsets
-        ``frame`` can hold, so only that part of the tables is looked at. Returns how many rows
-        this commit inserted (the MERGE's own metrics) and how many conflicts it retried.
+    def insert_missing(
+        self, frame, table: str, ranges: dict[int, tuple[int, int]], present_in: tuple[str, ...] = PERSISTED
+    ) -> MergeOutcome:
+        """Write the rows of ``frame`` whose (source_partition, source_offset) none of
+        ``present_in`` (events, late and quarantine) holds yet; ``ranges`` ({partition: (start,
+        end)}) bounds the offsets ``frame`` can hold, so only that part of the tables is looked
+        at. Returns how many rows this commit inserted (the MERGE's own metrics) and how many
+        conflicts it retried. A quarantine re-drive looks in events and late only: the
+        quarantine row it moves stays as the record's history.
 
         A record lives in exactly one of the three tables, and two jobs may route it
         differently (late for one, on time for the other), so presence is checked across all
@@ -296,7 +302,7 @@ class LakeTables:
         conflicts = delta_conflicts()  # imported before the commit (see delta_conflicts)
         for attempt in range(MERGE_ATTEMPTS):
             try:
-                return MergeOutcome(self._merge_missing(frame, table, ranges), attempt)
+                return MergeOutcome(self._merge_missing(frame, table, ranges, present_in), attempt)
             except conflicts:
                 if attempt == MERGE_ATTEMPTS - 1:
                     raise
@@ -304,11 +310,11 @@ class LakeTables:
                 time.sleep(FIRST_RETRY_WAIT_S * 2**attempt * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
-    def _merge_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]]) -> int:
+    def _merge_missing(self, frame, table: str, ranges: dict[int, tuple[int, int]], present_in: tuple[str, ...]) -> int:
         from delta.tables import DeltaTable
 
         key = ["source_partition", "source_offset"]
-        missing = frame.join(self.persisted_offsets(ranges), key, "left_anti")
+        missing = frame.join(self.persisted_offsets(ranges, present_in), key, "left_anti")
         condition = "t.source_partition = s.source_partition AND t.source_offset = s.source_offset"
         if table == "events":
             # The same record has the same event hour wherever it was decoded: lets Delta prune.
@@ -323,18 +329,15 @@ class LakeTables:
         )
         return int(metrics["num_inserted_rows"]) if metrics is not None else 0
 
-    def persisted_offsets(self, ranges: dict[int, tuple[int, int]]):
-        """(source_partition, source_offset) of the records events, late and quarantine hold in
-        ``ranges`` ({partition: (start, end)}, end exclusive; None: no end)."""
+    def persisted_offsets(self, ranges: dict[int, tuple[int, int]], present_in: tuple[str, ...] = PERSISTED):
+        """(source_partition, source_offset) of the records ``present_in`` (events, late and
+        quarantine) hold in ``ranges`` ({partition: (start, end)}, end exclusive; None: no end)."""
         from functools import reduce
 
         if not ranges:
             return self._spark.createDataFrame([], f"source_partition INT, source_offset {self.positions.sql_type}")
         within = self.offset_filter(ranges)
-        tables = [
-            self.read(table).where(within).select("source_partition", "source_offset")
-            for table in ("events", "late", "quarantine")
-        ]
+        tables = [self.read(table).where(within).select("source_partition", "source_offset") for table in present_in]
         return reduce(lambda a, b: a.unionByName(b), tables)
 
     def offset_filter(self, ranges: dict[int, tuple[int, int | None]]):

@@ -133,7 +133,11 @@ def test_the_offset_index_answers_as_counting_every_row_does(tmp_path, sparse):
         "c": 0,  # partition 2 was outside the bounds read
     }
     spans = {1: (1, [span(100, 150), span(200, 300)])}
-    inside = [(o, n) for (p, o), n in rows.items() if p == 1 and (100 <= o < 150 or 200 <= o < 300)]
+    # A quarantine row of an offset events or late holds is a re-driven record's history: not counted.
+    counted_rows = {(p, o): n - quarantine[(p, o)] if n > quarantine[(p, o)] else n for (p, o), n in rows.items()}
+    counted_quarantine = {(p, o): 0 if rows[(p, o)] > q else q for (p, o), q in quarantine.items()}
+    assert any(rows[key] > q for key, q in quarantine.items()), "the random rows hold re-driven records"
+    inside = [(o, n) for (p, o), n in counted_rows.items() if p == 1 and (100 <= o < 150 or 200 <= o < 300)]
     counted = index.count_in_spans(spans)[1]
     assert (counted.rows, counted.distinct_offsets, counted.duplicated_offsets) == (
         sum(n for _, n in inside),
@@ -143,7 +147,7 @@ def test_the_offset_index_answers_as_counting_every_row_does(tmp_path, sparse):
     duplicated = sorted(o for o, n in inside if n > 1)[:10]
     assert counted.duplicated_sample == tuple(o * SPARSE_STEP + 7 if sparse else o for o in duplicated)
     assert counted.quarantined == sum(
-        n for (p, o), n in quarantine.items() if p == 1 and (100 <= o < 150 or 200 <= o < 300)
+        n for (p, o), n in counted_quarantine.items() if p == 1 and (100 <= o < 150 or 200 <= o < 300)
     )
     missing = index.missing_spans({"a": (0, span(120, 200))})["a"]
     if sparse:

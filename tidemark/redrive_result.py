@@ -1,0 +1,43 @@
+"""What a quarantine re-drive did, measured: the redrive job writes it, the redrive DAG's task
+returns it, the CLI prints it. Counts of rows moved come from the run's own MERGE commits, so a
+concurrent re-drive that moved the same records does not count here."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class RedriveResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``candidates``: quarantine rows of the reason (and hours) not yet in events or late;
+    ``moved_to_events`` and ``moved_to_late``: rows this run inserted; ``already_moved``:
+    candidates another writer had inserted by the time this run's MERGE committed;
+    ``still_refused``: candidates that still do not decode, by the reason they have now;
+    ``event_hours``: the event hours moved records belong to ("2026-11-28T05:00:00Z"), which
+    the DAG checks again."""
+
+    stream: str
+    reason: str
+    hours_from: str | None
+    hours_to: str | None
+    candidates: int
+    moved_to_events: int
+    moved_to_late: int
+    already_moved: int
+    still_refused: dict[str, int]
+    event_hours: tuple[str, ...]
+    finished_at: str
+
+    def to_json(self) -> dict:
+        """The JSON-able mapping: the redrive task's XCom."""
+        return msgspec.json.decode(msgspec.json.encode(self))
+
+    def encode(self) -> bytes:
+        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
+
+    @classmethod
+    def decode(cls, data: str | bytes) -> RedriveResult:
+        return msgspec.json.decode(data, type=cls)
+
+    @classmethod
+    def from_json(cls, data: dict) -> RedriveResult:
+        return msgspec.convert(data, cls)
