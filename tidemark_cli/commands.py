@@ -356,6 +356,45 @@ def recover(stream: StreamConfig, partition, ranges, reason, restart_live: bool,
     return _follow(connection, dag_id, run_id, None, "recover", print_recovery_result) if wait else 0
 
 
+@cli.command(short_help="Re-drive quarantined records that now decode through the redrive DAG.")
+@stream_argument
+@click.option("--reason", help="The quarantine reason to re-drive, e.g. unknown_schema_id or missing_field.")
+@click.option(
+    "--hours", help='Only records written in these hours (log time, UTC): "2026-11-28T05:00Z..2026-11-28T08:00Z".'
+)
+@click.option("--unpause", is_flag=True, help="Unpause the redrive DAG if it is paused.")
+@click.option(
+    "--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar."
+)
+def redrive(stream: StreamConfig, reason, hours, unpause: bool, wait: bool) -> int:
+    """Move STREAM's quarantined records of one reason that now decode into events or late, once.
+
+    Run it after the contract is fixed (a field declared, a registry schema restored). The params
+    are checked as the DAG checks them, before anything starts. Records that still do not decode
+    stay in quarantine and are counted by their reason now.
+
+    \b
+    Example:
+      tidemark redrive telemetry --reason unknown_schema_id --hours 2026-11-28T05:00Z..2026-11-28T08:00Z
+    """
+    from tidemark_cli.airflow_connection import connect_to_airflow, ready_dag
+    from tidemark_cli.redrive_run import print_redrive_result, redrive_dag_id, redrive_params
+
+    request = redrive_params(stream, reason, hours)
+    dag_id = redrive_dag_id(stream)
+    connection = connect_to_airflow()
+    ready_dag(connection, dag_id, unpause)
+    params = {"stream": request.stream, "reason": request.reason, "hours": hours or ""}
+    run_id = connection.api.trigger(dag_id, params, run_id=_new_run_id())
+    _console.print(
+        f"Triggered {dag_id}: reason {request.reason}"
+        + (f", hours {request.hours_from}..{request.hours_to}" if request.hours_from else "")
+        + f"\nRun {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
+    )
+    return _follow(connection, dag_id, run_id, None, "redrive", print_redrive_result) if wait else 0
+
+
 @cli.command(short_help="Show the latest quality report, per partition.")
 @stream_argument
 @click.option(

@@ -1,4 +1,4 @@
-"""Every DAG file imports cleanly, builds one persist, quality and recover DAG per stream, and does
+"""Every DAG file imports cleanly, builds one persist, quality, recover and redrive DAG per stream, and does
 no work at parse time."""
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ print(json.dumps({{
     "quality_tasks": sorted(bag.get_dag("tidemark_quality__telemetry").task_ids),
     "recover_tasks": sorted(bag.get_dag("tidemark_recover__telemetry").task_ids),
     "recover_params": sorted(bag.get_dag("tidemark_recover__telemetry").params.keys()),
+    "redrive_tasks": sorted(bag.get_dag("tidemark_redrive__telemetry").task_ids),
+    "redrive_params": sorted(bag.get_dag("tidemark_redrive__telemetry").params.keys()),
+    "redrive_max_active_runs": bag.get_dag("tidemark_redrive__telemetry").max_active_runs,
     "backfill_tasks": sorted(bag.get_dag("tidemark_backfill__telemetry").task_ids),
     "backfill_params": sorted(bag.get_dag("tidemark_backfill__telemetry").params.keys()),
     "backfill_schedule": bag.get_dag("tidemark_backfill__telemetry").timetable.summary,
@@ -79,6 +82,8 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
         "tidemark_quality__telemetry",
         "tidemark_recover__rides",
         "tidemark_recover__telemetry",
+        "tidemark_redrive__rides",
+        "tidemark_redrive__telemetry",
         "tidemark_sweep__rides",
         "tidemark_sweep__telemetry",
     ]
@@ -99,6 +104,9 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
         "validate",
     ]
     assert described["recover_params"] == ["partition", "ranges", "reason", "restart_live", "stream"]
+    assert described["redrive_tasks"] == ["recheck", "redrive", "touched_hours", "validate"]
+    assert described["redrive_params"] == ["hours", "reason", "stream"]
+    assert described["redrive_max_active_runs"] == 1
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
     assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)

@@ -1,5 +1,5 @@
 """A bad DAG param fails the run before any work, naming the param: `airflow dags test` on the
-recover, backfill and offline-devices DAGs with malformed params. Every param's rule is
+recover, backfill, offline-devices and redrive DAGs with malformed params. Every param's rule is
 unit-tested (tests/unit/test_recovery_request.py, test_backfill_request.py,
 test_offline_devices_request.py); this shows each DAG applies them before submitting anything.
 
@@ -26,6 +26,11 @@ CASES = [
         {"start": "2026-11-21T10:00:00Z", "end": "2026-11-21T09:00:00Z", "partitions": "0,7"},
     ),
     ("tidemark_offline_devices__telemetry", "start", {"start": "21 Nov 14:00", "end": "2026-11-21T20:00:00Z"}),
+    (
+        "tidemark_redrive__telemetry",
+        "hours",
+        {"reason": "missing_field", "hours": "2026-11-21T10:30Z..2026-11-21T12:00Z"},
+    ),
 ]
 
 

@@ -29,6 +29,7 @@ def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
         "env",
         "jars",
         "recover",
+        "redrive",
         "report",
         "services",
         "status",
@@ -144,12 +145,52 @@ def test_a_bad_recovery_param_is_refused_before_anything_starts(cli_home, capsys
 
 
 @pytest.mark.parametrize(
+    ("arguments", "option", "reason"),
+    [
+        ([], "--reason", "a quarantine reason code"),
+        (["--reason", "missing_field", "--hours", "2026-11-28T05:00Z"], "--hours", '"FROM..TO"'),
+        (["--reason", "missing_field", "--hours", "2026-11-28T05:00Z..2026-11-28T04:00Z"], "--hours", "before TO"),
+    ],
+    ids=["no-reason", "one-time", "reversed"],
+)
+def test_a_bad_redrive_param_is_refused_before_anything_starts(cli_home, capsys, arguments, option, reason):
+    code = main(["redrive", "telemetry", *arguments])
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 2, error
+    assert f"Invalid value for '{option}'" in error and reason in error
+
+
+def test_a_redrive_result_is_printed_for_a_person():
+    from rich.console import Console
+
+    from tidemark.redrive_result import RedriveResult
+    from tidemark_cli.redrive_run import print_redrive_result
+
+    console = Console(record=True, width=200)
+    result = RedriveResult(
+        "telemetry", "missing_field", None, None, 40, 15, 23, 2, {"wrong_type": 3}, ("2026-11-28T04:00:00Z",), "x"
+    )
+    print_redrive_result(console, result.to_json())
+    text = " ".join(console.export_text().split())
+    assert (
+        "40 quarantined records of reason missing_field were not yet in the lake; moved 15 to events and 23 to late"
+        in text
+    )
+    assert (
+        "(2 moved by another run meanwhile)" in text
+        and "Still refused by the contract (left in quarantine): 3 wrong_type" in text
+    )
+
+
+@pytest.mark.parametrize(
     "command",
     [
         ["backfill", "telemetry", *DAY, "--partitions", "2,0"],
         ["recover", "telemetry", "--partition", "1", "--ranges", "300-350,100-200", "--reason", "gap"],
+        ["redrive", "telemetry", "--reason", "unknown_schema_id", "--hours", "2026-11-28T05:00Z..2026-11-28T08:00Z"],
     ],
-    ids=["backfill", "recover"],
+    ids=["backfill", "recover", "redrive"],
 )
 def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command):
     import os

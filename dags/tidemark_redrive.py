@@ -1,0 +1,112 @@
+"""Quarantine re-drive DAGs: one per stream in conf/streams.yaml, named tidemark_redrive__<stream>.
+
+Triggered by a person through the params form (or ``tidemark redrive``) once a contract is fixed:
+the quarantined records of one reason that now decode move into events or late, exactly once
+(spark_jobs/replay/redrive.py), then the hours they belong to are checked again. Wiring only:
+parsing reads the configuration file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import Param, dag, task
+
+from tidemark.stream_config import StreamConfig, load_streams
+from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.redrive_operator import RedriveOperator
+
+CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
+
+
+def redrive_dag(stream: StreamConfig):
+    @dag(
+        dag_id=f"tidemark_redrive__{stream.name}",
+        schedule=None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["tidemark", "quarantine", stream.name],
+        params=_params(stream),
+        doc_md=_doc(stream),
+    )
+    def redrive():
+        @task
+        def validate(params=None) -> dict:
+            """Every param checked before any work; the error names the param."""
+            return _checked_request(stream, dict(params))
+
+        moved = RedriveOperator(
+            task_id="redrive",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            request=validate(),
+            conn_id=stream.persist.spark_conn_id,
+        )
+
+        @task
+        def touched_hours(result: dict) -> list[str]:
+            """The event hours the moved records belong to: the redrive task's RedriveResult."""
+            from tidemark.redrive_result import RedriveResult
+
+            return list(RedriveResult.from_json(result).event_hours)
+
+        QualityCheckOperator(
+            task_id="recheck",
+            stream=stream.name,
+            conf_path=CONF_PATH,
+            hours=touched_hours(moved.output),
+            reconcile=False,
+            conn_id=stream.persist.spark_conn_id,
+        )
+
+    return redrive()
+
+
+def _params(stream: StreamConfig) -> dict:
+    """The trigger form; the validate task checks every param and says which one is wrong."""
+    return {
+        "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
+        "reason": Param(
+            "", type="string", description="the quarantine reason to re-drive, e.g. unknown_schema_id or missing_field"
+        ),
+        "hours": Param(
+            "",
+            type="string",
+            description='log-time hours, "2026-11-28T05:00Z..2026-11-28T08:00Z" (UTC, whole hours); empty: every hour',
+        ),
+    }
+
+
+def _doc(stream: StreamConfig) -> str:
+    return f"""
+### Re-drive quarantined records of `{stream.name}`
+After a contract is fixed (a field added to `conf/streams.yaml`, a registry schema restored), moves
+the quarantined records of one **reason** (optionally only those written in some **hours**) that
+now decode into their place, through the same decoder and watermark rules as live: a record whose
+hour is sealed goes to `late`. Exactly once: a second run moves nothing, a run that crashed and is
+run again leaves each record once. The quarantine rows stay, as the records' history. Then the
+hours the moved records belong to are checked again.
+"""
+
+
+def _checked_request(stream: StreamConfig, params: dict) -> dict:
+    """The run's RedriveRequest as JSON, every param checked (AirflowFailException naming the
+    wrong one), for this DAG's stream only."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from tidemark.redrive_request import RedriveRequestError, parse_redrive_form
+
+    try:
+        request = parse_redrive_form(params, load_streams(CONF_PATH))
+    except RedriveRequestError as error:
+        raise AirflowFailException(str(error)) from None
+    if request.stream != stream.name:
+        raise AirflowFailException(f"param 'stream': this DAG re-drives {stream.name!r}, not {request.stream!r}")
+    return request.to_json()
+
+
+for _stream in load_streams(CONF_PATH).values():
+    globals()[f"tidemark_redrive__{_stream.name}"] = redrive_dag(_stream)
