@@ -210,6 +210,7 @@ def test_compose_accepts_the_file_with_every_secret_set(resolved: dict) -> None:
         "spark-worker",
         "kafka",
         "kinesis",
+        "registry",
         "minio",
         "minio-init",
     }
@@ -327,6 +328,17 @@ def test_the_kinesis_service_is_moto_on_the_hosts_loopback_at_the_embedded_stack
         ("127.0.0.1", 19450, 19450)
     ]
     assert kinesis.get("healthcheck")
+
+
+def test_the_registry_service_is_apicurio_on_the_hosts_loopback_at_the_embedded_stacks_port(
+    services: dict[str, dict],
+) -> None:
+    registry = services["registry"]
+    assert registry["image"] == "apicurio/apicurio-registry:3.0.9", "the version the embedded stack runs"
+    assert [(p["host_ip"], int(p["published"]), int(p["target"])) for p in registry["ports"]] == [
+        ("127.0.0.1", 19480, 8080)
+    ]
+    assert registry.get("healthcheck")
 
 
 def test_airflow_services_share_one_database_and_executor(services: dict[str, dict]) -> None:
