@@ -125,6 +125,16 @@ class RegistryClient:
             compiled.append(files[name])
         return compiled
 
+    def subject_versions(self, subject: str) -> list[dict]:
+        """Every version registered under ``subject``, oldest first: each the registry's answer
+        (``version``, ``id``, ``schema``, ``schemaType``); [] for a subject it does not know."""
+        path = f"subjects/{quote(subject, safe='')}/versions"
+        try:
+            numbers = self._get(path, f"the versions of {subject!r}")
+        except UnknownSchemaError:
+            return []
+        return [self._get(f"{path}/{number}", f"version {number} of {subject!r}") for number in sorted(numbers)]
+
     def _schema(self, schema_id: int | str, query: str = "") -> dict:
         """The registry's answer for a schema by id, or by GUID (a record header's, Confluent's
         ``GET /schemas/guids/<guid>``)."""

@@ -17,18 +17,25 @@ from __future__ import annotations
 import io
 
 from tidemark.registry_framing import VALUE_SCHEMA_HEADER, Framed, unframe
-from tidemark.writer_schemas import UnknownSchemaError, WriterSchemas
+from tidemark.writer_schemas import SchemaChangedError, UnknownSchemaError, WriterSchemas
 
 
 class AvroDocuments:
     """Turns one framed Avro value into ``(document, None)`` or ``(None, (reason, detail))``."""
 
-    def __init__(self, writer_schemas: WriterSchemas, header_key: str = VALUE_SCHEMA_HEADER):
-        """``header_key``: the header that may name the schema (the key's: ``__key_schema_id``)."""
+    def __init__(
+        self, writer_schemas: WriterSchemas, header_key: str = VALUE_SCHEMA_HEADER, followed: frozenset | None = None
+    ):
+        """``header_key``: the header that may name the schema (the key's: ``__key_schema_id``).
+        ``followed``: for a stream whose columns follow its registry, the names the running job
+        has columns for (and the event-time field): a writer schema with another followed field
+        raises SchemaChangedError (tidemark.schema_evolution)."""
         from fastavro import schemaless_reader
 
         self._schemas = writer_schemas
         self._header_key = header_key
+        self._followed = followed
+        self._checked: set = set()
         self._read = schemaless_reader  # imported once: a per-record import costs a tenth of the decode
 
     def __call__(self, value: bytes, headers=None) -> tuple[dict | None, tuple[str, str] | None]:
@@ -40,6 +47,8 @@ class AvroDocuments:
             schema = self._schemas.avro(framed.schema_id)
         except UnknownSchemaError as error:
             return None, ("unknown_schema_id", f"{error}: the record names a schema no one registered")
+        if self._followed is not None and framed.schema_id not in self._checked:
+            self._check_followed(framed.schema_id, schema)
         body = io.BytesIO(framed.body)
         try:
             document = self._read(body, schema, None)
@@ -54,6 +63,17 @@ class AvroDocuments:
         if not isinstance(document, dict):
             return None, ("not_an_object", f"schema {framed.schema_id} is not an Avro record")
         return document, None
+
+    def _check_followed(self, schema_id, schema) -> None:
+        from tidemark.schema_evolution import avro_version_fields
+
+        new = [f.name for f in avro_version_fields(schema) if f.type is not None and f.name not in self._followed]
+        if new:
+            raise SchemaChangedError(
+                f"writer schema {schema_id} has field(s) {', '.join(repr(n) for n in new)} that the running job has no "
+                "column for: the batch fails, nothing is quarantined, and the next run adds the column"
+            )
+        self._checked.add(schema_id)
 
 
 def _unreadable(framed: Framed, error: Exception) -> str:

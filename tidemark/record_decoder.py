@@ -26,7 +26,7 @@ from msgspec.json import decode as _fast_json
 from tidemark.duration import format_duration_ms
 from tidemark.event_time_text import format_event_time, parse_event_time
 from tidemark.stream_config import PayloadSchema
-from tidemark.writer_schemas import RegistryUnavailableError
+from tidemark.writer_schemas import RegistryUnavailableError, SchemaChangedError
 
 # A value's document, or why it has none: (document, None) or (None, (reason, detail)); called
 # with the value and the record's headers ((key, value) pairs, or None).
@@ -122,7 +122,7 @@ class RecordDecoder:
         """
         try:
             return self._decode(value, read_time_ms, headers, key)
-        except RegistryUnavailableError:
+        except (RegistryUnavailableError, SchemaChangedError):
             raise  # not the record's fault: the batch fails and is retried
         except RecursionError:
             return Rejection(

@@ -44,6 +44,7 @@ FieldType = Literal["string", "double", "long", "int", "boolean"]
 EventTimeFormat = Literal["iso8601", "epoch_millis"]
 PayloadFormat = Literal["json", "avro", "protobuf"]
 KeyFormat = Literal["none", "json", "avro", "protobuf"]
+ColumnsFrom = Literal["declared", "follow_registry"]
 StartingOffsets = Literal["earliest", "latest"]
 StartingPosition = Literal["trim_horizon", "latest"]
 PersistMode = Literal["available_now", "continuous"]
@@ -149,6 +150,13 @@ class PayloadSchema(_Section):
     key_format: KeyFormat = "none"
     # Typed fields of the decoded key, declared as fields are; each becomes a column after them.
     key_fields: tuple[PayloadField, ...] = ()
+    # declared: the columns are the declared fields. follow_registry (avro): every field of every
+    # version registered under registry_subject becomes a nullable column too, under the rules of
+    # tidemark.schema_evolution (a new field: a new column; a widened one: refused at start-up if
+    # its column exists; an incompatible change: the stream stops at start-up naming the field).
+    columns_from: ColumnsFrom = "declared"
+    # The subject whose versions the columns follow; default: <topic>-value.
+    registry_subject: str | None = None
 
     @property
     def columns(self) -> tuple[PayloadField, ...]:
@@ -170,6 +178,12 @@ class PayloadSchema(_Section):
             raise ConfigRuleError(
                 key, "only formats avro and protobuf read a registry; remove it or set format: avro or protobuf"
             )
+        if self.columns_from == "follow_registry" and self.format != "avro":
+            raise ConfigRuleError(
+                "columns_from", f"follow_registry follows Avro schemas; format {self.format} declares its columns"
+            )
+        if self.registry_subject is not None and self.columns_from != "follow_registry":
+            raise ConfigRuleError("registry_subject", "only columns_from: follow_registry reads a subject")
         if self.key_format == "none" and self.key_fields:
             raise ConfigRuleError("key_fields", "the key is not decoded: set key_format (json, avro or protobuf)")
         if self.key_format != "none" and not self.key_fields:

@@ -39,6 +39,12 @@ class RegistryUnavailableError(RuntimeError):
     waits. Fails the batch; the message names the registry, never a credential."""
 
 
+class SchemaChangedError(RuntimeError):
+    """A record's writer schema has a field the running job has no column for (a stream that
+    follows its registry, tidemark.schema_evolution): the batch fails before it commits anything,
+    and the next run adds the column at start-up. Nothing is quarantined or dropped for it."""
+
+
 class WriterSchemas(Protocol):
     def avro(self, schema_id: int | str) -> Any:
         """The parsed Avro writer schema (fastavro.parse_schema) registered under ``schema_id``

@@ -99,7 +99,10 @@ def payload_documents(payload: PayloadSchema, of_key: bool = False):
         return ProtobufDocuments(client, header)
     from tidemark.avro_documents import AvroDocuments
 
-    return AvroDocuments(client, header)
+    followed = None
+    if payload.columns_from == "follow_registry" and not of_key:  # the columns this job has, fixed at its start
+        followed = frozenset([payload.event_time_field, *(field.name for field in payload.columns)])
+    return AvroDocuments(client, header, followed)
 
 
 class BatchDecoder:

@@ -173,8 +173,10 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.lake.tables import LakeTables
     from spark_jobs.log_source.retention_stop import clear_lost_ranges
     from spark_jobs.persist.batch import QueryIdentity
+    from spark_jobs.schema_following import follow_registry
 
     started = time.monotonic()
+    stream = follow_registry(stream)  # a stream that follows its registry: its columns as of now
     source = log_source(stream)
     spark.dataSource.register(source)
     tables = LakeTables(spark, stream, shadow=run.shadow)

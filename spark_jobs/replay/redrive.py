@@ -102,8 +102,10 @@ def run_redrive(stream: StreamConfig, request: RedriveRequest, crash_points=(), 
     from spark_jobs.crash_switch import CrashSwitch
     from spark_jobs.lake.claims_table import ClaimsTable
     from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.schema_following import follow_registry
 
     check_lake_storage(stream)
+    stream = follow_registry(stream)  # a stream that follows its registry: its columns as of now
     spark = spark or lake_spark_session(f"tidemark-redrive-{stream.name}")
     tables = LakeTables(spark, stream)
     tables.ensure()
