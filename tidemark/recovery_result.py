@@ -13,6 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from tidemark.live_batch_wait import LiveBatchYield
+from tidemark.result_value import ResultValue
 
 
 class RecoveredRange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -27,7 +28,7 @@ class RecoveredRange(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     global_watermark: str | None
 
 
-class RecoveryResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="done"):
+class RecoveryResult(ResultValue, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="done"):
     """A recovery of ``partition`` of ``stream``: the ranges replayed (oldest record first), the
     totals, the offsets already gone from the log (``lost``, never recovered), and the event
     hours the inserted records belong to (sorted, "2026-11-22T01:00:00Z"), which the recover DAG
@@ -42,26 +43,6 @@ class RecoveryResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
     lost: tuple[tuple[int, int], ...]
     event_hours: tuple[str, ...]
     finished_at: str
-
-    def to_json(self) -> dict:
-        """The JSON-able mapping: the recover task's XCom."""
-        # Through JSON, so sequences come back as lists: exactly what a reader of the JSON sees.
-        return msgspec.json.decode(msgspec.json.encode(self))
-
-    def encode(self) -> bytes:
-        """The result file's bytes."""
-        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
-
-    @classmethod
-    def decode(cls, data: str | bytes) -> RecoveryResult:
-        """The result from its file; msgspec.ValidationError naming the field when it is not one."""
-        return msgspec.json.decode(data, type=cls)
-
-    @classmethod
-    def from_json(cls, value: dict) -> RecoveryResult:
-        """The result from its JSON-able mapping (``to_json``: the recover task's XCom);
-        msgspec.ValidationError naming the field when it is not one."""
-        return msgspec.convert(value, type=cls)
 
 
 class RecoveryYielded(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="outcome", tag="yielded"):

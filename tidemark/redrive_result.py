@@ -4,10 +4,10 @@ concurrent re-drive that moved the same records does not count here."""
 
 from __future__ import annotations
 
-import msgspec
+from tidemark.result_value import ResultValue
 
 
-class RedriveResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class RedriveResult(ResultValue, frozen=True, forbid_unknown_fields=True):
     """``candidates``: quarantine rows of the reason (and hours) not yet in events or late;
     ``moved_to_events`` and ``moved_to_late``: rows this run inserted; ``already_moved``:
     candidates another writer had inserted by the time this run's MERGE committed;
@@ -26,18 +26,3 @@ class RedriveResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     still_refused: dict[str, int]
     event_hours: tuple[str, ...]
     finished_at: str
-
-    def to_json(self) -> dict:
-        """The JSON-able mapping: the redrive task's XCom."""
-        return msgspec.json.decode(msgspec.json.encode(self))
-
-    def encode(self) -> bytes:
-        return msgspec.json.format(msgspec.json.encode(self), indent=2) + b"\n"
-
-    @classmethod
-    def decode(cls, data: str | bytes) -> RedriveResult:
-        return msgspec.json.decode(data, type=cls)
-
-    @classmethod
-    def from_json(cls, data: dict) -> RedriveResult:
-        return msgspec.convert(data, cls)
