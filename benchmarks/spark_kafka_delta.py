@@ -3,13 +3,15 @@
     .venv/bin/python benchmarks/spark_kafka_delta.py --conf streams.yaml [--stream telemetry] \\
         --max-offsets-per-trigger 200000 --report report.json
 
-Started as its own process by catch_up_side_by_side.py, so that its wall time (JVM start
-included) and resident memory are measured the same way as the persist job's. Reads the topic
-and broker of the stream's configuration, writes the stream's events table path of that
-configuration, and checkpoints under its checkpoint root (job ``spark-kafka-delta``). One query:
+Started as its own process by catch_up_side_by_side.py (and registry_payloads.py), so that its
+wall time (JVM start included) and resident memory are measured the same way as the persist
+job's. Reads the topic and broker of the stream's configuration, writes the stream's events table
+path of that configuration, and checkpoints under its checkpoint root (job ``spark-kafka-delta``).
+One query:
 
     Kafka (startingOffsets=earliest, maxOffsetsPerTrigger=N, read_committed, trigger availableNow)
       -> foreachBatch:  from_json(value) -> the events columns (benchmarks/spark_kafka_events.py)
+                        (payload.format avro: from_avro, see below)
                         observe: rows, unparsed, per partition rows and max event time
                         append partitioned by event_date, event_hour; idempotent:
                         txnAppId = the query's id, txnVersion = the batch id
@@ -17,6 +19,14 @@ configuration, and checkpoints under its checkpoint root (job ``spark-kafka-delt
 Plain: no watermark operator, no state. A watermark would add a state store's cost to the peer
 without changing what it writes; the driver replays Spark's watermark over the batches this run
 made (catch_up_figures.replay_plain_watermark) to say what it would have dropped.
+
+A stream whose payload.format is avro is read as a Spark user reads registry-framed Avro with
+Spark's own functions: the registry's 5-byte prefix (magic byte, schema id) cut off with
+substring, the rest decoded by pyspark.sql.avro.functions.from_avro with one writer schema, the
+one the data generator registers for the stream's declared fields
+(generator.value_encoders.avro_writer_schema). The schema id is not read and the registry is
+never asked: this holds only for a topic of that one writer schema. Needs spark-avro, in the
+spark-kafka jar group.
 
 Writes one JSON report (times ms since the epoch, UTC; durations in seconds):
 
@@ -30,6 +40,7 @@ Writes one JSON report (times ms since the epoch, UTC; durations in seconds):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -38,9 +49,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.spark_kafka_events import events_from_kafka_rows, kafka_delta_session  # noqa: E402
+from benchmarks.spark_kafka_events import (  # noqa: E402
+    events_from_avro_kafka_rows,
+    events_from_kafka_rows,
+    kafka_delta_session,
+)
 from spark_jobs.persist.batch import QueryIdentity  # noqa: E402
-from tidemark.stream_config import load_stream  # noqa: E402
+from tidemark.stream_config import PayloadSchema, load_stream  # noqa: E402
 from tidemark.table_schemas import EVENTS_PARTITIONING  # noqa: E402
 
 JOB = "spark-kafka-delta"
@@ -101,6 +116,7 @@ class EventsBatchWriter:
     def __init__(self, stream, table_path: str):
         self._stream = stream
         self._table_path = table_path
+        self._events = _events_of(stream.payload)
         self.query_id = QueryIdentity()
         self.batches: list[dict] = []
 
@@ -109,7 +125,7 @@ class EventsBatchWriter:
         from pyspark.sql import functions as F
 
         started = time.monotonic()
-        events = events_from_kafka_rows(batch, self._stream.payload, F.lit(batch_id))
+        events = self._events(batch, self._stream.payload, F.lit(batch_id))
         observation = Observation(f"batch_{batch_id}")
         per_partition = []
         for p in range(self._stream.source.partitions):
@@ -147,6 +163,18 @@ class EventsBatchWriter:
                 "seconds": round(time.monotonic() - started, 2),
             }
         )
+
+
+def _events_of(payload: PayloadSchema):
+    """How a batch's Kafka rows become events rows: from_json for a JSON payload, from_avro with
+    the generator's writer schema for an Avro one."""
+    if payload.format == "json":
+        return events_from_kafka_rows
+    if payload.format == "avro":
+        from generator.value_encoders import avro_writer_schema
+
+        return functools.partial(events_from_avro_kafka_rows, writer_schema=json.dumps(avro_writer_schema(payload)))
+    raise SystemExit(f"spark_kafka_delta.py reads json or avro payloads, not {payload.format}")
 
 
 def _progress_offsets(progress, topic: str) -> dict[str, list[int]]:

@@ -15,7 +15,7 @@ Reads the topic and broker of the stream's configuration and writes its events t
    (txnAppId = this run's id, txnVersion = the chunk), partitioned by event_date, event_hour.
 
 A chunk is a slice of offsets of every partition, [k·N/P, (k+1)·N/P) for N the budget and P the
-partitions, the column ``batch_id`` = k: N rows when every partition holds as many records, as in
+partitions, the column ``step_id`` = k: N rows when every partition holds as many records, as in
 the uniform backlog this run is made for (a skewed topic gives uneven chunks).
 
 Writes one JSON report: records, chunks, session_seconds, decode_seconds, write_seconds,
@@ -71,7 +71,7 @@ def main() -> int:
     # and the count below would hide that; the report's cached_partitions says whether all fit.
     events = events_from_kafka_rows(kafka_rows, stream.payload, chunk).persist(StorageLevel.MEMORY_ONLY)
     records = events.count()
-    chunks = events.agg(F.max("batch_id")).first()[0]
+    chunks = events.agg(F.max("step_id")).first()[0]
     chunks = 0 if chunks is None else chunks + 1
     unparsed = events.where(F.col("event_time").isNull()).count()
     decode_s = time.monotonic() - started
@@ -83,7 +83,7 @@ def main() -> int:
     for k in range(chunks):
         chunk_started = time.monotonic()
         (
-            events.where(F.col("batch_id") == k)
+            events.where(F.col("step_id") == k)
             .write.format("delta")
             .mode("append")
             .partitionBy(*EVENTS_PARTITIONING)
