@@ -50,12 +50,16 @@ class ClaimsTable:
         live_routed: tuple[RoutedRange, ...],
         own_global_watermark_ms: int | None,
         routed_by: tuple[str, ...] | None = None,
+        only: dict[int, list[tuple[int, int]]] | None = None,
     ) -> Claim:
         """Commit a claim of ``ranges`` ({partition: (start, end)}) for a run of ``mode``:
         offsets live already routed (``live_routed``) keep live's G, the others get
         ``own_global_watermark_ms``. Returns the claim with its routing, read back as of its own
         version (so claims made after it cannot change it): the earliest claim's G, among the
-        claims of the modes ``routed_by`` (None: every claim). The caller has ensured the tables."""
+        claims of the modes ``routed_by`` (None: every claim). ``only``: the spans within
+        ``ranges`` actually claimed ({partition: [(start, end), ...]}, each under
+        ``own_global_watermark_ms``), when the run writes scattered offsets and must leave the
+        ones between them to other writers' routing. The caller has ensured the tables."""
         claim_id = uuid.uuid4().hex
         writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
         now = datetime.now(UTC)
@@ -63,7 +67,11 @@ class ClaimsTable:
         rows = [
             # NO_WATERMARK_MS (live routed them before G existed) is stored as "no G": null.
             (stream_name, claim_id, writer, mode, p, column(start), column(end), _timestamp(_stored(g)), now)
-            for p, start, end, g in claim_rows(ranges, live_routed, own_global_watermark_ms)
+            for p, start, end, g in (
+                claim_rows(ranges, live_routed, own_global_watermark_ms)
+                if only is None
+                else [(p, s, e, own_global_watermark_ms) for p, spans in sorted(only.items()) for s, e in spans]
+            )
         ]
         if not rows:
             return Claim(-1, writer, ())  # nothing to read: nothing to claim

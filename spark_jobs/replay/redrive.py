@@ -118,8 +118,16 @@ def run_redrive(stream: StreamConfig, request: RedriveRequest, crash_points=(), 
         ranges = _spans(records)
         # Routed under live's G now, fixed by the first re-drive claim of each offset: a record
         # whose hour has been sealed since goes to late, and every re-drive decides the same.
+        # Only the re-driven offsets are claimed: a hole between two of them keeps the routing a
+        # recovery would give it.
         claim = ClaimsTable(spark, tables).claim(
-            stream.name, "redrive", ranges, (), tables.last_live_global_watermark_ms(), routed_by=("redrive",)
+            stream.name,
+            "redrive",
+            ranges,
+            (),
+            tables.last_live_global_watermark_ms(),
+            routed_by=("redrive",),
+            only=_runs(records),
         )
         switch.committed(CLAIMS, batch_level=False)
         routing = LiveRouting(claim.routing)
@@ -213,6 +221,18 @@ def _spans(records: list[QuarantinedRecord]) -> dict[int, tuple[int, int]]:
         low, high = spans.get(r.partition, (r.position, r.position + 1))
         spans[r.partition] = (min(low, r.position), max(high, r.position + 1))
     return spans
+
+
+def _runs(records: list[QuarantinedRecord]) -> dict[int, list[tuple[int, int]]]:
+    """Per partition, ``records``' positions as [start, end) runs of consecutive positions."""
+    runs: dict[int, list[tuple[int, int]]] = {}
+    for r in sorted(records, key=lambda r: (r.partition, r.position)):
+        spans = runs.setdefault(r.partition, [])
+        if spans and spans[-1][1] == r.position:
+            spans[-1] = (spans[-1][0], r.position + 1)
+        else:
+            spans.append((r.position, r.position + 1))
+    return runs
 
 
 def _decoder(stream: StreamConfig):
