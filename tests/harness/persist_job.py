@@ -31,10 +31,17 @@ PERSIST_JOB = REPO / "spark_jobs" / "persist" / "job.py"
 
 
 def write_stream_config(
-    tmp_path: Path, bootstrap: str, topic: str, partitions: int, kafka_conn_id: str | None = None, **persist
+    tmp_path: Path,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    kafka_conn_id: str | None = None,
+    payload: dict | None = None,
+    **persist,
 ) -> Path:
     """A streams.yaml for one test: the shipped telemetry stream on its own topic and lake folder.
-    ``kafka_conn_id``: the Kafka connection that secures the brokers (its name, never a setting)."""
+    ``kafka_conn_id``: the Kafka connection that secures the brokers (its name, never a setting);
+    ``payload``: the stream's ``payload:`` section instead of the shipped one."""
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
     stream = document["streams"]["telemetry"]
     stream["source"].update(bootstrap_servers=bootstrap, topic=topic, partitions=partitions)
@@ -42,6 +49,8 @@ def write_stream_config(
         stream["source"]["kafka_conn_id"] = kafka_conn_id
     stream["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "checkpoints")}
     stream["persist"].update(persist)
+    if payload is not None:
+        stream["payload"] = payload
     document["streams"] = {"telemetry": stream}  # the test's stream only: no other stream's lake to set
     path = tmp_path / "streams.yaml"
     path.write_text(yaml.safe_dump(document))

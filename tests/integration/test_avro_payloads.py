@@ -36,9 +36,7 @@ def _serializer(registry, schema: dict):
 
 
 def _avro_config(tmp_path, bootstrap: str, topic: str, registry_url: str):
-    conf = write_stream_config(tmp_path, bootstrap, topic, 2, max_records_per_batch=500)
-    document = yaml.safe_load(conf.read_text())
-    document["streams"]["telemetry"]["payload"] = {
+    payload = {
         "format": "avro",
         "registry_url": registry_url,
         "registry_patience": "2s",
@@ -49,8 +47,7 @@ def _avro_config(tmp_path, bootstrap: str, topic: str, registry_url: str):
             "firmware": {"type": "string", "required": False},
         },
     }
-    conf.write_text(yaml.safe_dump(document))
-    return conf
+    return write_stream_config(tmp_path, bootstrap, topic, 2, payload=payload, max_records_per_batch=500)
 
 
 def _persist(conf, log) -> int:

@@ -35,9 +35,7 @@ MINUTE_MS = 60_000
 
 
 def _protobuf_config(tmp_path, bootstrap: str, topic: str, registry_url: str):
-    conf = write_stream_config(tmp_path, bootstrap, topic, 2, max_records_per_batch=500)
-    document = yaml.safe_load(conf.read_text())
-    document["streams"]["telemetry"]["payload"] = {
+    payload = {
         "format": "protobuf",
         "registry_url": registry_url,
         "registry_patience": "2s",
@@ -52,8 +50,7 @@ def _protobuf_config(tmp_path, bootstrap: str, topic: str, registry_url: str):
         "key_format": "protobuf",
         "key_fields": {"tenant": {"type": "string"}},
     }
-    conf.write_text(yaml.safe_dump(document))
-    return conf
+    return write_stream_config(tmp_path, bootstrap, topic, 2, payload=payload, max_records_per_batch=500)
 
 
 def test_a_protobuf_topic_with_a_nested_message_and_a_timestamp_event_time_two_schema_forms(
