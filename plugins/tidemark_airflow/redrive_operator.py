@@ -35,13 +35,13 @@ class RedriveOperator(TidemarkSparkJobOperator):
             )
             result = RedriveResult.decode(result_path.read_bytes())
         self.log.info(
-            "Stream %s, reason %s: %d candidates, %d moved to events, %d to late, %d already moved; still refused %s",
+            "Stream %s, reason %s: %d candidates, %d moved to events, %d to late, %d already moved; still refused: %s",
             stream.name,
             request.reason,
             result.candidates,
             result.moved_to_events,
             result.moved_to_late,
             result.already_moved,
-            result.still_refused,
+            ", ".join(f"{count} {reason}" for reason, count in result.still_refused.items()) or "none",
         )
         return result.to_json()
