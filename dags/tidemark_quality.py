@@ -69,6 +69,18 @@ def quality_dag(stream: StreamConfig):
         verdict_task = verdict(check.output)
         triggered >> verdict_task
 
+        if stream.alerts:
+
+            @task(trigger_rule="all_done")
+            def alarms(result: dict | None, **context) -> dict:
+                """A partition entering STALL, STOP, HOLE or LOST: one message; a reminder at most every
+                alerts.remind_every while it stays; one "resolved" when it passes again."""
+                from tidemark_airflow.quality_alarms import send_due_alarms
+
+                return send_due_alarms(stream, result, context)
+
+            alarms(check.output)
+
         if stream.alerts and stream.alerts.unsealed_hour_after_ms:
 
             @task(on_failure_callback=alarm_callbacks(stream, UnsealedHours(stream.name)))
@@ -104,9 +116,11 @@ status (STOP / STALL / LAGGING / WARN / OK) with lost offsets past retention. Ho
 triggering asset events *and* from the `seals` table (an hour whose event was lost is still
 checked). Writes Data Docs and a per-partition summary (JSON and HTML; paths in the `check` task
 log), triggers `tidemark_recover__{stream.name}` for every stalled or gapped partition, and fails
-when a partition is not OK, so the run shows red until it is. A partition in STALL, STOP, HOLE or
-LOST sends one alarm per run to the receivers of the stream's `alerts:` (if any), and so does an
-hour not sealed `alerts.unsealed_hour_after` after its end.
+when a partition is not OK, so the run shows red until it is. A partition entering STALL, STOP,
+HOLE or LOST sends one alarm to the receivers of the stream's `alerts:` (if any), a reminder at
+most every `alerts.remind_every` while it stays, and one "resolved" when it passes again (the
+`alarms` task; its memory is the Variable `tidemark_alarms__{stream.name}`). An hour not sealed
+`alerts.unsealed_hour_after` after its end sends an alarm too.
 """
 
 

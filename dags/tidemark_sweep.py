@@ -53,7 +53,8 @@ against persisted rows), no hour report is rewritten; a hole triggers
 
         triggered = trigger_recovery(stream.name, check.output)
 
-        # A failed verdict sends one alarm for the run (the stream's alerts:, if any).
+        # A sweep that left no result sends an alarm (the stream's alerts:, if any); its findings go
+        # through the alarms task below: once, reminders, resolved.
         @task(
             trigger_rule="all_done",
             on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name, check_task_id="sweep")),
@@ -72,6 +73,17 @@ against persisted rows), no hour report is rewritten; a hole triggers
                 )
 
         triggered >> verdict(check.output)
+
+        if stream.alerts:
+
+            @task(trigger_rule="all_done")
+            def alarms(result: dict | None, **context) -> dict:
+                """A partition whose completeness turns HOLE or LOST: one message, reminders, one "resolved"."""
+                from tidemark_airflow.quality_alarms import send_due_alarms
+
+                return send_due_alarms(stream, result, context, checker="sweep")
+
+            alarms(check.output)
 
     return sweep()
 

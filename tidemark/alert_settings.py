@@ -1,7 +1,8 @@
 """Where a stream's alarms go: the optional ``alerts:`` section of its configuration.
 
-An alarm is a message to a person, sent when a quality run finds a partition in one of
-``ALARM_STATUSES``, when a recovery finds offsets LOST, when the persist job fails its last try,
+An alarm is a message to a person, sent when a quality run finds a partition entering one of
+``ALARM_STATUSES`` (then at most one reminder per ``remind_every`` while it stays, and one
+"resolved" when it leaves them: tidemark.alarm_memory), when a recovery finds offsets LOST, when the persist job fails its last try,
 and (with ``unsealed_hour_after``) when an hour is still not sealed that long after its end.
 
 Receivers are named by Airflow connection ids, never by addresses with secrets in them: the
@@ -17,6 +18,7 @@ and its authentication. This module only says where; delivery is Airflow's (its 
         conn_id: tidemark_webhook      # an Airflow HTTP connection (its host is the base URL)
         endpoint: hooks/tidemark       # optional path below the connection's base URL
       unsealed_hour_after: 2h          # optional: no such alarm when unset
+      remind_every: 4h                 # optional: a lasting alarm's reminder at most this often; never: none
 
 The section is part of the stream configuration's typed contract (tidemark.stream_config): the
 types below are what tidemark.config_document decodes it into, and their rules fail loading
@@ -30,11 +32,14 @@ from typing import Annotated
 
 import msgspec
 
-from tidemark.config_values import ConfigRuleError, PositiveMilliseconds, written_as
+from tidemark.config_values import ConfigRuleError, PositiveMilliseconds, positive_duration_ms, written_as
 
 # Quality statuses that send an alarm: reading stopped or data is missing. LAGGING and WARN are
 # shown in the reports only (a person is not woken for a slow partition).
 ALARM_STATUSES = ("STALL", "STOP", "HOLE", "LOST")
+
+# Alertmanager's repeat_interval default: a lasting alarm is recalled, not repeated every run.
+DEFAULT_REMIND_EVERY_MS = 4 * 3_600_000
 
 _EMAIL = re.compile(r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$")
 
@@ -76,10 +81,18 @@ def endpoint_path(raw: object) -> str:
     return raw.lstrip("/")
 
 
+def reminder_interval_ms(raw: object) -> int | None:
+    """How often a lasting alarm is recalled: a duration ('4h', '30m'), or 'never' (None)."""
+    if raw == "never":
+        return None
+    return positive_duration_ms(raw)
+
+
 ConnectionId = Annotated[str, msgspec.Meta(extra=written_as(connection_id))]
 EmailAddress = Annotated[str, msgspec.Meta(extra=written_as(email_address))]
 Recipients = Annotated[tuple[str, ...], msgspec.Meta(extra=written_as(recipients))]
 EndpointPath = Annotated[str, msgspec.Meta(extra=written_as(endpoint_path))]
+ReminderInterval = Annotated[int, msgspec.Meta(ge=1, extra=written_as(reminder_interval_ms))]
 
 
 class EmailReceiver(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -108,6 +121,9 @@ class AlertSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``unsealed_hour_after_ms``: an event-time hour [H, H + 1h) must be sealed by wall-clock
     time H + 1h + this (ms); the quality run's schedule checks it, so an alarm comes at most one
     quality interval after that moment. None: not checked.
+
+    ``remind_every_ms``: a partition that stays in an alarm status gets a reminder at most this
+    often (ms); None ('never' in the file): only the first message and the "resolved" one.
     """
 
     # Alarms by mail; None: none.
@@ -116,6 +132,8 @@ class AlertSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     webhook: WebhookReceiver | None = None
     # An hour not sealed this long after its end sends an alarm; None: not checked.
     unsealed_hour_after_ms: PositiveMilliseconds | None = msgspec.field(default=None, name="unsealed_hour_after")
+    # A partition that stays in an alarm status is recalled at most this often; None: never.
+    remind_every_ms: ReminderInterval | None = msgspec.field(default=DEFAULT_REMIND_EVERY_MS, name="remind_every")
 
     def __post_init__(self):
         if self.email is None and self.webhook is None:

@@ -9,8 +9,9 @@ reports and the task's log are.
 Webhook JSON (``Alarm.to_json()``)::
 
     {"source": "tidemark", "kind": "quality" | "recovery_lost" | "persist_failed" | "unsealed_hour",
-     "stream", "title", "dag_id", "run_id", "task_id", "try_number", "log_url",
-     "partitions": [{"partition", "status", "reasons": [...], "holes": [[s, e]], "lost": [[s, e]]}],
+     "notice": "raised" | "reminder" | "resolved" (quality) | null, "stream", "title", "dag_id", "run_id", "task_id", "try_number", "log_url",
+     "partitions": [{"partition", "status", "reasons": [...], "holes": [[s, e]], "lost": [[s, e]],
+                     "previous_status", "since"}],
      "summary": {"html", "json"} | null, "details": {...}}
 
 Offsets are [start, end) pairs; ``details`` holds what one kind adds (the recovered ranges, the
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidemark.alert_settings import ALARM_STATUSES
+from tidemark.alarm_memory import CHANGED, RAISED, REMINDER, RESOLVED, AlarmNotice
 from tidemark.duration import format_duration_ms
 from tidemark.event_time_text import format_event_time
 from tidemark.quality_summary import QualitySummary, quality_summary_from
@@ -40,6 +41,8 @@ class PartitionFinding:
     reasons: tuple[str, ...]
     holes: tuple[tuple[int, int], ...] = ()
     lost: tuple[tuple[int, int], ...] = ()
+    previous_status: str | None = None  # the status it left (a change, or a resolved alarm)
+    since_ms: int | None = None  # when the alarm began (ms, UTC)
 
     def to_json(self) -> dict:
         return {
@@ -48,6 +51,8 @@ class PartitionFinding:
             "reasons": list(self.reasons),
             "holes": [list(r) for r in self.holes],
             "lost": [list(r) for r in self.lost],
+            "previous_status": self.previous_status,
+            "since": None if self.since_ms is None else format_event_time(self.since_ms),
         }
 
 
@@ -72,6 +77,8 @@ class Alarm:
     summary_html: str | None = None
     summary_json: str | None = None
     details: dict = field(default_factory=dict)
+    # For a quality alarm: raised, reminder or resolved (tidemark.alarm_memory); None for others.
+    notice: str | None = None
 
     @property
     def subject(self) -> str:
@@ -84,6 +91,7 @@ class Alarm:
         return {
             "source": "tidemark",
             "kind": self.kind,
+            "notice": self.notice,
             "stream": self.stream,
             "title": self.title,
             "dag_id": self.task.dag_id,
@@ -133,31 +141,74 @@ class Alarm:
         )
 
 
-def quality_alarm(result: QualitySummary | Mapping[str, Any], task: TaskIdentity) -> Alarm | None:
-    """The alarm for a quality run's result (its QualitySummary, or the XCom that holds one):
-    one message for every partition whose status is one of ALARM_STATUSES, worst first; None
-    when none is. QualitySummaryError naming the result when it is not a summary."""
+def notice_alarms(
+    result: QualitySummary | Mapping[str, Any], notices: list[AlarmNotice], now_ms: int, task: TaskIdentity
+) -> list[Alarm]:
+    """The messages a quality run's due notices (tidemark.alarm_memory.due_notices) make: one for
+    the partitions that entered an alarm status or changed it, one reminder for those that stay,
+    one "resolved" for those that left; each only when it has a partition. ``now_ms``: the run's
+    time, for how long an alarm lasted."""
     summary = quality_summary_from(result, "the quality task's result (XCom)")
-    alarming = sorted(
-        (p for p in summary.partitions if p.status.value in ALARM_STATUSES),
-        key=lambda p: (-summary.status_order.index(p.status) if p.status in summary.status_order else 0, p.partition),
+    checked = {p.partition: p for p in summary.partitions}
+
+    def finding(notice: AlarmNotice) -> PartitionFinding:
+        part = checked[notice.partition]
+        alarming = notice.kind != RESOLVED
+        return PartitionFinding(
+            notice.partition,
+            notice.status,
+            part.reasons_or_reason if alarming else (),
+            holes=part.holes if alarming else (),
+            lost=part.lost if alarming else (),
+            previous_status=notice.previous_status,
+            since_ms=notice.since_ms,
+        )
+
+    def was(notice: AlarmNotice) -> str:
+        return f"{notice.previous_status} for {format_duration_ms(max(now_ms - notice.since_ms, 1))}"
+
+    groups = (
+        (
+            RAISED,
+            [n for n in notices if n.kind in (RAISED, CHANGED)],
+            lambda n: (
+                f"partition {n.partition} {n.status}" + (f" (was {n.previous_status})" if n.kind == CHANGED else "")
+            ),
+        ),
+        (
+            REMINDER,
+            [n for n in notices if n.kind == REMINDER],
+            lambda n: f"partition {n.partition} {n.status} for {format_duration_ms(max(now_ms - n.since_ms, 1))}",
+        ),
+        (
+            RESOLVED,
+            [n for n in notices if n.kind == RESOLVED],
+            lambda n: f"partition {n.partition} {n.status} (was {was(n)})",
+        ),
     )
-    if not alarming:
-        return None
-    findings = tuple(
-        PartitionFinding(p.partition, p.status.value, p.reasons_or_reason, holes=p.holes, lost=p.lost) for p in alarming
-    )
-    title = ", ".join(f"partition {f.partition} {f.status}" for f in findings)
-    return Alarm(
-        QUALITY,
-        summary.stream,
-        title,
-        task,
-        findings,
-        summary.paths.summary_html,
-        summary.paths.summary_json,
-        {"hours_checked": list(summary.hours), "recovery_requested": [r.partition for r in summary.recovery_requests]},
-    )
+    prefix = {RAISED: "", REMINDER: "still ", RESOLVED: "resolved: "}
+    alarms = []
+    for notice_kind, group, phrase in groups:
+        if not group:
+            continue
+        group.sort(key=lambda n: (-_severity(summary, n.status), n.partition))  # worst first
+        alarms.append(
+            Alarm(
+                QUALITY,
+                summary.stream,
+                prefix[notice_kind] + ", ".join(phrase(n) for n in group),
+                task,
+                tuple(finding(n) for n in group),
+                summary.paths.summary_html,
+                summary.paths.summary_json,
+                {
+                    "hours_checked": list(summary.hours),
+                    "recovery_requested": [r.partition for r in summary.recovery_requests],
+                },
+                notice=notice_kind,
+            )
+        )
+    return alarms
 
 
 def recovery_lost_alarm(stream: str, request: dict, result: dict, task: TaskIdentity) -> Alarm | None:
@@ -232,6 +283,11 @@ def overdue_hours(newest_sealed_ms: int | None, bound_ms: int, now_ms: int) -> l
     start = newest_sealed_ms - newest_sealed_ms % HOUR_MS + HOUR_MS
     due = now_ms - bound_ms - HOUR_MS  # the latest hour start whose deadline has passed
     return list(range(start, due + 1, HOUR_MS))
+
+
+def _severity(summary: QualitySummary, status: str) -> int:
+    order = [s.value for s in summary.status_order]
+    return order.index(status) if status in order else 0
 
 
 def _pairs(spans: Any) -> tuple[tuple[int, int], ...]:

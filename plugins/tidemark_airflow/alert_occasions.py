@@ -16,7 +16,6 @@ from tidemark_airflow.alert_message import (
     QUALITY,
     Alarm,
     persist_failed_alarm,
-    quality_alarm,
     recovery_lost_alarm,
     unsealed_hour_alarm,
 )
@@ -29,9 +28,10 @@ SEAL_DEADLINE_KEY = "seal_deadline"
 
 @dataclass(frozen=True)
 class QualityFindings:
-    """The quality DAG's verdict failed: one alarm for the partitions in an alarm status, read
-    from the ``check`` task's result; when the check itself left no result, an alarm saying
-    nothing was checked."""
+    """The quality DAG's verdict failed and the check itself left no result: an alarm saying
+    nothing was checked. Partitions in an alarm status are the ``alarms`` task's to tell
+    (tidemark_airflow.quality_alarms: once, with reminders and a "resolved"), so a verdict that
+    failed on them sends nothing here."""
 
     stream: str
     check_task_id: str = "check"
@@ -47,7 +47,7 @@ class QualityFindings:
                 task,
                 details={"what_now": f"see the log of task {self.check_task_id} of this run"},
             )
-        return quality_alarm(result, task)
+        return None
 
 
 @dataclass(frozen=True)

@@ -50,19 +50,27 @@ class AlarmNotifier(BaseNotifier):
         if alarm is None:
             self.log.info("No alarm to send: nothing the stream's alerts are for")
             return
+        self.deliver(alarm, context)
+
+    def deliver(self, alarm: Alarm, context: Any) -> int:
+        """Send ``alarm`` to every receiver; the number that accepted it. Never raises."""
+        delivered = 0
         for key, conn_id, receiver in self._receivers(alarm):
+            secrets = receiver_secrets(conn_id)
             try:
                 receiver.notify(context)
             except Exception as error:  # noqa: BLE001 - any failure of a receiver is reported, none raised
+                # A webhook's token may sit in its URL, which the error repeats: cut it out.
                 self.log.warning(
                     "Alarm not delivered to %s (Airflow connection %r): %s: %s. The failure it was about stands; "
                     "see this task's state and log.",
                     key,
                     conn_id,
                     type(error).__name__,
-                    error,
+                    redacted(str(error), secrets),
                 )
             else:
+                delivered += 1
                 self.log.info(
                     "Alarm %r for stream %s sent to %s (Airflow connection %r)",
                     alarm.subject,
@@ -70,6 +78,7 @@ class AlarmNotifier(BaseNotifier):
                     key,
                     conn_id,
                 )
+        return delivered
 
     def _receivers(self, alarm: Alarm) -> list[tuple[str, str, BaseNotifier]]:
         receivers: list[tuple[str, str, BaseNotifier]] = []
@@ -129,6 +138,37 @@ def check_alert_connections(stream: StreamConfig) -> None:
                 f"{conn_id} ..., or the environment variable AIRFLOW_CONN_{conn_id.upper()}) or fix the id in the stream configuration"
             ) from None
         _checked_connections.add(conn_id)
+
+
+def receiver_secrets(conn_id: str) -> tuple[str, ...]:
+    """What of a receiver's connection must never be shown: its password, and the path of a base URL
+    kept in its host (a chat webhook's token is its URL's path, which HTTP errors and the HTTP
+    hook's own log lines repeat). Each is also handed to Airflow's log masker, so no task log line
+    shows it. None when the connection cannot be read (its absence is reported elsewhere)."""
+    from urllib.parse import urlsplit
+
+    from airflow.sdk import Connection
+    from airflow.sdk.log import mask_secret
+
+    try:
+        connection = Connection.get(conn_id)
+    except Exception:  # noqa: BLE001 - the receiver's own failure names the connection
+        return ()
+    secrets = [connection.password or ""]
+    host = connection.host or ""
+    if "://" in host:
+        secrets.append(urlsplit(host).path.strip("/"))
+    secrets = tuple(secret for secret in secrets if len(secret) >= 4)  # a '/' or 'v1' is no secret
+    for secret in secrets:
+        mask_secret(secret)
+    return secrets
+
+
+def redacted(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret replaced by '***' (Airflow's own mask)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def task_identity(context: Any) -> TaskIdentity:

@@ -102,3 +102,25 @@ def test_a_missing_connection_fails_naming_the_key(tmp_path, monkeypatch):
     assert alarm_callbacks(_stream(tmp_path, None), lambda context: None) == [], (
         "no alerts: section, no callbacks, no lookups"
     )
+
+
+def test_a_webhook_token_in_the_connection_s_url_never_reaches_a_warning(monkeypatch, capsys):
+    from airflow.sdk import Connection
+
+    token = "T0001/B0002/sekrit-webhook-token"
+    base_url = f"https://hooks.example.com/services/{token}"  # a chat webhook: the URL is the secret
+    monkeypatch.setattr(
+        Connection,
+        "get",
+        staticmethod(lambda conn_id: Connection(conn_id=conn_id, conn_type="http", host=base_url, password="pw-1234")),
+    )
+    down = _Receiver(ConnectionError(f"HTTPSConnectionPool: Max retries exceeded with url: {base_url}/alarm (pw-1234)"))
+    notifier = AlarmNotifier(alerts=SETTINGS, build=lambda context: ALARM)
+    monkeypatch.setattr(notifier, "_receivers", lambda alarm: [("alerts.webhook", "tm_hook", down)])
+
+    assert notifier.deliver(ALARM, {"ti": None}) == 0
+
+    (warning,) = [line for line in capsys.readouterr().out.splitlines() if "[warning" in line]
+    assert "Alarm not delivered to alerts.webhook (Airflow connection 'tm_hook'): ConnectionError" in warning
+    assert "hooks.example.com/***/alarm (***)" in warning, "the error is still told, the secrets cut out"
+    assert "sekrit" not in warning and "pw-1234" not in warning

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tidemark.alarm_memory import AlarmMemory, due_notices
 from tidemark.offset_coverage import OffsetRange
 from tidemark.quality_status import QualityStatus
 from tidemark.quality_summary import (
@@ -21,9 +22,9 @@ from tidemark.recovery_request import RecoveryRequest
 from tidemark_airflow.alert_message import (
     Alarm,
     TaskIdentity,
+    notice_alarms,
     overdue_hours,
     persist_failed_alarm,
-    quality_alarm,
     recovery_lost_alarm,
     unsealed_hour_alarm,
 )
@@ -65,6 +66,18 @@ def _result(*partitions):
     )
 
 
+NOW_MS = 1_795_573_800_000
+
+
+def quality_alarm(result, task, memory=None, now_ms=NOW_MS, remind_every_ms=None):
+    """The one message a quality run makes due (None: none), as the alarms task builds it."""
+    statuses = {p["partition"]: p["status"] for p in result["partitions"]}
+    notices, _ = due_notices(memory or AlarmMemory(), statuses, now_ms, remind_every_ms)
+    alarms = notice_alarms(result, notices, now_ms, task)
+    assert len(alarms) <= 1
+    return alarms[0] if alarms else None
+
+
 def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
     result = _result(
         _partition(0, "OK"),
@@ -78,13 +91,15 @@ def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
     assert alarm.subject == "[tidemark] telemetry: partition 4 LOST, partition 1 HOLE, partition 2 STOP"
     assert [(p.partition, p.status) for p in alarm.partitions] == [(4, "LOST"), (1, "HOLE"), (2, "STOP")]
     body = alarm.to_json()
-    assert body["kind"] == "quality" and body["stream"] == "telemetry"
+    assert (body["kind"], body["notice"], body["stream"]) == ("quality", "raised", "telemetry")
     assert body["partitions"][1] == {
         "partition": 1,
         "status": "HOLE",
         "reasons": ["offsets [5, 9) are missing"],
         "holes": [[5, 9]],
         "lost": [],
+        "previous_status": None,
+        "since": "2026-11-25T02:30:00.000Z",
     }
     assert body["partitions"][0]["lost"] == [[0, 3]]
     assert body["summary"] == {"html": "/r/telemetry/runs/r1/summary.html", "json": "/r/telemetry/runs/r1/summary.json"}
@@ -100,6 +115,31 @@ def test_a_quality_run_with_alarm_statuses_gives_one_alarm_worst_first():
     assert "<b>STOP</b>" in html and "file:///r/telemetry/runs/r1/summary.html" in html and "[5, 9)" in html
 
 
+def test_a_lasting_alarm_is_recalled_and_then_resolved_each_in_its_own_words():
+    stopped = _result(_partition(0, "OK"), _partition(2, "STOP", ["the read position stood at 0"]))
+    _, memory = due_notices(AlarmMemory(), {0: "OK", 2: "STOP"}, NOW_MS, None)
+
+    reminder = quality_alarm(stopped, TASK, memory, NOW_MS + 4 * HOUR_MS, remind_every_ms=4 * HOUR_MS)
+    resolved = quality_alarm(_result(_partition(0, "OK"), _partition(2, "OK")), TASK, memory, NOW_MS + 5 * HOUR_MS)
+
+    assert reminder.subject == "[tidemark] telemetry: still partition 2 STOP for 4h"
+    assert reminder.to_json()["partitions"][0]["reasons"] == ["the read position stood at 0"]
+    assert resolved.subject == "[tidemark] telemetry: resolved: partition 2 OK (was STOP for 5h)"
+    body = resolved.to_json()
+    assert body["notice"] == "resolved"
+    assert body["partitions"] == [
+        {
+            "partition": 2,
+            "status": "OK",
+            "reasons": [],
+            "holes": [],
+            "lost": [],
+            "previous_status": "STOP",
+            "since": "2026-11-25T02:30:00.000Z",
+        }
+    ]
+
+
 def test_no_alarm_when_no_partition_is_in_an_alarm_status():
     assert quality_alarm(_result(_partition(0, "OK"), _partition(1, "WARN"), _partition(2, "LAGGING")), TASK) is None
 
@@ -109,7 +149,7 @@ def test_a_result_that_is_not_a_quality_summary_is_named_with_its_field():
     result["partitions"][0]["status"] = "BROKEN"
 
     with pytest.raises(QualitySummaryError) as failure:
-        quality_alarm(result, TASK)
+        notice_alarms(result, [], NOW_MS, TASK)
 
     assert str(failure.value).startswith(
         "the quality task's result (XCom) is not a quality summary tidemark can read "

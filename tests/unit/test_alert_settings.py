@@ -37,12 +37,14 @@ def test_a_full_section_is_read_into_typed_receivers(tmp_path):
             },
             "webhook": {"conn_id": "tidemark_webhook", "endpoint": "/hooks/tidemark"},
             "unsealed_hour_after": "90m",
+            "remind_every": "30m",
         },
     )
     assert alerts == AlertSettings(
         email=EmailReceiver("smtp_oncall", ("a@example.com", "b@example.org"), "tidemark@example.com"),
         webhook=WebhookReceiver("tidemark_webhook", "hooks/tidemark"),
         unsealed_hour_after_ms=90 * 60_000,
+        remind_every_ms=30 * 60_000,
     )
     assert alerts.connections() == (
         ("alerts.email.conn_id", "smtp_oncall"),
@@ -55,6 +57,9 @@ def test_defaults_one_address_and_environment_references(tmp_path):
     assert alerts == AlertSettings(email=EmailReceiver("smtp_default", ("ops@example.com",), None))
     alerts = _load_alerts(tmp_path, {"webhook": {"conn_id": "hook"}}, {**ENV, "ONCALL": "x@y.z"})
     assert alerts == AlertSettings(webhook=WebhookReceiver("hook", ""))
+    assert alerts.remind_every_ms == 4 * 3_600_000  # Alertmanager's repeat interval
+    alerts = _load_alerts(tmp_path, {"webhook": {"conn_id": "hook"}, "remind_every": "never"})
+    assert alerts.remind_every_ms is None  # never reminded
 
 
 @pytest.mark.parametrize(
@@ -64,7 +69,7 @@ def test_defaults_one_address_and_environment_references(tmp_path):
         ({"unsealed_hour_after": "1h"}, r"streams\.telemetry\.alerts: name at least one receiver"),
         (
             {"slack": {"conn_id": "x"}},
-            r"streams\.telemetry\.alerts\.slack: unknown key; expected one of email, unsealed_hour_after, webhook",
+            r"streams\.telemetry\.alerts\.slack: unknown key; expected one of email, remind_every, unsealed_hour_after, webhook",
         ),
         ({"email": {"conn_id": "smtp_default"}}, r"streams\.telemetry\.alerts\.email\.to: missing required key"),
         (
@@ -99,6 +104,10 @@ def test_defaults_one_address_and_environment_references(tmp_path):
         (
             {"webhook": {"conn_id": "h"}, "unsealed_hour_after": 60},
             r"alerts\.unsealed_hour_after: a bare number is ambiguous",
+        ),
+        (
+            {"webhook": {"conn_id": "h"}, "remind_every": "0m"},
+            r"alerts\.remind_every: must be greater than zero",
         ),
         ("yes", r"streams\.telemetry\.alerts: expected a mapping of keys"),
     ],
