@@ -29,6 +29,14 @@ from stack.ports import free_port
 from stack.schema_registry import SchemaRegistry
 from stack.spark_standalone import SparkStandalone
 
+# Every Spark driver a test starts (the in-process sessions, spark-submit from the DAGs, the race's
+# drivers) compiles with C1 only. A test's JVM lives seconds to minutes, and C2's compiler threads
+# took a quarter of the suite's CPU on two shared cores: one crash-point case used 101 s of CPU
+# with them and 73 s without, for the same 55-60 s of wall time. Compilation, not behaviour:
+# what runs and what it writes are the same. Production and the benchmarks keep the JVM's
+# defaults; a test run can set its own SPARK_SUBMIT_OPTS.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+
 UNIT = "tests/unit/"
 # The service tests' longest files (a minute or more each, measured on 2 cores), started before
 # the others: make test runs the service tests on two workers a file at a time, and one of these
