@@ -17,6 +17,7 @@ from airflow.timetables.trigger import CronTriggerTimetable
 
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.backfill_operator import BackfillOperator
+from tidemark_airflow.reader_timeout import reader_timeout
 from tidemark_airflow.recovery_trigger import backfill_requests, trigger_recovery
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -41,6 +42,7 @@ def backfill_dag(stream: StreamConfig):
             return _checked_request(stream, dict(params), dag_run.run_after, dag_run.run_id)
 
         backfilled = BackfillOperator(
+            execution_timeout=reader_timeout(stream),
             task_id="backfill",
             stream=stream.name,
             conf_path=CONF_PATH,

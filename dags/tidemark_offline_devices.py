@@ -17,6 +17,7 @@ from airflow.sdk import Param, dag, task
 
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.offline_devices_operator import OfflineDevicesOperator
+from tidemark_airflow.reader_timeout import reader_timeout
 from tidemark_airflow.sealed_hour_assets import sealed_hours_asset
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -80,6 +81,7 @@ how fast each Kafka partition was read.
             return request.to_json()
 
         OfflineDevicesOperator(
+            execution_timeout=reader_timeout(stream),
             task_id="detect",
             stream=stream.name,
             conf_path=CONF_PATH,

@@ -17,6 +17,7 @@ from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import QualityFindings, UnsealedHours
 from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.reader_timeout import reader_timeout
 from tidemark_airflow.recovery_trigger import trigger_recovery
 from tidemark_airflow.sealed_hour_assets import sealed_hours_asset
 
@@ -52,6 +53,7 @@ def quality_dag(stream: StreamConfig):
             return sorted(hours)
 
         check = QualityCheckOperator(
+            execution_timeout=reader_timeout(stream),
             task_id="check",
             stream=stream.name,
             conf_path=CONF_PATH,

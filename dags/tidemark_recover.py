@@ -18,6 +18,7 @@ from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import RecoveryLost
 from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.reader_timeout import reader_timeout
 from tidemark_airflow.recover_operator import RecoverOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -58,6 +59,7 @@ def recover_dag(stream: StreamConfig):
             return list(RecoveryResult.from_json(result).event_hours)
 
         QualityCheckOperator(
+            execution_timeout=reader_timeout(stream),
             task_id="recheck",
             stream=stream.name,
             conf_path=CONF_PATH,

@@ -16,6 +16,7 @@ from airflow.sdk import Param, dag, task
 
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.reader_timeout import reader_timeout
 from tidemark_airflow.redrive_operator import RedriveOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -54,6 +55,7 @@ def redrive_dag(stream: StreamConfig):
             return list(RedriveResult.from_json(result).event_hours)
 
         QualityCheckOperator(
+            execution_timeout=reader_timeout(stream),
             task_id="recheck",
             stream=stream.name,
             conf_path=CONF_PATH,

@@ -16,6 +16,7 @@ from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import QualityFindings
 from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.quality_operator import QualityCheckOperator
+from tidemark_airflow.reader_timeout import reader_timeout
 from tidemark_airflow.recovery_trigger import trigger_recovery
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -43,6 +44,7 @@ against persisted rows), no hour report is rewritten; a hole triggers
     )
     def sweep():
         check = QualityCheckOperator(
+            execution_timeout=reader_timeout(stream),
             task_id="sweep",
             stream=stream.name,
             conf_path=CONF_PATH,

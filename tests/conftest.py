@@ -56,6 +56,7 @@ LONGEST_FIRST = (
     "tests/integration/test_backfill.py",
     "tests/integration/test_kinesis_persist.py",
     "tests/dags/test_persist_on_spark_cluster.py",
+    "tests/integration/test_lake_maintenance.py",
 )
 
 

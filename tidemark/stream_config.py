@@ -37,6 +37,7 @@ from tidemark.config_values import (
 from tidemark.duration import format_duration_ms
 from tidemark.log_connection import KafkaConnection, KinesisConnection
 from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS, PositionType
+from tidemark.maintenance_settings import MaintenanceSettings
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, suggested_partition_limit
 from tidemark.stall_rules import StallRules
 
@@ -607,6 +608,8 @@ class StreamConfig(_Section):
     backfill: BackfillSettings = msgspec.field(default_factory=BackfillSettings)
     # None: the stream has no offline-device detector (no ``offline_devices:`` section).
     offline_devices: OfflineDevicesSettings | None = None
+    # Compaction of sealed hours and VACUUM; see tidemark.maintenance_settings.
+    maintenance: MaintenanceSettings = msgspec.field(default_factory=MaintenanceSettings)
     # None: nobody is told (no ``alerts:`` section); see tidemark.alert_settings.
     alerts: AlertSettings | None = None
 

@@ -40,7 +40,7 @@ MINUTE_MS = 60_000
 
 def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STREAM) -> int:
     """The demo's steps, each timed (StepClock): the services, a backlog, the persist DAG and its
-    report, the quality, backfill and offline-device DAGs, then where to look. 0 when every DAG
+    report, the quality, backfill, offline-device and maintenance DAGs, then where to look. 0 when every DAG
     run it waits for ended; CommandFailed names the one that did not."""
     from tidemark.stream_config import load_stream
 
@@ -58,6 +58,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     _run_backfill_dag(stream, api, reports, clock)
     if stream.offline_devices is not None:
         _run_detector_dag(stream, api, clock)
+    _run_maintenance_dag(stream, api, clock)
     _print_where_to_look(stream, airflow, password, report_file, summary_html)
     print("\nWhere the demo's time went:")
     print("\n".join(clock.lines()))
@@ -245,6 +246,24 @@ def _run_detector_dag(stream, api: AirflowApi, clock: StepClock) -> None:
     print(
         f"Run {detector_run}: {detector_state}; {_detector_result(api.return_value(detector_dag, detector_run, 'detect'))}"
     )
+
+
+def _run_maintenance_dag(stream, api: AirflowApi, clock: StepClock) -> None:
+    """Trigger the maintenance DAG (compaction of sealed hours, VACUUM), wait, print its summary."""
+    from tidemark.maintenance_result import MaintenanceResult
+
+    maintenance_dag = f"tidemark_maintenance__{stream.name}"
+    _step(
+        f"Running the DAG {maintenance_dag}: compaction of the sealed hours, then VACUUM",
+        clock,
+        "maintenance DAG run",
+    )
+    api.wait_for_dag(maintenance_dag)
+    api.unpause(maintenance_dag)
+    run = api.trigger(maintenance_dag)
+    state = api.wait_for_run(maintenance_dag, run)
+    xcom = api.return_value(maintenance_dag, run, "maintain")
+    print(f"Run {run}: {state}" + (f"; {MaintenanceResult.from_json(xcom).summary()}" if xcom else ""))
 
 
 def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, report_file: Path, summary_html) -> None:

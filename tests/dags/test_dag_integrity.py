@@ -57,6 +57,14 @@ print(json.dumps({{
     "sweep_schedule": bag.get_dag("tidemark_sweep__telemetry").timetable.summary,
     "sweep_flag": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").sweep,
     "sweep_reconcile": bag.get_dag("tidemark_sweep__telemetry").get_task("sweep").reconcile,
+    "maintenance_tasks": sorted(bag.get_dag("tidemark_maintenance__telemetry").task_ids),
+    "maintenance_schedule": bag.get_dag("tidemark_maintenance__telemetry").timetable.summary,
+    "maintenance_max_active_runs": bag.get_dag("tidemark_maintenance__telemetry").max_active_runs,
+    "reader_timeouts_s": sorted({{
+        bag.get_dag(f"tidemark_{{kind}}__telemetry").get_task(task).execution_timeout.total_seconds()
+        for kind, task in (("quality", "check"), ("sweep", "sweep"), ("backfill", "backfill"),
+                           ("offline_devices", "detect"), ("recover", "recheck"), ("redrive", "recheck"))
+    }}),
 }}))
 """
 
@@ -75,6 +83,8 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["dag_ids"] == [
         "tidemark_backfill__rides",
         "tidemark_backfill__telemetry",
+        "tidemark_maintenance__rides",
+        "tidemark_maintenance__telemetry",
         "tidemark_offline_devices__telemetry",
         "tidemark_persist__rides",
         "tidemark_persist__telemetry",
@@ -110,6 +120,11 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
     assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)
+    assert described["maintenance_tasks"] == ["maintain"]
+    assert (described["maintenance_schedule"], described["maintenance_max_active_runs"]) == ("15 * * * *", 1)
+    # Every task that reads the lake is stopped after maintenance.reader_timeout (6h), the bound
+    # VACUUM's retention is proved against.
+    assert described["reader_timeouts_s"] == [6 * 3600.0]
     assert described["max_active_runs"] == 1
     assert described["catchup"] is False
     assert {"tidemark", "persist", "telemetry"} <= set(described["tags"])

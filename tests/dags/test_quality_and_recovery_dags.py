@@ -23,7 +23,8 @@ from harness.alarm_receivers import (
     alerts_section,
 )
 from harness.log_layouts import lake_offsets
-from harness.persist_job import produce, run_in_process, run_persist, telemetry_value, write_stream_config
+from harness.persist_job import produce, run_persist, telemetry_value, write_stream_config
+from harness.quality_run import run_quality, statuses
 
 # The same loop on Kinesis (tests/dags/test_kinesis_quality_loop.py: the same DAGs, eight shards,
 # the alarms) runs in the suite; this Kafka one with TIDEMARK_FULL_SUITE=1, for the suite's time
@@ -164,27 +165,5 @@ def test_a_frozen_partition_is_reported_recovered_and_then_ok(
 
 
 def _quality_run(conf: Path, home: Path, tmp_path: Path) -> dict[int, str]:
-    """The quality DAG's check job (expectations/quality_run.py) in this process, with the
-    arguments its operator gives it; returns each partition's status from its result."""
-    from expectations.quality_run import main
-
-    reports = home / "reports"
-    result = tmp_path / "quality_result.json"
-    argv = [
-        "--stream",
-        "telemetry",
-        "--conf",
-        str(conf),
-        "--report-dir",
-        str(reports),
-        "--gx-dir",
-        str(reports / "telemetry" / "gx"),
-        "--run-name",
-        "final_check",
-        "--result",
-        str(result),
-        "--reconcile",
-    ]
-    code = run_in_process(main, argv, tmp_path / "quality.log")
-    assert code == 0, (tmp_path / "quality.log").read_text()[-5000:]
-    return {p["partition"]: p["status"] for p in json.loads(result.read_text())["partitions"]}
+    """The quality DAG's check job in this process; each partition's status from its result."""
+    return statuses(run_quality(conf, home, tmp_path))
