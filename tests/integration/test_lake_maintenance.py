@@ -7,7 +7,8 @@ there), then again and again in the test's thread while live goes on: two transa
 Delta's optimistic concurrency exactly as two drivers' do. The lake must end as if nothing had
 happened but the file count: live never failed, every (partition, offset) once, the quality
 run sees no damage, and after VACUUM deleted the compactions' inputs, the readers (the quality
-run, ``tidemark status``'s overview, a backfill comparing with live) read everything.
+run, ``tidemark status``'s overview, a backfill comparing with live) read everything. Last, the
+Delta log's history is cleaned up behind the damage scan after a DELETE: the deletion is found.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def _records(start_ms: int, end_ms: int) -> list[tuple[int, bytes, int]]:
 
 
 def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_the_files(kafka_broker, spark, tmp_path):
+    """... and a deletion the cleaned-up log no longer shows is still found (at the end)."""
     from connectors.lake_reader import read_stream_overview
     from connectors.lake_storage import open_delta_table
     from spark_jobs.maintenance.compaction import files_per_hour, sealed_hours
@@ -148,3 +150,36 @@ def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_t
         log=tmp_path / "backfill.log",
     )
     assert code == 0, (tmp_path / "backfill.log").read_text()[-4000:]
+
+    # The Delta log's history cleaned up behind the damage scan (as delta.logRetentionDuration
+    # does at a checkpoint): rows deleted from a checked hour, then every commit file up to a
+    # checkpoint after the DELETE removed, the DELETE's own among them. The next quality run cannot
+    # read what happened since its last run, says so, checks every sealed hour again, and finds
+    # the deleted offsets.
+    _delete_and_clean_the_log_behind_it(
+        spark, events, "source_partition = 0 AND source_offset >= 3 AND source_offset < 7"
+    )
+    result = run_quality(conf, home, tmp_path, "after_log_cleanup")
+    (gone,) = [d for d in result["damage"] if d["table"] == "events"]
+    assert (gone["kind"], gone["operation"].split(" (")[0]) == ("log_gone", "LOG CLEANED UP"), gone
+    (partition_0,) = [p for p in result["partitions"] if p["partition"] == 0]
+    assert partition_0["status"] == "HOLE" and partition_0["holes"] == [[3, 7]], partition_0
+
+
+def _delete_and_clean_the_log_behind_it(spark, table: str, condition: str) -> None:
+    """DELETE ``condition`` from ``table``, then leave only a checkpoint after it: the JSON commits
+    and checkpoints before it removed, as the log's cleanup removes them."""
+    from pathlib import Path
+
+    from delta.tables import DeltaTable
+
+    spark.sql(f"ALTER TABLE delta.`{table}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
+    DeltaTable.forPath(spark, table).delete(condition)
+    spark.sql(f"ALTER TABLE delta.`{table}` SET TBLPROPERTIES ('tidemark.test' = 'after the delete')")
+    log = Path(table) / "_delta_log"
+    newest = max(int(path.name.split(".")[0]) for path in log.glob("*.json"))
+    assert (log / f"{newest:020d}.checkpoint.parquet").exists(), sorted(p.name for p in log.iterdir())
+    for path in log.iterdir():
+        version = path.name.split(".")[0]
+        if version.isdigit() and int(version) < newest:
+            path.unlink()
