@@ -45,6 +45,12 @@ _SMALL_APPEND_TABLES = ("ledger", "seals", "claims")
 # The tables a record of the log is persisted in, exactly one of them.
 PERSISTED = ("events", "late", "quarantine")
 _AUTO_COMPACT = {"delta.autoOptimize.autoCompact": "true"}
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+
+
+def vacuum_retention(retain_ms: int) -> str:
+    """``maintenance.vacuum_retain`` as the table property's interval."""
+    return f"interval {retain_ms // 1000} seconds"
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,12 @@ class LakeTables:
 
     def _ensure_table(self, table: str, columns: list[tuple[str, str]], partitioning: tuple[str, ...]) -> bool:
         """Create ``table`` if it does not exist (True), else add what an older tidemark's lacks (False)."""
-        properties = _AUTO_COMPACT if table in _SMALL_APPEND_TABLES else {}
+        properties = {
+            **(_AUTO_COMPACT if table in _SMALL_APPEND_TABLES else {}),
+            # VACUUM's retention lives in the table (delta-spark 4.4 ignores VACUUM's RETAIN), made
+            # at creation so that the maintenance job's VACUUM needs no metadata commit beside live.
+            RETENTION_PROPERTY: vacuum_retention(self._stream.maintenance.vacuum_retain_ms),
+        }
         if create_delta_table(self._spark, self.path(table), columns, partitioning, properties):
             return True
         # There already, or made by another job a moment ago (then in this layout: nothing to do).

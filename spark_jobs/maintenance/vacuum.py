@@ -1,5 +1,6 @@
 """VACUUM of a stream's tables with the retention its configuration proved safe
-(tidemark.maintenance_settings: ``vacuum_retain`` outlives every reader's ``reader_timeout``).
+(tidemark.maintenance_settings: ``vacuum_retain`` outlives every reader's ``reader_timeout``),
+held by each table as its ``delta.deletedFileRetentionDuration``.
 
 Delta's own guard (refusing a retention under 7 days) is turned off in the session that
 vacuums, because tidemark enforces its rule when the configuration loads and a lake may choose a
@@ -29,6 +30,7 @@ def vacuum_tables(spark, stream: StreamConfig) -> list[VacuumedTable]:
     from delta.tables import DeltaTable
 
     from spark_jobs.lake.table_creation import delta_table_exists
+    from spark_jobs.lake.tables import LakeTables
 
     for key, value in VACUUM_SESSION.items():
         spark.conf.set(key, value)
@@ -37,16 +39,19 @@ def vacuum_tables(spark, stream: StreamConfig) -> list[VacuumedTable]:
     spark.conf.set(
         "spark.sql.sources.parallelPartitionDiscovery.parallelism", str(max(1, spark.sparkContext.defaultParallelism))
     )
-    hours = stream.maintenance.vacuum_retain_ms / 3_600_000
+    # Each table holds vacuum_retain as its own retention (LakeTables.ensure: set at creation, and
+    # changed here only after the key changed; delta-spark 4.4 ignores VACUUM's RETAIN argument,
+    # "Vacuum with retention threshold other than 0 hours is ignored", its warning says).
+    LakeTables(spark, stream).ensure()
     done = []
     for table in TABLES:
         path = stream.table_path(table)
         if not delta_table_exists(spark, path):
             continue
         delta = DeltaTable.forPath(spark, path)
-        delta.vacuum(hours)
+        delta.vacuum()  # with the table's own retention: vacuum_retain
         done.append(VacuumedTable(table, _deleted_files(delta)))
-        log.info({"event": "table_vacuumed", **done[-1].to_json(), "retain_hours": hours})
+        log.info({"event": "table_vacuumed", **done[-1].to_json(), "retain_ms": stream.maintenance.vacuum_retain_ms})
     return done
 
 

@@ -17,6 +17,7 @@ import json
 import time
 from collections import Counter
 
+import msgspec
 import pytest
 import yaml
 
@@ -133,7 +134,15 @@ def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_t
     assert statuses(result) == {p: "OK" for p in range(PARTITIONS)}
     assert result["damage"] == [], result["damage"]
 
-    # VACUUM, once the retention has passed: it deletes exactly the files the compactions removed.
+    # VACUUM with a week's retention deletes nothing yet; once the configured 2 s have passed, it
+    # deletes exactly the files the compactions removed. The retention each table holds is the
+    # configuration's: delta-spark 4.4 ignores VACUUM's own RETAIN argument.
+    week = msgspec.structs.replace(
+        stream,
+        maintenance=msgspec.structs.replace(stream.maintenance, vacuum_retain_ms=7 * 24 * HOUR_MS),
+    )
+    kept = run_maintenance(spark, week)
+    assert {table.files_deleted for table in kept.vacuumed} == {0}, kept.summary()
     time.sleep(2.5)
     vacuumed = run_maintenance(spark, stream)
     deleted = {table.table: table.files_deleted for table in vacuumed.vacuumed}
