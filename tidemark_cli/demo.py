@@ -239,13 +239,8 @@ def _run_detector_dag(stream, api: AirflowApi, clock: StepClock) -> None:
         clock,
         "offline-devices DAG run",
     )
-    api.wait_for_dag(detector_dag)
-    api.unpause(detector_dag)
-    detector_run = api.trigger(detector_dag)
-    detector_state = api.wait_for_run(detector_dag, detector_run)
-    print(
-        f"Run {detector_run}: {detector_state}; {_detector_result(api.return_value(detector_dag, detector_run, 'detect'))}"
-    )
+    run, state, result = _run_scheduled_dag(api, detector_dag, "detect")
+    print(f"Run {run}: {state}; {_detector_result(result)}")
 
 
 def _run_maintenance_dag(stream, api: AirflowApi, clock: StepClock) -> None:
@@ -258,12 +253,18 @@ def _run_maintenance_dag(stream, api: AirflowApi, clock: StepClock) -> None:
         clock,
         "maintenance DAG run",
     )
-    api.wait_for_dag(maintenance_dag)
-    api.unpause(maintenance_dag)
-    run = api.trigger(maintenance_dag)
-    state = api.wait_for_run(maintenance_dag, run)
-    xcom = api.return_value(maintenance_dag, run, "maintain")
-    print(f"Run {run}: {state}" + (f"; {MaintenanceResult.from_json(xcom).summary()}" if xcom else ""))
+    run, state, result = _run_scheduled_dag(api, maintenance_dag, "maintain")
+    print(f"Run {run}: {state}" + (f"; {MaintenanceResult.from_json(result).summary()}" if result else ""))
+
+
+def _run_scheduled_dag(api: AirflowApi, dag_id: str, task_id: str) -> tuple[str, str, dict | None]:
+    """Unpause a scheduled DAG (it goes on running on its schedule), trigger one run now, wait for
+    it: the run's id, its end state and ``task_id``'s return value."""
+    api.wait_for_dag(dag_id)
+    api.unpause(dag_id)
+    run = api.trigger(dag_id)
+    state = api.wait_for_run(dag_id, run)
+    return run, state, api.return_value(dag_id, run, task_id)
 
 
 def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, report_file: Path, summary_html) -> None:
