@@ -29,11 +29,28 @@ class VacuumedTable(ResultValue, frozen=True):
     files_deleted: int
 
 
+class SettledClaims(ResultValue, frozen=True):
+    """The claims table settled (tidemark.claims_settlement): ``claims_settled`` claims folded into
+    ``settled_ranges`` settled ranges, ``claims_kept`` claims still held by running (or dead,
+    not yet covered) writers; the table's rows (claims, release rows, settled ranges) before and
+    after, and its data files after. ``retries``/``yielded`` as for a compacted hour."""
+
+    claims_settled: int
+    claims_kept: int
+    settled_ranges: int
+    rows_before: int
+    rows_after: int
+    retries: int = 0
+    yielded: bool = False
+    files: int = 0
+
+
 class MaintenanceResult(ResultValue, frozen=True):
     stream: str
     compacted: tuple[CompactedHour, ...] = ()
     vacuumed: tuple[VacuumedTable, ...] = ()
     seconds: float = 0.0
+    claims: SettledClaims | None = None
 
     def summary(self) -> str:
         """One line for the task log and the CLI."""
@@ -45,5 +62,17 @@ class MaintenanceResult(ResultValue, frozen=True):
         return (
             f"{self.stream}: {len(done)} sealed hours compacted ({removed} files into {added})"
             + (f", {len(yielded)} left for the next run (a concurrent writer won every retry)" if yielded else "")
+            + self._claims_words()
             + f"; VACUUM deleted {deleted} files in {len(self.vacuumed)} tables; {self.seconds:.1f} s"
+        )
+
+    def _claims_words(self) -> str:
+        claims = self.claims
+        if claims is None:
+            return ""
+        if claims.yielded:
+            return "; claims left for the next run (a concurrent writer won every retry)"
+        return (
+            f"; {claims.claims_settled} claims settled ({claims.rows_before} rows into {claims.rows_after}, "
+            f"{claims.claims_kept} still held)"
         )

@@ -110,13 +110,17 @@ CLAIMS_COLUMNS = [
     ("stream", "STRING"),
     ("claim_id", "STRING"),  # one per claim commit: its commit's user metadata, to find its version
     ("writer", "STRING"),  # tidemark:<stream>:<mode>:<run id>
-    ("mode", "STRING"),  # recovery | backfill
+    ("mode", "STRING"),  # recovery | backfill | redrive; released (a release row); settled (a settled range)
     ("source_partition", "INT"),
     ("start_offset", "BIGINT"),  # inclusive
     ("end_offset", "BIGINT"),  # exclusive
     # G the claimed offsets are routed under; null: none yet (a lake live never wrote), nothing late.
     ("global_watermark", "TIMESTAMP"),
     ("claimed_at", "TIMESTAMP"),
+    # The claim's order, written by the maintenance job when it settles the table
+    # (tidemark.claims_settlement); null: the version of the commit that made the claim, found in
+    # the table's history by the claim id.
+    ("claim_version", "BIGINT"),
 ]
 
 

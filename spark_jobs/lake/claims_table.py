@@ -1,11 +1,13 @@
-"""The stream's ``claims`` table: claims made, claims read (the rules: tidemark.write_claims).
+"""The stream's ``claims`` table: claims made, released and settled, claims read (the rules:
+tidemark.write_claims, tidemark.claims_settlement).
 
-Claims are few (one commit per recovery or backfill run) and read by every live batch, so the
-live side asks the table's newest version first and reads the rows only when it moved. A
-claim's order is its commit's version, found in the table's history by the claim id the commit
-carries as its user metadata. The table exists before any job of the stream can meet it: every
-job creates the stream's tables, this one among them, before its first look at any
-(LakeTables.ensure).
+Claims are few (a commit per recovery or backfill run, and one more when it finishes) and read
+by every live batch, so the live side asks the table's newest version first and reads the rows
+only when it moved. A claim's order is its commit's version, found in the table's history by the
+claim id the commit carries as its user metadata, until the maintenance job settles the table and
+writes it into the row (``claim_version``): then only the claims made since are looked up, in the
+newest commits. The table exists before any job of the stream can meet it: every job creates the
+stream's tables, this one among them, before its first look at any (LakeTables.ensure).
 """
 
 from __future__ import annotations
@@ -14,16 +16,21 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from tidemark.claims_settlement import (
+    RELEASED,
+    SETTLED,
+    SETTLED_VERSION,
+    Settlement,
+    claim_id,
+    settle,
+    settled_claims,
+    writer_mode,
+)
 from tidemark.live_routing import RoutedRange
 from tidemark.table_schemas import claims_columns, ddl
 from tidemark.write_claims import NO_WATERMARK_MS, ClaimedRange, claim_rows, earliest_claim_routing
 
 CLAIMS = "claims"
-
-
-def claim_mode(writer: str) -> str:
-    """The mode of a claim's writer, tidemark:<stream>:<mode>:<claim id>."""
-    return writer.split(":")[2]
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,10 @@ class Claim:
     version: int
     writer: str
     routing: tuple[RoutedRange, ...]
+
+    @property
+    def claim_id(self) -> str:
+        return claim_id(self.writer)
 
 
 class ClaimsTable:
@@ -60,13 +71,13 @@ class ClaimsTable:
         ``ranges`` actually claimed ({partition: [(start, end), ...]}, each under
         ``own_global_watermark_ms``), when the run writes scattered offsets and must leave the
         ones between them to other writers' routing. The caller has ensured the tables."""
-        claim_id = uuid.uuid4().hex
-        writer = f"tidemark:{stream_name}:{mode}:{claim_id}"
+        identity = uuid.uuid4().hex
+        writer = f"tidemark:{stream_name}:{mode}:{identity}"
         now = datetime.now(UTC)
         column = self._tables.positions.to_column
         rows = [
             # NO_WATERMARK_MS (live routed them before G existed) is stored as "no G": null.
-            (stream_name, claim_id, writer, mode, p, column(start), column(end), _timestamp(_stored(g)), now)
+            (stream_name, identity, writer, mode, p, column(start), column(end), _timestamp(_stored(g)), now, None)
             for p, start, end, g in (
                 claim_rows(ranges, live_routed, own_global_watermark_ms)
                 if only is None
@@ -76,15 +87,107 @@ class ClaimsTable:
         if not rows:
             return Claim(-1, writer, ())  # nothing to read: nothing to claim
         frame = self._spark.createDataFrame(rows, ddl(claims_columns(self._tables.positions))).coalesce(1)
-        self._tables.append(frame, CLAIMS, claim_id)  # the claim id as the commit's user metadata
-        versions = self._claim_versions()
-        version = versions[claim_id]
+        self._tables.append(frame, CLAIMS, identity)  # the claim id as the commit's user metadata
+        version = self._commit_versions({identity})[identity]
         earlier = [
             c
-            for c in self._claims(versions, as_of=version)
-            if c.version <= version and (routed_by is None or claim_mode(c.writer) in routed_by)
+            for c in self._read(as_of=version)[0]
+            if c.version <= version and (routed_by is None or writer_mode(c.writer) in routed_by)
         ]
         return Claim(version, writer, earliest_claim_routing(ranges, earlier))
+
+    def release(self, claim: Claim) -> None:
+        """Release ``claim``: its writer finished, every offset it claimed is written. One row
+        (mode ``released``), appended after the writer's last commit; the claim keeps its effect
+        until the maintenance job settles it (tidemark.claims_settlement)."""
+        if claim.version < 0:
+            return  # nothing was claimed
+        row = (
+            claim.writer.split(":")[1],
+            claim.claim_id,
+            claim.writer,
+            RELEASED,
+            None,
+            None,
+            None,
+            None,
+            datetime.now(UTC),
+            None,
+        )
+        frame = self._spark.createDataFrame([row], ddl(claims_columns(self._tables.positions)))
+        self._tables.append(frame, CLAIMS, f"{RELEASED}:{claim.claim_id}")
+
+    def settle(self, stream_name: str) -> tuple[Settlement, int]:
+        """Settle the table (tidemark.claims_settlement) in one commit: the folded claims' rows,
+        their release rows and the former settled ranges go, the settled ranges come, and the
+        claims kept get their version written. Returns what was decided and the rows the table
+        held before. A Delta MERGE: claims appended meanwhile are untouched (a blind append does
+        not conflict with it, and is not among its matches); a concurrent settlement or
+        rewrite of the same files fails it (the caller retries)."""
+        from delta.tables import DeltaTable
+
+        version = self.latest_version()
+        claims, released = self._read(as_of=version)
+        settlement = settle(claims, released)
+        rows = len(claims) + len(released)
+        if not settlement.changes:
+            return settlement, rows
+        column = self._tables.positions.to_column
+        now = datetime.now(UTC)
+        source = (
+            [(identity, "delete", None, None, None, None, None, None) for identity in sorted(settlement.folded)]
+            + [
+                (claim_id(c.writer), "version", c.version, None, None, None, None, None)
+                for c in {claim_id(c.writer): c for c in settlement.kept}.values()
+            ]
+            + [
+                (
+                    SETTLED,
+                    "insert",
+                    SETTLED_VERSION,
+                    c.writer,
+                    c.partition,
+                    column(c.start),
+                    column(c.end),
+                    _timestamp(c.global_watermark_ms),
+                )
+                for c in settled_claims(settlement.settled, stream_name)
+            ]
+        )
+        position = self._tables.positions.sql_type
+        frame = self._spark.createDataFrame(
+            source,
+            f"claim_id STRING, action STRING, claim_version BIGINT, writer STRING, source_partition INT, "
+            f"start_offset {position}, end_offset {position}, global_watermark TIMESTAMP",
+        )
+        target = DeltaTable.forPath(self._spark, self._tables.path(CLAIMS)).alias("t")
+        (
+            target.merge(frame.alias("s"), "t.claim_id = s.claim_id AND s.action IN ('delete', 'version')")
+            .whenMatchedDelete(condition="s.action = 'delete'")
+            .whenMatchedUpdate(condition="s.action = 'version'", set={"claim_version": "s.claim_version"})
+            .whenNotMatchedInsert(
+                condition="s.action = 'insert'",
+                values={
+                    "stream": f"'{stream_name}'",
+                    "claim_id": "s.claim_id",
+                    "writer": "s.writer",
+                    "mode": f"'{SETTLED}'",
+                    "source_partition": "s.source_partition",
+                    "start_offset": "s.start_offset",
+                    "end_offset": "s.end_offset",
+                    "global_watermark": "s.global_watermark",
+                    "claimed_at": f"timestamp_millis({int(now.timestamp() * 1000)})",
+                    "claim_version": "s.claim_version",
+                },
+            )
+            .execute()
+        )
+        return settlement, rows
+
+    def census(self) -> tuple[int, int]:
+        """The table's rows (claims, release rows, settled ranges) and data files now."""
+        table = self._delta_rs()
+        return table.to_pyarrow_table(columns=["claim_id"]).num_rows, len(table.file_uris())
 
     def latest_version(self) -> int:
         """The claims table's newest version: a look at its log with delta-rs, no Spark job (every
@@ -92,8 +195,8 @@ class ClaimsTable:
         return self._delta_rs().version()
 
     def all_claims(self) -> list[ClaimedRange]:
-        """Every claim the table holds, oldest first."""
-        return self._claims(self._claim_versions())
+        """Every claim and settled range the table holds, oldest first."""
+        return self._read()[0]
 
     def _delta_rs(self, version: int | None = None):
         """The claims table read with delta-rs: a small table, read whole without Spark (DESIGN.md,
@@ -102,48 +205,67 @@ class ClaimsTable:
 
         return open_delta_table(self._tables.path(CLAIMS), version=version)
 
-    def _claim_versions(self) -> dict[str, int]:
-        """{claim id: version} of every claim commit (its user metadata) the history still holds."""
-        versions: dict[str, int] = {}
-        for commit in sorted(self._delta_rs().history(), key=lambda commit: commit["version"]):
-            metadata = commit.get("userMetadata")
-            if metadata:
-                versions.setdefault(metadata, commit["version"])
-        return versions
+    def _commit_versions(self, claim_ids: set[str]) -> dict[str, int]:
+        """{claim id: version} of the commits that made the claims ``claim_ids`` (their user
+        metadata), those the history still holds. Reads the newest commits first, and further
+        back only while some are not found: after a settlement only the claims made since are
+        asked for, and they are among the newest."""
+        if not claim_ids:
+            return {}
+        table = self._delta_rs()
+        limit = 64
+        while True:
+            commits = table.history(limit)
+            versions: dict[str, int] = {}
+            for commit in commits:
+                metadata = commit.get("userMetadata")
+                if metadata in claim_ids:
+                    versions[metadata] = min(versions.get(metadata, commit["version"]), commit["version"])
+            if len(versions) == len(claim_ids) or len(commits) < limit:
+                return versions
+            limit *= 4
 
-    def _claims(self, versions: dict[str, int], as_of: int | None = None) -> list[ClaimedRange]:
+    def _read(self, as_of: int | None = None) -> tuple[list[ClaimedRange], set[str]]:
+        """The claims and settled ranges of the table (as of version ``as_of``), oldest first,
+        and the ids of the claims released."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        names = ["claim_id", "writer", "mode", "source_partition", "start_offset", "end_offset"]
         table = self._delta_rs(as_of).to_pyarrow_table(
-            columns=[
-                "claim_id",
-                "writer",
-                "source_partition",
-                "start_offset",
-                "end_offset",
-                "global_watermark",
-                "claimed_at",
-            ]
+            columns=[*names, "global_watermark", "claimed_at", "claim_version"]
         )
-        columns = {name: table[name].to_pylist() for name in ("claim_id", "writer", "source_partition")}
-        columns["start_offset"] = table["start_offset"].to_pylist()
-        columns["end_offset"] = table["end_offset"].to_pylist()
+        columns = {name: table[name].to_pylist() for name in (*names, "claim_version")}
         for name in ("global_watermark", "claimed_at"):  # microseconds since the epoch, UTC: as ms
             micros = pc.cast(table[name], pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
             columns[name] = [None if us is None else us // 1000 for us in micros]
-        rows = sorted(zip(*(columns[name] for name in columns)), key=lambda row: (row[6], row[0]))
-        # A claim whose commit the log no longer retains (Delta keeps 30 days of history) is
-        # older than every claim it does: ranked before them, among themselves by claim time.
-        unretained = {claim_id: rank - len(rows) for rank, claim_id in enumerate(dict.fromkeys(row[0] for row in rows))}
+        rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+        released = {row["claim_id"] for row in rows if row["mode"] == RELEASED}
+        rows = sorted(
+            (row for row in rows if row["mode"] != RELEASED), key=lambda row: (row["claimed_at"], row["claim_id"])
+        )
+        versions = self._commit_versions({row["claim_id"] for row in rows if row["claim_version"] is None})
+        # A claim whose commit the log no longer retains (Delta keeps 30 days of history) and whose
+        # version no settlement wrote is older than every claim it does: ranked before them,
+        # among themselves by claim time (settled ranges rank before all).
+        unretained = {
+            identity: rank - len(rows) for rank, identity in enumerate(dict.fromkeys(r["claim_id"] for r in rows))
+        }
         position = self._tables.positions.from_column
         claims = [
             ClaimedRange(
-                versions.get(claim_id, unretained[claim_id]), partition, position(start), position(end), g, writer
+                row["claim_version"]
+                if row["claim_version"] is not None
+                else versions.get(row["claim_id"], unretained[row["claim_id"]]),
+                row["source_partition"],
+                position(row["start_offset"]),
+                position(row["end_offset"]),
+                row["global_watermark"],
+                row["writer"],
             )
-            for claim_id, writer, partition, start, end, g, _ in rows
+            for row in rows
         ]
-        return sorted(claims)
+        return sorted(claims), released
 
 
 def _stored(g: int | None) -> int | None:

@@ -5,8 +5,8 @@ files of its target size and commits ``dataChange=false``, so the rows, their or
 and every reader's answer stay as they were. Delta's conflict detection decides what a
 concurrent writer means: a live append (blind) never conflicts; a recovery's or a backfill's
 insert-only MERGE into the same hour can, and then whichever commits second retries. This side
-retries ``ATTEMPTS`` times, waiting longer each time, and then yields the hour to the next run: a
-compaction may always wait, a writer of records should not.
+retries a few times and then yields the hour to the next run (spark_jobs.maintenance.conflict_retry):
+a compaction may always wait, a writer of records should not.
 
 The file count per hour comes from the Delta log (deltalake: no Spark job), the compaction's
 own figures from its commit's metrics.
@@ -15,19 +15,15 @@ own figures from its commit's metrics.
 from __future__ import annotations
 
 import logging
-import time
 from datetime import UTC, date, datetime
 
-from spark_jobs.lake.delta_conflicts import delta_conflicts
+from spark_jobs.maintenance.conflict_retry import retried
 from tidemark.compaction_plan import HOUR_MS, hours_to_compact
 from tidemark.event_time_text import format_event_time
 from tidemark.maintenance_result import CompactedHour
 from tidemark.stream_config import StreamConfig
 
 log = logging.getLogger("tidemark.maintenance")
-
-ATTEMPTS = 5
-FIRST_RETRY_WAIT_S = 0.5
 
 
 def compact_sealed_hours(spark, stream: StreamConfig) -> list[CompactedHour]:
@@ -66,30 +62,20 @@ def sealed_hours(stream: StreamConfig) -> list[int]:
 def _compact_hour(spark, events_path: str, hour_ms: int) -> CompactedHour:
     from delta.tables import DeltaTable
 
-    conflicts = delta_conflicts()  # before the commit: makes PySpark raise Delta's own classes
     start = datetime.fromtimestamp(hour_ms / 1000, UTC)
     predicate = f"event_date = '{start.date().isoformat()}' AND event_hour = {start.hour}"
     hour = format_event_time(hour_ms)
-    for attempt in range(ATTEMPTS):
-        try:
-            metrics = DeltaTable.forPath(spark, events_path).optimize().where(predicate).executeCompaction()
-            row = metrics.select("metrics.numFilesAdded", "metrics.numFilesRemoved").first()
-        except conflicts as error:
-            log.warning(
-                {
-                    "event": "compaction_conflict",
-                    "hour": hour,
-                    "attempt": attempt + 1,
-                    "detail": f"{type(error).__name__}: a concurrent writer committed to this hour first; "
-                    + ("retrying" if attempt + 1 < ATTEMPTS else "left for the next maintenance run"),
-                }
-            )
-            time.sleep(FIRST_RETRY_WAIT_S * 2**attempt)
-            continue
-        compacted = CompactedHour(hour, int(row.numFilesRemoved), int(row.numFilesAdded), attempt)
-        log.info({"event": "hour_compacted", **compacted.to_json()})
-        return compacted
-    return CompactedHour(hour, 0, 0, ATTEMPTS, yielded=True)
+
+    def compact():
+        metrics = DeltaTable.forPath(spark, events_path).optimize().where(predicate).executeCompaction()
+        return metrics.select("metrics.numFilesAdded", "metrics.numFilesRemoved").first()
+
+    row, retries = retried(compact, "compaction_conflict", {"hour": hour})
+    if row is None:
+        return CompactedHour(hour, 0, 0, retries, yielded=True)
+    compacted = CompactedHour(hour, int(row.numFilesRemoved), int(row.numFilesAdded), retries)
+    log.info({"event": "hour_compacted", **compacted.to_json()})
+    return compacted
 
 
 def _hour_ms(day: date, hour: int) -> int:

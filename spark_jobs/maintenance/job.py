@@ -4,9 +4,11 @@
         [--result PATH] [--no-vacuum]
 
 First the sealed hours of events with ``maintenance.compact_min_files`` files or more are
-compacted (spark_jobs.maintenance.compaction), then every table of the stream is vacuumed with
-``maintenance.vacuum_retain`` (spark_jobs.maintenance.vacuum). The ledger, seals and claims
-compact themselves (Delta's auto compaction, spark_jobs.lake.tables). ``--result`` receives a
+compacted (spark_jobs.maintenance.compaction), then the claims table is settled (finished
+claims folded into settled ranges: spark_jobs.maintenance.claims_settling), then every table of
+the stream is vacuumed with ``maintenance.vacuum_retain`` (spark_jobs.maintenance.vacuum). The
+ledger, seals and claims compact their files themselves (Delta's auto compaction,
+spark_jobs.lake.tables). ``--result`` receives a
 MaintenanceResult's JSON (tidemark.maintenance_result).
 
 Exit status: 0 done (an hour left to the next run because a writer kept winning is done too:
@@ -70,13 +72,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_maintenance(spark, stream: StreamConfig, vacuum: bool = True) -> MaintenanceResult:
     """Compact the sealed hours, then VACUUM (unless ``vacuum`` is False); what was done."""
+    from spark_jobs.maintenance.claims_settling import settle_claims
     from spark_jobs.maintenance.compaction import compact_sealed_hours
     from spark_jobs.maintenance.vacuum import vacuum_tables
 
     started = time.monotonic()
     compacted = tuple(compact_sealed_hours(spark, stream))
+    claims = settle_claims(spark, stream)
     vacuumed = tuple(vacuum_tables(spark, stream)) if vacuum else ()
-    result = MaintenanceResult(stream.name, compacted, vacuumed, round(time.monotonic() - started, 2))
+    result = MaintenanceResult(stream.name, compacted, vacuumed, round(time.monotonic() - started, 2), claims)
     log.info({"event": "maintenance_finished", "stream": stream.name, "summary": result.summary()})
     return result
 

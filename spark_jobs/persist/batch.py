@@ -155,6 +155,7 @@ class PersistBatch:
         self.inserted_rows = 0
         self.conflicts_retried = 0
         self.batches = 0
+        self.read_to: dict[int, int] = {}  # per partition, the end of the furthest range a batch wrote
         self._checkpoint = checkpoint
         self._replayed_batch = replayed_batch
         self._tables_ready = tables_ready
@@ -176,6 +177,8 @@ class PersistBatch:
             write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
 
         self.batches += 1
+        for partition, planned in written.ranges.items():
+            self.read_to[partition] = max(self.read_to.get(partition, planned.end_offset), planned.end_offset)
         self.sealed_hours.extend(sealed)
         self.global_watermark_ms = batch.global_watermark_ms
         self.event_hours.update(event_hours(stats))

@@ -211,6 +211,8 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     finally:
         preparing.shutdown()
     tables_ready.result()  # a run without a batch still leaves the tables (checks read them), or says why not
+    if start.claim is not None:
+        _release(claims, start.claim, run, persist_batch.read_to, stream)
     summary = _summary(stream, run, tables, persist_batch, query, start.resumed is not None)
     log.info(
         {
@@ -225,11 +227,13 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
 @dataclass(frozen=True)
 class _RunStart:
     """Where a run starts: ``resumed`` (tidemark's lake resume of a live run without a checkpoint,
-    or None) and ``routing`` (tidemark.live_routing.LiveRouting: the G live covered each offset
-    under, for a bounded run; its claim's routing once it claimed; None for live)."""
+    or None), ``routing`` (tidemark.live_routing.LiveRouting: the G live covered each offset
+    under, for a bounded run; its claim's routing once it claimed; None for live) and the claim
+    the run made, released when it ends."""
 
     resumed: object | None
     routing: object | None
+    claim: object | None = None  # spark_jobs.lake.claims_table.Claim of a recovery or backfill
 
 
 def _run_start(
@@ -242,7 +246,7 @@ def _run_start(
     from spark_jobs.streaming_checkpoint import checkpoint_has_offsets
     from tidemark.live_routing import LiveRouting
 
-    resumed = None
+    resumed, claim = None, None
     # Only a ledger that was there can hold a position to resume from (a fresh one would cost
     # seconds, the session's first Delta queries, for a known answer).
     if run.mode == "live" and ledger_existed and not checkpoint_has_offsets(spark, run.checkpoint):
@@ -255,7 +259,20 @@ def _run_start(
         claim = claim_offsets(spark, stream, run.mode, run.offset_bounds, tables, claims, routing)
         crash.committed("claims", batch_level=False)
         routing = LiveRouting(claim.routing)
-    return _RunStart(resumed, routing)
+    return _RunStart(resumed, routing, claim)
+
+
+def _release(claims, claim, run: PersistRun, read_to: dict[int, int], stream: StreamConfig) -> None:
+    """Release the run's claim when its batches wrote every claimed offset (then the maintenance
+    job may settle it: tidemark.claims_settlement); a run that failed never gets here, and one
+    that ended short of its bounds keeps its claim (settled once another run writes the rest)."""
+    short = {
+        p: [read_to.get(p), end] for p, (start, end) in sorted(run.offset_bounds.items()) if read_to.get(p, start) < end
+    }
+    if short:
+        log.warning({"event": "claim_kept", "stream": stream.name, "mode": run.mode, "read_to_of_bound": short})
+        return
+    claims.release(claim)
 
 
 def _say_frozen(stream: StreamConfig, run: PersistRun) -> None:

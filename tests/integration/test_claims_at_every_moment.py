@@ -21,6 +21,11 @@ Twice on one lake: first fresh, the claims table absent when live starts (under 
 issue 36 the first claimer made it while live ran, and live died reading it half made); then,
 with more records produced, a second live run over the claims the first left (present).
 
+Each run, while live is paused before its batch 2 decides, the claims table is settled as the
+maintenance job settles it (issue 40: the finished claimers released their claims, which become
+settled ranges): the same offsets stay claimed under the same G, and live's later batches leave
+out the settled offsets ahead of it exactly as they left out the claims.
+
 The live job runs in a thread of this process (harness.interleaving.LiveInThread): its own
 streaming query and checkpoint, the same pipeline spark-submit runs. Live and a claimer as
 separate driver processes, one of them killed, are tests/integration/test_lake_on_s3.py.
@@ -139,6 +144,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
         inserted = json.loads(result.read_text())["inserted"]
         claims.append(Claim(job, moment, batch, partition, start, end, inserted, watch.waited))
 
+    settled_before = 0  # claims settled by the settlements so far
     for run, claims_table in enumerate(("absent", "present")):
         first_offset = run * PER_RUN
         _produce(kafka_broker.bootstrap, topic, base_ms, range(first_offset, first_offset + PER_RUN))
@@ -152,7 +158,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
         live_log = tmp_path / f"live-{run}.log"
         live = LiveInThread(conf, live_log, points).start()
         if claims_table == "present":
-            assert _claims_version(lake, environ) == len(claims), "the claims the first run left"
+            assert _claimed_offsets(spark, stream) == _offsets(claims), "the claims the first run left"
 
         wait_until_paused_in_thread(points[0], live, live_log)  # run batch 1 planned, batch 0 committed
         paused = _pending(spark, checkpoint)
@@ -165,6 +171,10 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
         claim("recovery", "plan -> decision", paused, 0, _inside(ranges, 0), points[0])  # live goes on
 
         wait_until_paused_in_thread(points[1], live, live_log)  # run batch 2 planned
+        # The maintenance job settles the claims of the finished claimers while live is paused:
+        # two of them claimed offsets ahead of live, which its next batch must still leave out.
+        assert _settle_and_check(spark, stream, claims).claims_settled == len(claims) - settled_before
+        settled_before = len(claims)
         paused = _pending(spark, checkpoint)
         claim("backfill", "plan -> decision", paused, 1, _inside(_batch(spark, checkpoint, paused), 1), points[1])
 
@@ -209,6 +219,53 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
             for o in range(first_offset + PER_RUN)
         }, claims_table
 
+    # Settled once more, every claimer having finished: nothing held, the table a few rows.
+    settled = _settle_and_check(spark, stream, claims)
+    assert settled.claims_settled == len(claims) - settled_before, settled
+    assert settled.rows_after == settled.settled_ranges <= len(claims) and settled.rows_after < settled.rows_before, (
+        settled
+    )
+
+
+def _settle_and_check(spark, stream, claims: list[Claim]):
+    """Settle the claims table (tidemark.claims_settlement) as the maintenance job does, and check
+    that every claimer so far finished (released) and that no writer's decision changed: the same
+    offsets claimed, each routed under the same G."""
+    from spark_jobs.lake.claims_table import ClaimsTable
+    from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.maintenance.claims_settling import settle_claims
+
+    table = ClaimsTable(spark, LakeTables(spark, stream))
+    before = _routing(table.all_claims())
+    settled = settle_claims(spark, stream)
+    assert not settled.yielded and settled.claims_kept == 0, settled  # every claimer released its claim
+    assert _routing(table.all_claims()) == before
+    assert _claimed_offsets(spark, stream) == _offsets(claims)
+    return settled
+
+
+def _routing(claimed) -> dict[tuple[int, int], int]:
+    """{(partition, offset): G} every claimed offset is routed under (the earliest claim's)."""
+    from tidemark.write_claims import earliest_claim_routing
+
+    bound = {p: (0, 10 * PER_RUN) for p in range(PARTITIONS)}
+    return {
+        (r.partition, o): r.global_watermark_ms
+        for r in earliest_claim_routing(bound, claimed)
+        for o in range(r.start, r.end)
+    }
+
+
+def _claimed_offsets(spark, stream) -> set[tuple[int, int]]:
+    from spark_jobs.lake.claims_table import ClaimsTable
+    from spark_jobs.lake.tables import LakeTables
+
+    return set(_routing(ClaimsTable(spark, LakeTables(spark, stream)).all_claims()))
+
+
+def _offsets(claims: list[Claim]) -> set[tuple[int, int]]:
+    return {(c.partition, o) for c in claims for o in range(c.start, c.end)}
+
 
 def _produce(bootstrap: str, topic: str, base_ms: int, offsets: range) -> None:
     records = []
@@ -244,12 +301,6 @@ def _inside(ranges: dict[int, tuple[int, int]], partition: int) -> int:
     start, end = ranges[partition]
     assert end - start >= CLAIMED + 4, f"partition {partition}'s range {ranges[partition]} is too short to claim in"
     return start + 2
-
-
-def _claims_version(lake: str, environ: dict[str, str] | None) -> int:
-    from connectors.lake_storage import open_delta_table
-
-    return open_delta_table(f"{lake}/claims", environ=environ).version()
 
 
 def _iso(ms: int) -> str:

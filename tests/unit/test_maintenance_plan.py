@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tidemark.compaction_plan import HOUR_MS, hours_to_compact
-from tidemark.maintenance_result import CompactedHour, MaintenanceResult, VacuumedTable
+from tidemark.maintenance_result import CompactedHour, MaintenanceResult, SettledClaims, VacuumedTable
 from tidemark.maintenance_settings import MaintenanceSettings
 from tidemark.stream_config import StreamConfigError, load_streams
 
@@ -76,10 +76,11 @@ def test_the_summary_counts_what_the_commits_did():
         ),
         (VacuumedTable("events", 17), VacuumedTable("ledger", 3)),
         12.34,
+        SettledClaims(claims_settled=9, claims_kept=1, settled_ranges=2, rows_before=21, rows_after=4, files=1),
     )
 
     assert result.summary() == (
         "telemetry: 2 sealed hours compacted (17 files into 2), 1 left for the next run (a concurrent writer won "
-        "every retry); VACUUM deleted 20 files in 2 tables; 12.3 s"
+        "every retry); 9 claims settled (21 rows into 4, 1 still held); VACUUM deleted 20 files in 2 tables; 12.3 s"
     )
     assert MaintenanceResult.from_json(result.to_json()) == result
