@@ -17,8 +17,7 @@ from airflow.sdk import Param, dag, task
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import RecoveryLost
 from tidemark_airflow.alerts import alarm_callbacks
-from tidemark_airflow.quality_operator import QualityCheckOperator
-from tidemark_airflow.reader_timeout import reader_timeout
+from tidemark_airflow.hour_recheck import recheck_touched_hours
 from tidemark_airflow.recover_operator import RecoverOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -51,22 +50,7 @@ def recover_dag(stream: StreamConfig):
             on_failure_callback=alarm_callbacks(stream, RecoveryLost(stream.name)),
         )
 
-        @task
-        def touched_hours(result: dict) -> list[str]:
-            """The event hours the recovery inserted into: the recover task's RecoveryResult."""
-            from tidemark.recovery_result import RecoveryResult
-
-            return list(RecoveryResult.from_json(result).event_hours)
-
-        QualityCheckOperator(
-            execution_timeout=reader_timeout(stream),
-            task_id="recheck",
-            stream=stream.name,
-            conf_path=CONF_PATH,
-            hours=touched_hours(recovered.output),
-            reconcile=False,
-            conn_id=stream.persist.spark_conn_id,
-        )
+        recheck_touched_hours(stream, CONF_PATH, recovered.output)
 
         @task.short_circuit
         def live_job_was_the_cause(request: dict) -> bool:

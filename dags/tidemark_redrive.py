@@ -15,8 +15,7 @@ import pendulum
 from airflow.sdk import Param, dag, task
 
 from tidemark.stream_config import StreamConfig, load_streams
-from tidemark_airflow.quality_operator import QualityCheckOperator
-from tidemark_airflow.reader_timeout import reader_timeout
+from tidemark_airflow.hour_recheck import recheck_touched_hours
 from tidemark_airflow.redrive_operator import RedriveOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -47,22 +46,7 @@ def redrive_dag(stream: StreamConfig):
             conn_id=stream.persist.spark_conn_id,
         )
 
-        @task
-        def touched_hours(result: dict) -> list[str]:
-            """The event hours the moved records belong to: the redrive task's RedriveResult."""
-            from tidemark.redrive_result import RedriveResult
-
-            return list(RedriveResult.from_json(result).event_hours)
-
-        QualityCheckOperator(
-            execution_timeout=reader_timeout(stream),
-            task_id="recheck",
-            stream=stream.name,
-            conf_path=CONF_PATH,
-            hours=touched_hours(moved.output),
-            reconcile=False,
-            conn_id=stream.persist.spark_conn_id,
-        )
+        recheck_touched_hours(stream, CONF_PATH, moved.output)
 
     return redrive()
 

@@ -22,7 +22,7 @@ from expectations.hour_records import HourCounts
 from expectations.lake_snapshot import STATS_PREFIX, LakeSnapshot, stat
 from expectations.ledger_entries import HOUR_MS, LEDGER_READ_COLUMNS, LedgerEntry
 from expectations.persisted_offset_index import PersistedOffsetIndex, position_keys
-from expectations.persisted_offsets import PERSISTED_TABLES
+from expectations.persisted_offsets import ERASURES, PERSISTED_TABLES
 from expectations.quality_tables import QualityTablesMissingError
 from tidemark.log_position import PositionType
 from tidemark.offset_coverage import OffsetRange
@@ -90,8 +90,11 @@ class DeltaLakeFacts:
             one = (ds.field("source_partition") == partition) & (ds.field("source_offset") >= low)
             one = one & (ds.field("source_offset") < high)
             rows = one if rows is None else rows | one
+        from connectors.lake_storage import is_delta_table
+
         tables = []
-        for index, name in enumerate(PERSISTED_TABLES):
+        erasures = (ERASURES,) if is_delta_table(self._stream.table_path(ERASURES)) else ()
+        for index, name in enumerate(PERSISTED_TABLES + erasures):
             found = self._lake.read(
                 name,
                 ("source_partition", "source_offset"),

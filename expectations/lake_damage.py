@@ -16,7 +16,10 @@ Delta log. This module reads the commits' actions (pure: the texts come from an 
   without stats whose add is older than the commits read) make it an **uncounted rewrite**:
   its hours are re-checked, and the check, not the log, gives the verdict;
 - versions the log no longer holds (log cleanup passed the version last checked, or the table was
-  replaced) are **log gone**: every sealed hour is re-checked.
+  replaced) are **log gone**: every sealed hour is re-checked;
+- a commit whose user metadata is ``erasure:<id>`` is ``tidemark erase`` removing a person's
+  records: an **erasure**, named as one; its hours are re-checked, where the erasures table
+  counts the removed records as erased, so a correct erasure raises nothing.
 
 Which hours: ``events`` is partitioned by (event_date, event_hour), so a removed file's partition
 values name its hour. ``late`` and ``quarantine`` are not: a removed file's *footprint* (its event
@@ -55,6 +58,7 @@ class DamageKind(str, Enum):
     UNCOUNTED_REWRITE = "uncounted_rewrite"  # a rewrite whose row counts the log does not hold
     FILES_MISSING = "files_missing"  # files the table still references are gone (VACUUM, or by hand)
     LOG_GONE = "log_gone"  # the versions since the last check are no longer in the log
+    ERASURE = "erasure"  # tidemark erase removed a person's records (its commits say so): no damage
 
     def words(self, rows: int | None) -> str:
         """What the commit did, for a person: 'removed or rewrote 3 rows'."""
@@ -65,6 +69,7 @@ class DamageKind(str, Enum):
             DamageKind.UNCOUNTED_REWRITE: "rewrote files whose row counts the log does not hold",
             DamageKind.FILES_MISSING: "left files the table references missing",
             DamageKind.LOG_GONE: "hides what changed: the log no longer tells",
+            DamageKind.ERASURE: f"erased {counted} (tidemark erase: recorded in the erasures table, not damage)",
         }[self]
 
 
@@ -106,6 +111,7 @@ class DeltaCommit:
     metrics: Mapping[str, str] = field(default_factory=dict)
     added: tuple[AddedFile, ...] = ()
     removed: tuple[RemovedFile, ...] = ()
+    user_metadata: str | None = None  # commitInfo.userMetadata: the writer, or erasure:<id>
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,7 @@ class LakeDamage:
 
 def parse_commit(table: str, version: int, text: str) -> DeltaCommit:
     """The actions of one commit file (``_delta_log/<version>.json``: one JSON action a line)."""
-    operation, committed_at, metrics = "UNKNOWN", None, {}
+    operation, committed_at, metrics, user_metadata = "UNKNOWN", None, {}, None
     added: list[AddedFile] = []
     removed: list[RemovedFile] = []
     for line in text.splitlines():
@@ -177,11 +183,12 @@ def parse_commit(table: str, version: int, text: str) -> DeltaCommit:
             operation = str(info.get("operation") or "UNKNOWN")
             committed_at = info.get("timestamp")
             metrics = {str(k): str(v) for k, v in (info.get("operationMetrics") or {}).items()}
+            user_metadata = info.get("userMetadata")
         elif "add" in action:
             added.append(AddedFile(*_file_fields(action["add"])))
         elif "remove" in action:
             removed.append(RemovedFile(*_file_fields(action["remove"])))
-    return DeltaCommit(table, version, operation, committed_at, metrics, tuple(added), tuple(removed))
+    return DeltaCommit(table, version, operation, committed_at, metrics, tuple(added), tuple(removed), user_metadata)
 
 
 def _file_fields(action: dict) -> tuple:
@@ -258,7 +265,11 @@ def commit_damage(commit: DeltaCommit, known_records: Mapping[str, int] | None =
     found: list[CommitDamage] = []
     changed = tuple(f for f in commit.removed if f.data_change)
     if changed:
-        found.append(_damage(commit, DamageKind.ROWS_REMOVED, _metric_rows(commit.metrics), changed))
+        # An erasure's DELETE (spark_jobs/erasure/job.py) is named as one: its hours are checked
+        # again, where the erasures table accounts for every row it removed.
+        erasure = str(commit.user_metadata or "").startswith("erasure:")
+        kind = DamageKind.ERASURE if erasure else DamageKind.ROWS_REMOVED
+        found.append(_damage(commit, kind, _metric_rows(commit.metrics), changed))
     rewritten = [f for f in commit.removed if not f.data_change]
     if rewritten:
         dropped, uncounted, lost_rows = [], [], 0

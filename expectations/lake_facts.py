@@ -67,6 +67,7 @@ class SparkLakeFacts:
         from expectations.quality_tables import QualityTables
 
         self._spark = spark
+        self._stream = stream
         self._tables = QualityTables(spark, stream)
 
     def read(self, table: str):
@@ -87,9 +88,11 @@ class SparkLakeFacts:
         return seals_by_hour(self.read("seals"))
 
     def persisted_offsets(self, bounds: dict[int, OffsetRange], positions: PositionType) -> OffsetCounts:
-        from expectations.persisted_offsets import PersistedOffsets
+        from connectors.lake_storage import is_delta_table
+        from expectations.persisted_offsets import ERASURES, PersistedOffsets
 
-        return PersistedOffsets(self._spark, self.read, bounds, positions)
+        erasures = is_delta_table(self._stream.table_path(ERASURES))
+        return PersistedOffsets(self._spark, self.read, bounds, positions, erasures=erasures)
 
     def count_by_hour(self, hours_ms: list[int]) -> dict[tuple[int, int], HourCounts]:
         from expectations.hour_records import count_by_hour

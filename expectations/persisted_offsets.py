@@ -25,6 +25,10 @@ from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.offset_coverage import OffsetRange
 
 PERSISTED_TABLES = ("events", "late", "quarantine")
+# A stream's erased records (tidemark erase) are counted where they were: one row each in the
+# erasures table, from a stream's first erasure on. Counted as held, not missing; an erased record
+# that a table holds again counts twice, a duplicate the uniqueness check names.
+ERASURES = "erasures"
 
 # A deficient range with more separate missing spans than this is reported (and replayed) whole:
 # listing every span is no longer cheap, and replaying the range is safe (inserts are insert-only).
@@ -44,9 +48,17 @@ class ScopeCount:
 
 class PersistedOffsets:
     """The identity of every persisted row whose offset lies in ``bounds`` (per partition, one
-    covering [start, end)), positions of type ``positions``; call ``release()`` when done."""
+    covering [start, end)), positions of type ``positions``, and of every erased record when
+    ``erasures`` (the stream has an erasures table); call ``release()`` when done."""
 
-    def __init__(self, spark, read_table, bounds: dict[int, OffsetRange], positions: PositionType = KAFKA_OFFSETS):
+    def __init__(
+        self,
+        spark,
+        read_table,
+        bounds: dict[int, OffsetRange],
+        positions: PositionType = KAFKA_OFFSETS,
+        erasures: bool = False,
+    ):
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -59,9 +71,11 @@ class PersistedOffsets:
                 F.col("source_offset").alias("offset"),
                 F.lit(index).cast("tinyint").alias("source_table"),
             )
-            for index, table in enumerate(PERSISTED_TABLES)
+            for index, table in enumerate(PERSISTED_TABLES + ((ERASURES,) if erasures else ()))
         ]
-        rows = frames[0].unionByName(frames[1]).unionByName(frames[2])
+        rows = frames[0]
+        for frame in frames[1:]:
+            rows = rows.unionByName(frame)
         condition = F.lit(False)
         for partition, span in sorted(bounds.items()):
             condition = condition | (

@@ -46,12 +46,13 @@ class Moved:
 
 @dataclass
 class Redriven:
-    """What ``redrive`` decided: records for ``events``, records for ``late``, and how many still
-    do not decode, by the reason they have now."""
+    """What ``redrive`` decided: records for ``events``, records for ``late``, how many still
+    do not decode, by the reason they have now, and how many an erasure names (left out)."""
 
     events: list[Moved] = field(default_factory=list)
     late: list[Moved] = field(default_factory=list)
     still_refused: Counter = field(default_factory=Counter)
+    erased: int = 0
 
 
 def redrive(
@@ -59,15 +60,21 @@ def redrive(
     decoder: RecordDecoder,
     routed_under: Callable[[int, int], int | None],
     lateness: LatenessClassifier,
+    erased: Callable[[QuarantinedRecord, DecodedEvent], bool] = lambda record, event: False,
 ) -> Redriven:
     """Decide each record: ``routed_under(partition, position)`` is the G its offset is routed
-    under. Never raises for a record; a registry that does not answer raises
-    tidemark.writer_schemas.RegistryUnavailableError (nothing is decided then)."""
+    under; ``erased(record, event)``: an erasure names the record now that it decodes (its
+    position is erased, or its values meet an erasure's predicate: a quarantined Avro record an
+    erasure could not read), so it is left out. Never raises for a record; a registry that does
+    not answer raises tidemark.writer_schemas.RegistryUnavailableError (nothing is decided then)."""
     decided = Redriven()
     for record in records:
         result = decoder.decode(record.value, record.read_time_ms, record.headers, record.key)
         if isinstance(result, Rejection):
             decided.still_refused[result.reason] += 1
+            continue
+        if erased(record, result):
+            decided.erased += 1
             continue
         g = routed_under(record.partition, record.position)
         moved = Moved(record, result, g)

@@ -13,7 +13,8 @@ class RedriveResult(ResultValue, frozen=True, forbid_unknown_fields=True):
     candidates another writer had inserted by the time this run's MERGE committed;
     ``still_refused``: candidates that still do not decode, by the reason they have now;
     ``event_hours``: the event hours moved records belong to ("2026-11-28T05:00:00Z"), which
-    the DAG checks again."""
+    the DAG checks again; ``erased``: candidates that decode now and an erasure names (its
+    position erased, or its values meeting an erasure's predicate), left where they are."""
 
     stream: str
     reason: str
@@ -26,3 +27,4 @@ class RedriveResult(ResultValue, frozen=True, forbid_unknown_fields=True):
     still_refused: dict[str, int]
     event_hours: tuple[str, ...]
     finished_at: str
+    erased: int = 0  # candidates an erasure names (tidemark erase): left out, never moved

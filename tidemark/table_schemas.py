@@ -124,6 +124,26 @@ CLAIMS_COLUMNS = [
 ]
 
 
+ERASURES_COLUMNS = [
+    ("stream", "STRING"),
+    ("erasure_id", "STRING"),  # one per erasure run; also its commits' user metadata (erasure:<id>)
+    ("predicate", "STRING"),  # the request's ``where``, as the person wrote it
+    ("requested_by", "STRING"),
+    ("reason", "STRING"),
+    ("requested_at", "TIMESTAMP"),
+    # One row per erased record: its identity in the log, so that no job writes it again.
+    ("source_partition", "INT"),
+    ("source_offset", "BIGINT"),
+    ("log_timestamp", "TIMESTAMP"),
+    ("event_time", "TIMESTAMP"),  # null for a record only quarantine held
+    ("found_in", "STRING"),  # the tables that held it: events, late, quarantine (comma-separated)
+]
+
+
+def erasures_columns(positions: PositionType = KAFKA_OFFSETS) -> list[tuple[str, str]]:
+    return with_positions(ERASURES_COLUMNS, positions)
+
+
 _POSITION_COLUMNS = ("source_offset", "start_offset", "end_offset", "log_end_offset")
 
 

@@ -395,6 +395,41 @@ def redrive(stream: StreamConfig, reason, hours, unpause: bool, wait: bool) -> i
     return _follow(connection, dag_id, run_id, None, "redrive", print_redrive_result) if wait else 0
 
 
+@cli.command(short_help="Erase the records a predicate names, for good, through the erasure DAG.")
+@stream_argument
+@click.option("--where", help="The records: payload columns = 'value' (or IN (...)), joined by AND.")
+@click.option("--requested-by", "--by", "requested_by", help="Who asked for the erasure (kept with it).")
+@click.option("--reason", help="Why, e.g. a ticket number (kept with it).")
+@click.option("--unpause", is_flag=True, help="Unpause the erasure DAG if it is paused.")
+@click.option(
+    "--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends, with a progress bar."
+)
+def erase(stream: StreamConfig, where, requested_by, reason, unpause: bool, wait: bool) -> int:
+    """Remove STREAM's records WHERE names from events, late and quarantine, and keep them out.
+
+    Each erased record is listed in the stream's erasures table with who asked, why and when; no
+    job writes it again, and the quality checks count it as erased, not missing. The predicate is
+    checked against the stream's payload columns before anything starts.
+
+    \b
+    Example:
+      tidemark erase telemetry --where "device_id = 'scooter-7'" --by ana --reason "GDPR 2026-118"
+    """
+    from tidemark_cli.airflow_connection import connect_to_airflow, ready_dag
+    from tidemark_cli.erase_run import erase_dag_id, erase_params, print_erase_result
+
+    request = erase_params(stream, where, requested_by, reason)
+    dag_id = erase_dag_id(stream)
+    connection = connect_to_airflow()
+    ready_dag(connection, dag_id, unpause)
+    run_id = connection.api.trigger(dag_id, request.to_json(), run_id=_new_run_id())
+    _console.print(
+        f"Triggered {dag_id}: where {request.where}\nRun {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
+    )
+    return _follow(connection, dag_id, run_id, None, "erase", print_erase_result) if wait else 0
+
+
 @cli.command(short_help="Show the latest quality report, per partition.")
 @stream_argument
 @click.option(

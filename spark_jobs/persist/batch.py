@@ -80,7 +80,8 @@ class QueryIdentity:
 class _RecordsWritten:
     """A batch's records written: its planned ranges by partition, the counts per step and the
     totals, whether it wrote insert-only, the offsets it left out for claimers
-    ({partition: [(start, end)]}) and whether it wrote in one pass from the source."""
+    ({partition: [(start, end)]}), whether it wrote in one pass from the source, and the erased
+    positions it did not write ({partition: [(start, end)]}, see spark_jobs.lake.erasures_table)."""
 
     ranges: dict[int, PlannedRange]
     step_stats: dict
@@ -88,6 +89,7 @@ class _RecordsWritten:
     insert_only: bool
     left_out: dict
     one_pass: bool
+    erased: dict
 
 
 class PersistBatch:
@@ -137,6 +139,7 @@ class PersistBatch:
         replayed_batch: int | None = None,
         tables_ready: Future | None = None,
         crash: CrashSwitch | None = None,
+        erasures=None,
     ):
         self._stream = stream
         self._tables = tables
@@ -160,6 +163,7 @@ class PersistBatch:
         self._replayed_batch = replayed_batch
         self._tables_ready = tables_ready
         self._crash = crash or CrashSwitch(None)
+        self._erasures = erasures
 
     def __call__(self, raw, micro_batch_id: int) -> None:
         started = time.monotonic()
@@ -192,6 +196,7 @@ class PersistBatch:
         and write its records into events, late and quarantine."""
         planned = planned_ranges(raw.sparkSession, self._checkpoint, micro_batch_id) if self._checkpoint else None
         left_out = self._left_out(planned)
+        erased = self._erased(planned)
         insert_only = self._insert_only(planned, replay, left_out)
         if left_out is not None and insert_only is not None:
             self._crash.decided()  # else decided once the batch's ranges are read (_write_from_cache)
@@ -201,15 +206,16 @@ class PersistBatch:
         one_pass = (
             insert_only is False
             and left_out == {}
+            and erased == {}
             and (planned is None or any(r.end_offset > r.start_offset for r in planned))
         )
         if one_pass:
             ranges, step_stats, totals = self._write_in_one_pass(raw, writer)
         else:
-            ranges, step_stats, totals, insert_only, left_out = self._write_from_cache(
-                raw, writer, insert_only, left_out
+            ranges, step_stats, totals, insert_only, left_out, erased = self._write_from_cache(
+                raw, writer, insert_only, left_out, erased
             )
-        return _RecordsWritten(ranges, step_stats, totals, insert_only, left_out, one_pass)
+        return _RecordsWritten(ranges, step_stats, totals, insert_only, left_out, one_pass, erased)
 
     def _commit_seals_and_ledger(
         self, spark, written: _RecordsWritten, sealed: list[int], writer: str, micro_batch_id: int, replay: bool
@@ -270,6 +276,8 @@ class PersistBatch:
                 if left_out
                 else {}
             ),
+            # Erased records read again: not written (tidemark erase).
+            **({"erased": sum(e - s for spans in written.erased.values() for s, e in spans)} if written.erased else {}),
             **({"replayed": True} if replay else {}),
             **({} if written.one_pass else {"cached": True}),
             **(_offsets_without_data(ranges, stats) if self._tables.positions.dense else {}),
@@ -315,6 +323,16 @@ class PersistBatch:
             return None if self._guard.may_overlap_any() else {}
         return self._guard.claimed(_offset_ranges({r.partition: r for r in planned}))
 
+    def _erased(self, planned: list[PlannedRange] | None) -> dict[int, list[tuple[int, int]]] | None:
+        """The erased positions in this batch's ranges, which no mode writes again
+        (spark_jobs.lake.erasures_table), {partition: [(start, end)]}; None when that needs the
+        batch's ranges (a checkpoint's first batch while erasures exist)."""
+        if self._erasures is None:
+            return {}
+        if planned is None:
+            return None if self._erasures.holds_any() else {}
+        return self._erasures.erased(_offset_ranges({r.partition: r for r in planned}))
+
     def _write_in_one_pass(self, raw, writer: str):
         """Events straight from the source; the ranges and counts observed on the way. Late and
         quarantined records, rare, are read again from the source when there are any."""
@@ -342,11 +360,12 @@ class PersistBatch:
         self._write_rare_routes(raw, totals, lambda frame, table: self._append(frame, table, writer))
         return ranges, step_stats, totals
 
-    def _write_from_cache(self, raw, writer: str, insert_only: bool | None, left_out: dict | None):
+    def _write_from_cache(self, raw, writer: str, insert_only: bool | None, left_out: dict | None, erased: dict | None):
         """Decoded once and kept: the ranges first, then each output from the cached rows.
-        ``insert_only`` (see _insert_only) and ``left_out`` (see _left_out): None: decided here
-        from the ranges. Returns the ranges, the counts, their totals, whether the batch was
-        written insert-only and the offsets it left out."""
+        ``insert_only`` (see _insert_only), ``left_out`` (see _left_out) and ``erased`` (see
+        _erased): None: decided here from the ranges. Returns the ranges, the counts, their
+        totals, whether the batch was written insert-only, the offsets it left out and the erased
+        positions it skipped."""
         from pyspark import StorageLevel
 
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
@@ -359,6 +378,8 @@ class PersistBatch:
                 left_out = self._guard.claimed(offset_ranges)
             if insert_only is None:
                 insert_only = self._guard.overlaps(offset_ranges, left_out)
+            if erased is None:
+                erased = self._erasures.erased(offset_ranges)
             if deciding_here:
                 self._crash.decided()
             kept = self._tables.outside(left_out) if left_out else None
@@ -366,6 +387,8 @@ class PersistBatch:
             def write(frame, table):
                 if kept is not None:
                     frame = frame.where(kept)
+                if erased:
+                    frame = _without_positions(frame, erased, self._tables.positions)
                 if insert_only:
                     outcome = self._tables.insert_missing(frame, table, offset_ranges)
                     self.inserted_rows += outcome.inserted
@@ -381,7 +404,7 @@ class PersistBatch:
             self._write_rare_routes(decoded, totals, write)
         finally:
             decoded.unpersist()
-        return ranges, step_stats, totals, insert_only, left_out
+        return ranges, step_stats, totals, insert_only, left_out, erased
 
     def _append(self, frame, table: str, writer: str) -> None:
         """One plain append commit of the batch (see LakeTables.append)."""
@@ -594,3 +617,14 @@ def _held_by_open_transaction(ranges: dict[int, PlannedRange]) -> dict:
 
 def _timestamp(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _without_positions(frame, spans: dict[int, list[tuple[int, int]]], positions):
+    """``frame`` without the rows at the positions ``spans`` hold ({partition: [(start, end)]}:
+    erased records, consecutive positions joined): a join with those positions, which stays one
+    cheap step however many a person's records are."""
+    from pyspark.sql import functions as F
+
+    keys = [(p, positions.to_column(o)) for p, parts in sorted(spans.items()) for s, e in parts for o in range(s, e)]
+    erased = frame.sparkSession.createDataFrame(keys, f"source_partition INT, source_offset {positions.sql_type}")
+    return frame.join(F.broadcast(erased), ["source_partition", "source_offset"], "left_anti")

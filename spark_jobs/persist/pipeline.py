@@ -302,8 +302,11 @@ def _persist_batch(
     progress,
 ):
     """The foreachBatch writer of the run (spark_jobs.persist.batch.PersistBatch); a live run's
-    batches pass the overlap guard (no offset written twice by live and a claimer)."""
+    batches pass the overlap guard (no offset written twice by live and a claimer), and every
+    run's batches leave out the erased records."""
+    from spark_jobs.lake.erasures_table import ErasuresTable
     from spark_jobs.lake.overlap_guard import OverlapGuard
+    from spark_jobs.lake.tables import LakeTables
     from spark_jobs.persist.batch import PersistBatch
     from spark_jobs.streaming_checkpoint import pending_batch
 
@@ -329,6 +332,8 @@ def _persist_batch(
         replayed_batch=pending_batch(spark, run.checkpoint),
         tables_ready=tables_ready,
         crash=crash,
+        # The stream's erased records, which no job writes again, into its tables or a shadow set.
+        erasures=ErasuresTable(spark, LakeTables(spark, stream)),
     )
 
 

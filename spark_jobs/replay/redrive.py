@@ -136,6 +136,7 @@ def run_redrive(stream: StreamConfig, request: RedriveRequest, crash_points=(), 
             _decoder(stream),
             routing.global_watermark_at,
             LatenessClassifier(stream.event_time.allowed_lateness_ms),
+            _erased(spark, stream, tables, ranges),
         )
         for table, moved in (("events", decided.events), ("late", decided.late)):
             if moved:
@@ -155,6 +156,7 @@ def run_redrive(stream: StreamConfig, request: RedriveRequest, crash_points=(), 
         moved_to_late=inserted["late"],
         already_moved=len(decided.events) + len(decided.late) - inserted["events"] - inserted["late"],
         still_refused=dict(sorted(decided.still_refused.items())),
+        erased=decided.erased,
         event_hours=tuple(sorted({_hour(m.event.event_time_ms) for m in decided.events + decided.late})),
         finished_at=format_event_time(int(time.time() * 1000)),
     )
@@ -172,6 +174,26 @@ def run_redrive(stream: StreamConfig, request: RedriveRequest, crash_points=(), 
         }
     )
     return result
+
+
+def _erased(spark, stream: StreamConfig, tables, ranges: dict[int, tuple[int, int]]):
+    """Whether an erasure names a candidate: its position is erased, or its decoded values meet
+    an erasure's predicate (spark_jobs.lake.erasures_table, tidemark.erasure_predicate)."""
+    from spark_jobs.lake.erasures_table import ErasuresTable
+    from tidemark.erasure_predicate import ErasurePredicateError, parse_predicate
+
+    erasures = ErasuresTable(spark, tables)
+    positions = {(p, o) for p, spans in erasures.erased(ranges).items() for s, e in spans for o in range(s, e)}
+    predicates = []
+    for text in erasures.predicates():
+        try:
+            predicates.append(parse_predicate(text, stream.payload.columns))
+        except ErasurePredicateError as error:  # a column removed from the contract since: no record has it
+            log.warning({"event": "erasure_predicate_unreadable", "stream": stream.name, "detail": str(error)})
+    return lambda record, event: (
+        (record.partition, record.position) in positions
+        or any(predicate.matches(event.values) for predicate in predicates)
+    )
 
 
 def _candidates(tables, request: RedriveRequest) -> list[QuarantinedRecord]:

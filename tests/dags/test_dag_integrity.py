@@ -1,4 +1,4 @@
-"""Every DAG file imports cleanly, builds one persist, quality, recover and redrive DAG per stream, and does
+"""Every DAG file imports cleanly, builds one persist, quality, recover, redrive and erase DAG per stream, and does
 no work at parse time."""
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ print(json.dumps({{
     "redrive_tasks": sorted(bag.get_dag("tidemark_redrive__telemetry").task_ids),
     "redrive_params": sorted(bag.get_dag("tidemark_redrive__telemetry").params.keys()),
     "redrive_max_active_runs": bag.get_dag("tidemark_redrive__telemetry").max_active_runs,
+    "erase_tasks": sorted(bag.get_dag("tidemark_erase__telemetry").task_ids),
+    "erase_params": sorted(bag.get_dag("tidemark_erase__telemetry").params.keys()),
+    "erase_max_active_runs": bag.get_dag("tidemark_erase__telemetry").max_active_runs,
     "backfill_tasks": sorted(bag.get_dag("tidemark_backfill__telemetry").task_ids),
     "backfill_params": sorted(bag.get_dag("tidemark_backfill__telemetry").params.keys()),
     "backfill_schedule": bag.get_dag("tidemark_backfill__telemetry").timetable.summary,
@@ -63,7 +66,8 @@ print(json.dumps({{
     "reader_timeouts_s": sorted({{
         bag.get_dag(f"tidemark_{{kind}}__telemetry").get_task(task).execution_timeout.total_seconds()
         for kind, task in (("quality", "check"), ("sweep", "sweep"), ("backfill", "backfill"),
-                           ("offline_devices", "detect"), ("recover", "recheck"), ("redrive", "recheck"))
+                           ("offline_devices", "detect"), ("recover", "recheck"), ("redrive", "recheck"),
+                           ("erase", "recheck"))
     }}),
 }}))
 """
@@ -83,6 +87,8 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["dag_ids"] == [
         "tidemark_backfill__rides",
         "tidemark_backfill__telemetry",
+        "tidemark_erase__rides",
+        "tidemark_erase__telemetry",
         "tidemark_maintenance__rides",
         "tidemark_maintenance__telemetry",
         "tidemark_offline_devices__telemetry",
@@ -117,6 +123,9 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["redrive_tasks"] == ["recheck", "redrive", "touched_hours", "validate"]
     assert described["redrive_params"] == ["hours", "reason", "stream"]
     assert described["redrive_max_active_runs"] == 1
+    assert described["erase_tasks"] == ["erase", "recheck", "touched_hours", "validate"]
+    assert described["erase_params"] == ["reason", "requested_by", "stream", "where"]
+    assert described["erase_max_active_runs"] == 1
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
     assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)

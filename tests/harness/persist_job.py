@@ -198,6 +198,30 @@ def run_recover(
     return run_in_process(main, argv, log, environment)
 
 
+def run_redrive(conf: Path, folder: Path, name: str, environment: dict | None = None, **request) -> tuple[int, dict]:
+    """Run the redrive job in this process for a RedriveRequest of ``request``'s fields; returns
+    its exit code and its result (``{}`` when it wrote none). Its log: ``folder/redrive-<name>.log``."""
+    from spark_jobs.replay.redrive import main
+    from tidemark.redrive_request import RedriveRequest
+
+    result = folder / f"redrive-{name}.json"
+    argv = ["--conf", str(conf), "--request", RedriveRequest("telemetry", **request).encode(), "--result", str(result)]
+    code = run_in_process(main, argv, folder / f"redrive-{name}.log", environment)
+    return code, json.loads(result.read_text()) if result.exists() else {}
+
+
+def run_erase(conf: Path, folder: Path, name: str, **request) -> tuple[int, dict]:
+    """Run the erasure job in this process for an ErasureRequest of ``request``'s fields; returns
+    its exit code and its result (``{}`` when it wrote none). Its log: ``folder/erase-<name>.log``."""
+    from spark_jobs.erasure.job import main
+    from tidemark.erasure_request import ErasureRequest
+
+    result = folder / f"erase-{name}.json"
+    argv = ["--conf", str(conf), "--request", ErasureRequest("telemetry", **request).encode(), "--result", str(result)]
+    code = run_in_process(main, argv, folder / f"erase-{name}.log")
+    return code, json.loads(result.read_text()) if result.exists() else {}
+
+
 def run_persist(conf: Path, *args: str, log: Path, environment: dict[str, str] | None = None) -> None:
     """Run the persist job to its end in this process; fails the test, with the log's tail, unless
     it exits 0. ``environment`` is set for the run only (the chaos switch, for one)."""

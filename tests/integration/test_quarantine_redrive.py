@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.persist_job import produce, run_in_process, write_stream_config
+from harness.persist_job import produce, run_in_process, run_redrive, write_stream_config
 
 pytestmark = pytest.mark.integration
 
@@ -32,16 +32,6 @@ def _config(conf: Path, firmware_required: bool) -> None:
     fields = document["streams"]["telemetry"]["payload"]["fields"]
     fields["firmware"] = {"type": "string", "required": firmware_required}
     conf.write_text(yaml.safe_dump(document))
-
-
-def _redrive(conf: Path, folder: Path, name: str, environment: dict | None = None, **request) -> tuple[int, dict]:
-    from spark_jobs.replay.redrive import main
-    from tidemark.redrive_request import RedriveRequest
-
-    result = folder / f"redrive-{name}.json"
-    argv = ["--conf", str(conf), "--request", RedriveRequest("telemetry", **request).encode(), "--result", str(result)]
-    code = run_in_process(main, argv, folder / f"redrive-{name}.log", environment)
-    return code, json.loads(result.read_text()) if result.exists() else {}
 
 
 def _identities(spark, lake: Path, table: str) -> Counter:
@@ -92,11 +82,11 @@ def test_a_redrive_after_a_contract_fix_moves_exactly_the_records_that_now_decod
     _config(conf, firmware_required=False)
     crash = {"TIDEMARK_TEST_FAULTS": "1", "TIDEMARK_CRASH_AT": json.dumps({"after": "events", "action": "raise"})}
     with pytest.raises(CrashPointReached):
-        _redrive(conf, tmp_path, "crashed", crash, reason="missing_field")
+        run_redrive(conf, tmp_path, "crashed", crash, reason="missing_field")
     moved_once = _identities(spark, lake, "events") + _identities(spark, lake, "late")
     assert set(moved_once) & to_move and not set(_identities(spark, lake, "late")) & to_move, "events only, so far"
 
-    code, rerun = _redrive(conf, tmp_path, "rerun", reason="missing_field")
+    code, rerun = run_redrive(conf, tmp_path, "rerun", reason="missing_field")
     assert code == 0, (tmp_path / "redrive-rerun.log").read_text()[-3000:]
     events, late = _identities(spark, lake, "events"), _identities(spark, lake, "late")
     assert max((events + late).values()) == 1, "each record once, in one of the two"
@@ -108,9 +98,9 @@ def test_a_redrive_after_a_contract_fix_moves_exactly_the_records_that_now_decod
     assert {bytes(r.record_headers[0].value) for r in moved if (r.source_partition, r.source_offset) in to_move}
     assert all(r.firmware is None and r.device_id for r in moved if (r.source_partition, r.source_offset) in to_move)
 
-    code, again = _redrive(conf, tmp_path, "again", reason="missing_field")
+    code, again = run_redrive(conf, tmp_path, "again", reason="missing_field")
     assert code == 0 and again["candidates"] == 0 and again["moved_to_events"] == again["moved_to_late"] == 0
-    code, other = _redrive(conf, tmp_path, "other", reason="wrong_type")
+    code, other = run_redrive(conf, tmp_path, "other", reason="wrong_type")
     assert code == 0 and other["still_refused"] == {"wrong_type": other["candidates"]} and other["candidates"] > 0
     assert _identities(spark, lake, "events") == events, "a reason that still does not decode moves nothing"
 

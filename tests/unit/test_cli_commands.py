@@ -27,6 +27,7 @@ def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
         "demo",
         "down",
         "env",
+        "erase",
         "jars",
         "recover",
         "redrive",
@@ -161,6 +162,52 @@ def test_a_bad_redrive_param_is_refused_before_anything_starts(cli_home, capsys,
     assert f"Invalid value for '{option}'" in error and reason in error
 
 
+@pytest.mark.parametrize(
+    ("arguments", "option", "reason"),
+    [
+        (["--by", "ana"], "--where", "a predicate on the stream's payload columns"),
+        (["--where", "owner = 'x'", "--by", "ana"], "--where", "'owner' is not a payload column"),
+        (["--where", "device_id = 'x' OR 1 = 1", "--by", "ana"], "--where", "joined by AND"),
+        (["--where", "device_id = 'x'"], "--requested-by", "who asked for the erasure"),
+    ],
+    ids=["no-where", "unknown-column", "or", "no-one-asked"],
+)
+def test_a_bad_erase_param_is_refused_before_anything_starts(cli_home, capsys, arguments, option, reason):
+    code = main(["erase", "telemetry", *arguments])
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 2, error
+    assert f"Invalid value for '{option}'" in error and reason in error
+
+
+def test_an_erase_result_is_printed_for_a_person():
+    from rich.console import Console
+
+    from tidemark.erasure_result import ErasureResult
+    from tidemark_cli.erase_run import print_erase_result
+
+    console = Console(record=True, width=200)
+    result = ErasureResult(
+        "telemetry",
+        "9f2c",
+        "device_id = 'd-3'",
+        "ana",
+        "2026-11-28T10:00:00.000Z",
+        12,
+        {"events": 9, "late": 1, "quarantine": 3},
+        ("2026-11-28T04:00:00.000Z",),
+        {"1": ("40", "52")},
+        "x",
+    )
+    print_erase_result(console, result.to_json())
+    text = " ".join(console.export_text().split())
+    assert (
+        "telemetry: erased 12 records where device_id = 'd-3' (9 from events, 1 from late, 3 from quarantine)" in text
+    )
+    assert "Erasure 9f2c, asked by ana." in text
+    assert "Not read by live yet, so not erased yet: partition 1 (live at 40, log end 52)" in text
+
+
 def test_a_redrive_result_is_printed_for_a_person():
     from rich.console import Console
 
@@ -189,8 +236,9 @@ def test_a_redrive_result_is_printed_for_a_person():
         ["backfill", "telemetry", *DAY, "--partitions", "2,0"],
         ["recover", "telemetry", "--partition", "1", "--ranges", "300-350,100-200", "--reason", "gap"],
         ["redrive", "telemetry", "--reason", "unknown_schema_id", "--hours", "2026-11-28T05:00Z..2026-11-28T08:00Z"],
+        ["erase", "telemetry", "--where", "device_id = 'scooter-7'", "--by", "ana"],
     ],
-    ids=["backfill", "recover", "redrive"],
+    ids=["backfill", "recover", "redrive", "erase"],
 )
 def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command):
     import os

@@ -141,6 +141,24 @@ def test_every_operation_that_removes_files_with_a_data_change_is_damage(operati
     assert touched_hours(damage, SEALED, []).hours_ms == (H - HOUR,)
 
 
+def test_an_erasures_delete_is_named_an_erasure_and_its_hours_are_checked_again():
+    info = _info("MERGE", numTargetRowsDeleted=4)
+    info["commitInfo"]["userMetadata"] = "erasure:9f2c"
+    commit = _commit(
+        "events", 11, info, _remove("event_date=2026-11-22/event_hour=1/e.parquet", values=_hour_values(H))
+    )
+
+    (damage,) = commit_damage(commit)
+
+    assert (damage.kind, damage.rows) == (DamageKind.ERASURE, 4)
+    lake = touched_hours(damage, SEALED, [])
+    assert lake.hours_ms == (H,)
+    assert lake.sentence() == (
+        "MERGE (events version 11, 2026-11-25T23:10:01.000Z) erased 4 rows "
+        "(tidemark erase: recorded in the erasures table, not damage)"
+    )
+
+
 def test_a_compaction_that_keeps_every_row_is_no_damage_and_one_that_drops_rows_is():
     values = _hour_values(H)
     keeps = _commit(

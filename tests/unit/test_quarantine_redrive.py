@@ -40,6 +40,27 @@ def test_records_that_now_decode_go_to_events_or_to_late_under_their_g_and_the_r
     assert decided.events[0].event.values == {"device_id": "d", "firmware": None}
 
 
+def test_a_record_an_erasure_names_is_left_out_once_it_decodes():
+    from tidemark.erasure_predicate import parse_predicate
+
+    erasure = parse_predicate("device_id = 'gone'", FIXED.columns)
+    records = [
+        record(30, b'{"device_id": "gone", "event_time": %d}' % H),  # named by the predicate
+        record(31, b'{"device_id": "kept", "event_time": %d}' % H),  # its position is erased
+        record(32, b'{"device_id": "kept", "event_time": %d}' % H),
+    ]
+
+    decided = redrive(
+        records,
+        RecordDecoder(FIXED, HOUR),
+        lambda p, o: None,
+        LatenessClassifier(0),
+        lambda r, event: r.position == 31 or erasure.matches(event.values),
+    )
+
+    assert [m.record.position for m in decided.events] == [32] and decided.erased == 2
+
+
 def test_the_future_guard_judges_a_record_at_the_time_it_was_first_read():
     ahead = record(20, b'{"device_id": "d", "event_time": %d}' % (H + 2 * HOUR + 30 * 60_000))
     decided = redrive([ahead], RecordDecoder(FIXED, HOUR), lambda p, o: None, LatenessClassifier(0))
