@@ -17,7 +17,13 @@ from __future__ import annotations
 import json
 
 from connectors.error_line import one_line
-from tidemark.offline_devices_progress import DetectorProgress, SealedHoursLook, look_for_sealed_hours
+from tidemark.offline_devices_progress import (
+    ERASURES_BUILT_FROM,
+    DetectorProgress,
+    SealedHoursLook,
+    erasures_to_forget,
+    look_for_sealed_hours,
+)
 from tidemark.stream_config import StreamConfig
 
 HOUR_MS = 3_600_000
@@ -41,7 +47,24 @@ def look_before_detecting(stream: StreamConfig) -> SealedHoursLook:
         progress = read_detector_progress(checkpoint)
     except Exception as error:
         return SealedHoursLook(False, f"could not read the detector's checkpoint at {checkpoint} ({one_line(error)})")
-    return look_for_sealed_hours(horizon_ms, progress)
+    look = look_for_sealed_hours(horizon_ms, progress)
+    if look.nothing_new and erasures_to_forget(*erasure_versions(stream)):
+        return SealedHoursLook(False, "the lake has erasures the detector has not forgotten yet (it is rebuilt)")
+    return look
+
+
+def erasure_versions(stream: StreamConfig) -> tuple[int | None, int | None]:
+    """The stream's erasures table's version (None: no erasure yet) and the one the detector's
+    periods table says it was built from (None: none), read from the Delta logs."""
+    from connectors.lake_storage import is_delta_table, open_delta_table
+
+    erasures = stream.table_path("erasures")
+    version = open_delta_table(erasures).version() if is_delta_table(erasures) else None
+    periods = stream.table_path("offline_devices")
+    built = (
+        open_delta_table(periods).metadata().configuration.get(ERASURES_BUILT_FROM) if is_delta_table(periods) else None
+    )
+    return version, None if built is None else int(built)
 
 
 def read_sealed_horizon_ms(stream: StreamConfig) -> int | None:

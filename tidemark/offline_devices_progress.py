@@ -82,3 +82,16 @@ def look_for_sealed_hours(sealed_horizon_ms: int | None, progress: DetectorProgr
         sealed_horizon_ms,
         progress.read_until_ms,
     )
+
+
+# The periods table's property that says which version of the stream's erasures table its rows
+# and the detector's state were built from (spark_jobs.offline_devices.erasure_rebuild).
+ERASURES_BUILT_FROM = "tidemark.erasures_version"
+
+
+def erasures_to_forget(erasures_version: int | None, built_from: int | None) -> bool:
+    """Whether the detector holds records erased since it was built: the stream's erasures table
+    (None: no erasure ever) has a version its periods and state were not rebuilt from (None: built
+    before any erasure). An erasure removes records from the sealed events the detector read, so
+    only a rebuild from the lake as it is now forgets them (the detector is replayable)."""
+    return erasures_version is not None and (built_from is None or erasures_version > built_from)

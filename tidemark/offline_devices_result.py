@@ -50,6 +50,9 @@ class OfflineDevicesResult(msgspec.Struct, frozen=True, forbid_unknown_fields=Tr
     horizon: str | None
     watermark: str | None
     cut_at_horizon: bool = False
+    # A live run that found erasures its periods were not built from started over from the lake
+    # as it is now (spark_jobs.offline_devices.erasure_rebuild): the erased records are forgotten.
+    rebuilt_after_erasure: bool = False
 
     def describe(self) -> str:
         """One sentence for a log line or a person, saying what None means rather than "None"."""

@@ -45,6 +45,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 # spark-submit runs this file as a script: the project's root, not this file's folder, goes first
 # on the path (the folder's modules would shadow top-level ones), so it imports when not installed.
 sys.path[0] = str(Path(__file__).resolve().parents[2])
@@ -231,11 +233,13 @@ def run_request(
 def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> OfflineDevicesResult:
     """Run the detector on ``spark`` until the run ends (available_now) or is stopped
     (continuous); returns its result: slices, records, periods opened and closed, horizon."""
+    from spark_jobs.offline_devices.erasure_rebuild import forget_erased
     from spark_jobs.offline_devices.periods_table import OfflinePeriodsWriter
     from spark_jobs.slice_progress import SliceProgress
 
     writer = OfflinePeriodsWriter(spark, run.output)
     writer.ensure_table()
+    rebuilt = run.mode == LIVE and forget_erased(spark, stream, run.checkpoint, run.output)
     query_name = f"tidemark_offline_devices_{run.mode}_{stream.name}"
     stream_writer = _periods_query(spark, stream, run, writer, query_name)
     progress = SliceProgress(stream.name, run.mode, query_name)
@@ -264,7 +268,7 @@ def run_offline_devices(spark, stream: StreamConfig, run: OfflineDevicesRun) -> 
     finally:
         spark.streams.removeListener(progress)
         _restore(spark, previous)
-    result = _result(stream, run, query, progress, writer)
+    result = msgspec.structs.replace(_result(stream, run, query, progress, writer), rebuilt_after_erasure=rebuilt)
     log.info({"event": "query_finished", **result.to_json()})
     return result
 

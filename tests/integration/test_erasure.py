@@ -2,8 +2,8 @@
 late and quarantine (the raw bytes of a record that never decoded too), are listed in the erasures
 table with who asked and why, and stay erased: a recovery of the whole partition, a re-drive of
 their quarantine reason and a backfill compared with live (the daily reconciliation) write none
-of them again, and the quality run counts them as erased (its damage scan names the erasure's
-DELETEs), every partition OK.
+of them again, the quality run counts them as erased (its damage scan names the erasure's
+DELETEs), every partition OK, and the offline-device detector forgets the device.
 
 The lake: two partitions, five devices, three hours. A sixth of the records lack ``firmware``,
 which the stream first requires (quarantined, missing_field) and then does not: a re-drive moves
@@ -57,8 +57,16 @@ def _rows(spark, lake: Path, table: str) -> dict[tuple[int, int], str | None]:
     }
 
 
+def _periods(spark, lake: Path) -> set[tuple]:
+    """The live detector's periods: (device_id, offline_at, online_at)."""
+    return {tuple(r) for r in spark.read.format("delta").load(str(lake / "offline_devices")).collect()}
+
+
 def test_an_erased_device_leaves_every_table_and_no_job_writes_it_again(kafka_broker, spark, tmp_path):
+    from spark_jobs.offline_devices.job import run_request
     from spark_jobs.persist.job import main as persist
+    from tidemark.offline_devices_request import OfflineDevicesRequest
+    from tidemark.stream_config import load_stream
 
     topic = "erasure"
     kafka_broker.create_topic(topic, 2)
@@ -67,6 +75,8 @@ def test_an_erased_device_leaves_every_table_and_no_job_writes_it_again(kafka_br
     records, device_of, offsets = [], {}, Counter()
     for i in range(160):
         at, partition, device = base + i * 60_000, i % 2, f"d-{i % 5}"
+        if device == ERASED and 40 <= i < 90:
+            continue  # silent for 50 minutes: the offline-device detector reports it offline
         document = {"device_id": device, "event_time": at, "lat": 52.0, "lon": 4.9, "battery": 50}
         if i % 6 != 1:
             document["firmware"] = 7 if i % 20 == 3 else "1.0"
@@ -95,6 +105,10 @@ def test_an_erased_device_leaves_every_table_and_no_job_writes_it_again(kafka_br
 
     # A quality run first: the next one reads the Delta log from the versions this one checked.
     assert statuses(run_quality(conf, tmp_path / "home", tmp_path, "before_erasure")) == {0: "OK", 1: "OK"}
+    stream = load_stream(conf, "telemetry")
+    detected = run_request(spark, stream, OfflineDevicesRequest("live"))
+    periods = _periods(spark, lake)
+    assert ERASED in {device for device, _, _ in periods} and not detected.rebuilt_after_erasure, periods
     code, erased = run_erase(conf, tmp_path, "first", where=f"device_id = '{ERASED}'", requested_by="ana", reason="T-1")
     assert code == 0, (tmp_path / "erase-first.log").read_text()[-3000:]
 
@@ -136,6 +150,16 @@ def test_an_erased_device_leaves_every_table_and_no_job_writes_it_again(kafka_br
     assert code == 0, (tmp_path / "backfill.log").read_text()[-4000:]
     for table, rows in after.items():
         assert _rows(spark, lake, table) == rows, f"{table} unchanged by the jobs that re-read the log"
+
+    # The offline-device detector forgets the device: its next live run starts over from the lake
+    # as it is now, and reports what it reported, without the device.
+    detected = run_request(spark, stream, OfflineDevicesRequest("live"))
+    assert detected.rebuilt_after_erasure, detected
+    assert _periods(spark, lake) == {p for p in periods if p[0] != ERASED}
+    from connectors.offline_devices_horizon import erasure_versions
+
+    version, built_from = erasure_versions(stream)
+    assert version == built_from is not None, "rebuilt once: the periods say which erasures they were built from"
 
     # A second erasure of the same device finds nothing left to erase.
     code, twice = run_erase(conf, tmp_path, "again", where=f"device_id = '{ERASED}'", requested_by="ana")

@@ -198,3 +198,11 @@ def test_a_checkpoint_file_spark_would_not_write_runs_the_job_naming_it(stream, 
     assert look.reason.startswith(
         f"could not read the detector's checkpoint at {checkpoint} (CheckpointUnreadable: {checkpoint}/offsets/3: "
     )
+
+
+def test_the_detector_is_rebuilt_once_per_erasure_it_was_not_built_from():
+    from tidemark.offline_devices_progress import erasures_to_forget
+
+    assert not erasures_to_forget(None, None), "no erasure ever"
+    assert erasures_to_forget(0, None), "the first erasure: the periods were built before it"
+    assert erasures_to_forget(3, 1) and not erasures_to_forget(3, 3)
