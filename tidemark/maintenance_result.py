@@ -51,9 +51,14 @@ class MaintenanceResult(ResultValue, frozen=True):
     vacuumed: tuple[VacuumedTable, ...] = ()
     seconds: float = 0.0
     claims: SettledClaims | None = None
+    # A run the operator's look found nothing to do for (connectors.maintenance_look): why, and no
+    # Spark job started; None when the job ran.
+    nothing_to_do: str | None = None
 
     def summary(self) -> str:
         """One line for the task log and the CLI."""
+        if self.nothing_to_do is not None:
+            return f"{self.stream}: nothing to do ({self.nothing_to_do}); looked in {self.seconds:.1f} s, no Spark job"
         done = [h for h in self.compacted if not h.yielded]
         yielded = [h for h in self.compacted if h.yielded]
         removed = sum(h.files_removed for h in done)

@@ -8,17 +8,18 @@ insert-only MERGE into the same hour can, and then whichever commits second retr
 retries a few times and then yields the hour to the next run (spark_jobs.maintenance.conflict_retry):
 a compaction may always wait, a writer of records should not.
 
-The file count per hour comes from the Delta log (deltalake: no Spark job), the compaction's
-own figures from its commit's metrics.
+The file count per hour comes from the Delta log (deltalake: no Spark job,
+connectors.maintenance_look), the compaction's own figures from its commit's metrics.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
+from connectors.maintenance_look import files_per_hour, sealed_hours
 from spark_jobs.maintenance.conflict_retry import retried
-from tidemark.compaction_plan import HOUR_MS, hours_to_compact
+from tidemark.compaction_plan import hours_to_compact
 from tidemark.event_time_text import format_event_time
 from tidemark.maintenance_result import CompactedHour
 from tidemark.stream_config import StreamConfig
@@ -31,32 +32,6 @@ def compact_sealed_hours(spark, stream: StreamConfig) -> list[CompactedHour]:
     events = stream.table_path("events")
     hours = hours_to_compact(files_per_hour(events), sealed_hours(stream), stream.maintenance.compact_min_files)
     return [_compact_hour(spark, events, hour) for hour in hours]
-
-
-def files_per_hour(events_path: str) -> dict[int, int]:
-    """How many files each event-time hour (ms) of the events table holds now."""
-    import pyarrow as pa
-
-    from connectors.lake_storage import open_delta_table
-
-    actions = pa.table(open_delta_table(events_path).get_add_actions(flatten=True))
-    counts: dict[int, int] = {}
-    for day, hour in zip(
-        actions.column("partition.event_date").to_pylist(),
-        actions.column("partition.event_hour").to_pylist(),
-        strict=True,
-    ):
-        start = _hour_ms(day, hour)
-        counts[start] = counts.get(start, 0) + 1
-    return counts
-
-
-def sealed_hours(stream: StreamConfig) -> list[int]:
-    """The sealed hours' starts (ms), from the seals table."""
-    from connectors.lake_storage import open_delta_table
-
-    hours = open_delta_table(stream.table_path("seals")).to_pyarrow_table(columns=["hour"]).column("hour")
-    return sorted({int(value.timestamp() * 1000) for value in hours.to_pylist() if value is not None})
 
 
 def _compact_hour(spark, events_path: str, hour_ms: int) -> CompactedHour:
@@ -76,7 +51,3 @@ def _compact_hour(spark, events_path: str, hour_ms: int) -> CompactedHour:
     compacted = CompactedHour(hour, int(row.numFilesRemoved), int(row.numFilesAdded), retries)
     log.info({"event": "hour_compacted", **compacted.to_json()})
     return compacted
-
-
-def _hour_ms(day: date, hour: int) -> int:
-    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000) + hour * HOUR_MS

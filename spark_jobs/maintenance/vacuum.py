@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from spark_jobs.lake.tables import TABLES
+from connectors.maintenance_look import VACUUMED
 from tidemark.maintenance_result import VacuumedTable
 from tidemark.stream_config import StreamConfig
 
@@ -26,7 +26,9 @@ VACUUM_SESSION = {
 
 
 def vacuum_tables(spark, stream: StreamConfig) -> list[VacuumedTable]:
-    """VACUUM each of the stream's tables that exists; what each deleted."""
+    """VACUUM each of the stream's tables that exists (its six, the erasures table, the offline-device
+    detector's periods: an erasure's deleted rows stay in their files until VACUUM); what each
+    deleted."""
     from delta.tables import DeltaTable
 
     from spark_jobs.lake.table_creation import delta_table_exists
@@ -44,7 +46,7 @@ def vacuum_tables(spark, stream: StreamConfig) -> list[VacuumedTable]:
     # "Vacuum with retention threshold other than 0 hours is ignored", its warning says).
     LakeTables(spark, stream).ensure()
     done = []
-    for table in TABLES:
+    for table in VACUUMED:
         path = stream.table_path(table)
         if not delta_table_exists(spark, path):
             continue

@@ -53,7 +53,7 @@ def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_t
     """... and a deletion the cleaned-up log no longer shows is still found (at the end)."""
     from connectors.lake_reader import read_stream_overview
     from connectors.lake_storage import open_delta_table
-    from spark_jobs.maintenance.compaction import files_per_hour, sealed_hours
+    from connectors.maintenance_look import files_per_hour, look_before_maintaining, sealed_hours
     from spark_jobs.maintenance.job import run_maintenance
 
     kafka_broker.create_topic(TOPIC, PARTITIONS)
@@ -79,6 +79,7 @@ def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_t
     sealed = sealed_hours(stream)
     due = sorted(h for h in sealed if before.get(h, 0) >= 2)
     assert len(due) >= 2, f"sealed hours {sealed}, files per hour {before}: the test needs hours to compact"
+    assert look_before_maintaining(stream).reason == f"{len(due)} sealed hours of events to compact"
 
     # The fourth hour arrives while live persists it, and compaction runs beside it until it ends.
     later = _records(base_ms + 3 * HOUR_MS, base_ms + 4 * HOUR_MS)
@@ -134,6 +135,11 @@ def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_t
     assert statuses(result) == {p: "OK" for p in range(PARTITIONS)}
     assert result["damage"] == [], result["damage"]
 
+    # Compacted and nothing claimed: the operator's look (no Spark) finds nothing to do but VACUUM,
+    # whose 2 s retention has passed for the compactions' inputs.
+    look = look_before_maintaining(stream)
+    assert not look.nothing_to_do and "older than its retention to vacuum" in look.reason, look
+
     # VACUUM with a week's retention deletes nothing yet; once the configured 2 s have passed, it
     # deletes exactly the files the compactions removed. The retention each table holds is the
     # configuration's: delta-spark 4.4 ignores VACUUM's own RETAIN argument.
@@ -147,6 +153,8 @@ def test_compaction_beside_live_then_vacuum_change_nothing_any_reader_sees_but_t
     vacuumed = run_maintenance(spark, stream)
     deleted = {table.table: table.files_deleted for table in vacuumed.vacuumed}
     assert deleted["events"] == sum(hour.files_removed for hour in compacted), vacuumed.summary()
+    look = look_before_maintaining(stream)
+    assert look.nothing_to_do, f"an idle lake's maintenance starts no Spark job: {look.reason}"
 
     # Every reader after it: the quality run, the status overview, a backfill comparing with live.
     assert statuses(run_quality(conf, home, tmp_path, "after_vacuum")) == {p: "OK" for p in range(PARTITIONS)}

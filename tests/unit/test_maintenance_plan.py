@@ -84,3 +84,10 @@ def test_the_summary_counts_what_the_commits_did():
         "every retry); 9 claims settled (21 rows into 4, 1 still held); VACUUM deleted 20 files in 2 tables; 12.3 s"
     )
     assert MaintenanceResult.from_json(result.to_json()) == result
+
+
+def test_a_run_with_nothing_to_do_says_why_and_that_no_spark_job_started():
+    result = MaintenanceResult("telemetry", seconds=0.31, nothing_to_do="no sealed hour to compact")
+
+    assert result.summary() == "telemetry: nothing to do (no sealed hour to compact); looked in 0.3 s, no Spark job"
+    assert MaintenanceResult.from_json(result.to_json()) == result
