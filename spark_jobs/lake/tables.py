@@ -279,26 +279,9 @@ class LakeTables:
     def accepted_losses(self) -> list:
         """The ranges a person accepted as lost (tidemark.accepted_loss.AcceptedLoss), from the
         ledger's ``accepted_loss`` rows, read with delta-rs; none without a ledger."""
-        from connectors.lake_storage import open_delta_table
-        from tidemark.accepted_loss import ACCEPTED_LOSS_MODE, AcceptedLoss
+        from connectors.accepted_losses import read_accepted_losses
 
-        if not self.exists("ledger"):
-            return []
-        columns = ["source_partition", "start_offset", "end_offset", "writer", "read_time"]
-        table = open_delta_table(self.path("ledger")).to_pyarrow_table(
-            columns=columns, filters=[("mode", "=", ACCEPTED_LOSS_MODE)]
-        )
-        position = self.positions.from_column
-        return sorted(
-            AcceptedLoss.from_ledger(partition, position(start), position(end), writer, read_time)
-            for partition, start, end, writer, read_time in zip(
-                table["source_partition"].to_pylist(),
-                table["start_offset"].to_pylist(),
-                table["end_offset"].to_pylist(),
-                table["writer"].to_pylist(),
-                _ms(table["read_time"]).to_pylist(),
-            )
-        )
+        return read_accepted_losses(self._stream, self.path("ledger")) if self.exists("ledger") else []
 
     def non_live_ranges(self) -> list[tuple[int, int, int]]:
         """(partition, start, end) of every non-empty ledger range a backfill or recovery wrote."""

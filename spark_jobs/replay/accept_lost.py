@@ -37,7 +37,6 @@ from tidemark.accepted_loss import (  # noqa: E402
     AcceptLostRequest,
     AcceptLostRequestError,
     AcceptLostResult,
-    check_acceptance,
 )
 from tidemark.event_time_text import format_event_time  # noqa: E402
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams  # noqa: E402
@@ -75,45 +74,19 @@ def accept_lost(stream: StreamConfig, request: AcceptLostRequest, spark=None, no
     """Check ``request`` against the ledger and the log now, then write its ledger row; returns
     the AcceptLostResult. AcceptLostRefused, before any write, when the range is not one lost
     at the partition's live position now. ``spark``: a session to use (default: the lake's)."""
+    from connectors.accepted_losses import check_against_lake_and_log, read_accepted_losses
     from connectors.lake_storage_check import check_lake_storage
-    from connectors.partitioned_logs import open_log
-    from connectors.persist_look import read_ledger_standing
     from spark_jobs.lake.tables import LakeTables
-    from tidemark.partition_status import PartitionStatus
-    from tidemark.source_state import PartitionState, SourceState
 
     check_lake_storage(stream)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    standing = read_ledger_standing(stream)
-    live = standing.partitions.get(request.partition)
-    position = None if live is None else live.position
-    lost = ()
-    if position is not None:
-        log_ = open_log(stream.source.connection())
-        try:
-            if request.partition not in log_.partition_ids():
-                raise AcceptLostRefused(
-                    f"{stream.source.connection().log_words} has no partition {request.partition}; nothing was written"
-                )
-            state = SourceState(
-                -1,
-                now_ms,
-                "record_count",
-                None,
-                None,
-                {request.partition: PartitionState(position, position, None, live.status or PartitionStatus.ACTIVE, 0)},
-            )
-            lost = log_.lost_to_retention(state)
-        finally:
-            log_.close()
-    spark = spark or _session(stream)
-    tables = LakeTables(spark, stream)
-    accepted = tables.accepted_losses()
     position_name = stream.source.position_type.name
-    if not check_acceptance(request, position, lost, accepted, position_name):
-        earlier = next(a for a in accepted if (a.partition, a.start, a.end) == _range(request))
+    if not check_against_lake_and_log(stream, request, now_ms):
+        earlier = next(a for a in read_accepted_losses(stream) if (a.partition, a.start, a.end) == _range(request))
         log.info({"event": "accept_lost_already", "stream": stream.name, "detail": earlier.describe(position_name)})
         return _result(request, earlier.accepted_by, earlier.accepted_at_ms, written=False)
+    spark = spark or _session(stream)
+    tables = LakeTables(spark, stream)
     _write_row(spark, stream, tables, request, now_ms)
     accepted_now = AcceptedLoss(request.partition, request.start, request.end, request.accepted_by, now_ms)
     log.warning(
