@@ -1,5 +1,5 @@
 """A bad DAG param fails the run before any work, naming the param: `airflow dags test` on the
-recover, backfill, offline-devices and redrive DAGs with malformed params. Every param's rule is
+recover, backfill, offline-devices, redrive and accept-lost DAGs with malformed params. Every param's rule is
 unit-tested (tests/unit/test_recovery_request.py, test_backfill_request.py,
 test_offline_devices_request.py); this shows each DAG applies them before submitting anything.
 
@@ -31,6 +31,7 @@ CASES = [
         "hours",
         {"reason": "missing_field", "hours": "2026-11-21T10:30Z..2026-11-21T12:00Z"},
     ),
+    ("tidemark_accept_lost__telemetry", "range", {"partition": 1, "range": "70-40"}),
 ]
 
 
