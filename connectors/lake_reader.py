@@ -62,6 +62,8 @@ def read_stream_overview(
             f"stream {stream.name!r} has no ledger at {stream.table_path('ledger')}: the persist job has not written "
             f"to this lake yet (run the tidemark_persist__{stream.name} DAG, or check lake.root)"
         )
+    from connectors.accepted_losses import read_accepted_losses
+
     rules = stream.quality.stall_rules()
     live = ledger.to_pyarrow_table(columns=_LEDGER_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
     sparse = not stream.source.position_type.dense
@@ -89,6 +91,7 @@ def read_stream_overview(
         log_ends=log_ends,
         oldest_unread_ms=oldest_unread,
         positions=stream.source.position_type,
+        accepted_lost=read_accepted_losses(stream),
     )
     return overview if not notes else _with_notes(overview, notes)
 

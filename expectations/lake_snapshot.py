@@ -60,8 +60,11 @@ class LakeSnapshot:
         return self._tables[name]
 
     def read_small(self, name: str, columns: Sequence[str]):
-        """The whole of a small table (ledger, seals), ``columns`` only, as a pyarrow Table."""
-        return self.table(name).to_pyarrow_table(columns=list(columns))
+        """The whole of a small table (ledger, seals), ``columns`` only, as a pyarrow Table; a
+        column the table does not have (yet: a lake no current writer has touched) is left out."""
+        table = self.table(name)
+        present = set(table.schema().to_arrow().names)
+        return table.to_pyarrow_table(columns=[column for column in columns if column in present])
 
     def read(self, name: str, columns: Sequence[str], keep_files: FileFilter | None = None, rows=None):
         """``columns`` of the rows of table ``name`` in the files ``keep_files`` keeps, filtered

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tidemark.accepted_loss import ACCEPTED_LOSS_MODE, AcceptedLoss
 from tidemark.furthest_live_row import furthest_key, furthest_per_partition
 from tidemark.log_position import position_value
 from tidemark.offset_coverage import LIVE_MODE, LedgerRange, OffsetRange
@@ -36,6 +37,7 @@ class LedgerEntry:
     global_watermark_ms: int | None
     read_time_ms: int | None
     status: str | None = None  # partition_status: ACTIVE | IDLE | FINISHED (a closed shard read to its end)
+    writer: str | None = None  # tidemark:<stream>:<mode>:<run>; an accepted loss's names who accepted it
 
     @property
     def is_live(self) -> bool:
@@ -88,6 +90,7 @@ def read_ledger(ledger_frame) -> list[LedgerEntry]:
         millis("global_watermark").alias("global_watermark_ms"),
         millis("read_time").alias("read_time_ms"),
         F.col("partition_status"),
+        F.col("writer"),
     ).collect()
     entries = [
         LedgerEntry(
@@ -121,6 +124,7 @@ LEDGER_READ_COLUMNS = (
     "global_watermark",
     "read_time",
     "partition_status",
+    "writer",
 )
 
 
@@ -153,8 +157,9 @@ def ledger_entries(ledger) -> list[LedgerEntry]:
             records,
             *times,
             status,
+            writer,
         )
-        for step, partition, mode, start, end, log_end, records, *times, status in zip(
+        for step, partition, mode, start, end, log_end, records, *times, status, writer in zip(
             values("step_id"),
             values("source_partition"),
             values("mode"),
@@ -168,9 +173,20 @@ def ledger_entries(ledger) -> list[LedgerEntry]:
             millis("global_watermark"),
             millis("read_time"),
             values("partition_status"),
+            values("writer") if "writer" in ledger.column_names else [None] * ledger.num_rows,
         )
     ]
     return sorted(entries, key=lambda e: (e.partition, e.start, e.end, e.step_id))
+
+
+def accepted_losses(entries: list[LedgerEntry]) -> list[AcceptedLoss]:
+    """The ranges a person accepted as lost (tidemark.accepted_loss), from the ledger's
+    ``accepted_loss`` rows, in order."""
+    return sorted(
+        AcceptedLoss.from_ledger(e.partition, e.start, e.end, e.writer, e.read_time_ms)
+        for e in entries
+        if e.mode == ACCEPTED_LOSS_MODE
+    )
 
 
 def live_position(entries: list[LedgerEntry], partition: int) -> int | None:

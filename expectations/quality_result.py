@@ -45,6 +45,7 @@ from expectations.quality_status import STATUS_ORDER, QualityStatus
 from tidemark.event_time_text import format_event_time, format_optional_event_time
 from tidemark.offset_coverage import OffsetRange
 from tidemark.quality_summary import (
+    AcceptedLossSummary,
     CheckOutcome,
     HoleRange,
     HourSummary,
@@ -74,6 +75,7 @@ class PartitionQuality:
     failed_checks: tuple[str, ...]
     reason: str  # the sentence behind the status (the worst finding's, or the reader's state when OK)
     reasons: tuple[str, ...]  # every finding's sentence
+    accepted_lost: tuple = ()  # tidemark.accepted_loss.AcceptedLoss of the partition
 
     def summary(self) -> PartitionSummary:
         return PartitionSummary(
@@ -92,6 +94,16 @@ class PartitionQuality:
             holes=_spans(self.holes),
             hole_ranges=tuple(msgspec.convert(hole.to_json(), HoleRange) for hole in self.hole_ranges),
             lost=_spans(self.lost),
+            accepted_lost=tuple(
+                AcceptedLossSummary(
+                    start=a.start,
+                    end=a.end,
+                    accepted_by=a.accepted_by,
+                    accepted_at_ms=a.accepted_at_ms,
+                    accepted_at=format_event_time(a.accepted_at_ms),
+                )
+                for a in self.accepted_lost
+            ),
             failed_checks=tuple(self.failed_checks),
             reasons=tuple(self.reasons),
         )

@@ -60,7 +60,7 @@ from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_h
 from expectations.lake_damage import DamageKind, LakeDamage, hours_of
 from expectations.lake_facts import LakeFacts, SparkLakeFacts
 from expectations.late_and_quarantine import LateAndQuarantineFacts
-from expectations.ledger_entries import LedgerEntry, finished_partitions, live_position
+from expectations.ledger_entries import LedgerEntry, accepted_losses, finished_partitions, live_position
 from expectations.quality_result import CheckSummary, PartitionQuality, QualityRunResult
 from expectations.quality_status import QualityStatus
 from expectations.quality_summary import summary_folder, write_summary
@@ -217,10 +217,11 @@ def _gather_facts(
         ]
     with stages.time("retention"):
         holes = completeness.candidate_holes(range_facts)
+        accepted = accepted_losses(entries)
         retention_facts = (
-            retention.facts(positions, earliest, holes)
+            retention.facts(positions, earliest, holes, accepted)
             if position_type.dense
-            else retention.kinesis_facts(positions, dict(log_bounds), holes, position_type)
+            else retention.kinesis_facts(positions, dict(log_bounds), holes, position_type, accepted)
         )
     with stages.time("stall"):
         stall_facts = stall.facts(

@@ -25,7 +25,7 @@ from expectations.check_family import Finding
 from expectations.gaps import GapFacts
 from expectations.hour_records import HourCounts
 from expectations.hour_scope import hour_text
-from expectations.ledger_entries import LedgerEntry, furthest_live_entry
+from expectations.ledger_entries import LedgerEntry, accepted_losses, furthest_live_entry
 from expectations.offset_spans import offsets_in, spans_text
 from expectations.persisted_offsets import ScopeCount
 from expectations.quality_result import PartitionQuality
@@ -70,6 +70,12 @@ def partition_quality(
     reasons = list(dict.fromkeys(finding.reason for finding in found)) or [stall_fact.verdict.reason]
     status = worst(finding.status for finding in found)
     reason = next((finding.reason for finding in found if finding.status is status), reasons[0])
+    # Accepted as lost: no longer a failure (no alarm, the live job reads on), never out of sight.
+    accepted = tuple(a for a in accepted_losses(entries) if a.partition == partition)
+    accepted_text = [a.describe(positions.name) for a in accepted]
+    reasons += accepted_text
+    if status is QualityStatus.OK and accepted_text:
+        reason = f"{reason}; {'; '.join(accepted_text)}"
     newest = furthest_live_entry(entries, partition)
     counts = [hour_counts.get((partition, hour_ms), HourCounts(0, 0)) for hour_ms in hours_ms]
     return PartitionQuality(
@@ -89,6 +95,7 @@ def partition_quality(
         failed_checks=tuple(sorted({finding.check for finding in found if finding.failed})),
         reason=reason,
         reasons=tuple(reasons),
+        accepted_lost=accepted,
     )
 
 

@@ -11,6 +11,10 @@ Rules: ``position >= earliest_retained`` (otherwise [position, earliest) was nev
 gone: LOST) and ``missing_below_earliest == 0`` (a hole that can no longer be replayed: LOST).
 Runs on every quality run, also when no hour is checked.
 
+A range a person accepted as lost (tidemark.accepted_loss: ``tidemark accept-lost``) that starts
+at the live position counts as passed: the rule judges the position after it, so the accepted
+range no longer fails the check, and anything retention took beyond it still does (LOST).
+
 A Kinesis stream has no "earliest retained offset" to compare with: the log says which sequence
 range at the live position expired unread (connectors.kinesis_log.KinesisLog.lost_at_positions:
 [position, first retained), or to the shard's end when nothing is retained), and how many
@@ -20,14 +24,17 @@ that range and the shard id; the rules are the same two, over 0/1 and a count of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from expectations.check_family import CheckFamily, FamilyOutcome, Finding, rule, unexpected_rows
 from expectations.offset_spans import offsets_in, spans_text
 from expectations.quality_status import QualityStatus
+from tidemark.accepted_loss import AcceptedLoss, passed_accepted
 from tidemark.log_position import KAFKA_OFFSETS, PositionType
 from tidemark.offset_coverage import OffsetRange
 from tidemark.recovery_request import split_by_retention
+from tidemark.retention_loss import LostRange
 
 NAME = "retention"
 
@@ -41,6 +48,9 @@ class RetentionFacts:
     positions: PositionType = KAFKA_OFFSETS
     shard_id: str | None = None  # Kinesis: the shard
     lost_unread: object | None = None  # Kinesis: the LostRange expired at the position, or None
+    # Ranges a person accepted as lost (tidemark.accepted_loss) that ``position`` has been moved
+    # past: the live position, or where the live job reads on once it passes them.
+    accepted: tuple = ()
 
     @property
     def never_read(self) -> tuple[OffsetRange, ...]:
@@ -138,33 +148,53 @@ def _sequence_family() -> CheckFamily:
 
 
 def kinesis_facts(
-    positions: dict[int, int | None], bounds: dict, holes: dict[int, list[OffsetRange]], sequence_type: PositionType
+    positions: dict[int, int | None],
+    bounds: dict,
+    holes: dict[int, list[OffsetRange]],
+    sequence_type: PositionType,
+    accepted: Sequence[AcceptedLoss] = (),
 ) -> list[RetentionFacts]:
     """Shards with a live position and bounds (connectors.kinesis_lookups.ShardLogBounds), in order;
-    a finished shard (closed, read to its end) can lose nothing unread."""
+    a finished shard (closed, read to its end) can lose nothing unread. A range ``accepted`` as
+    lost from the live position on is not expired unread; what expired beyond it is."""
     rows = []
     for partition in sorted(positions):
         position, shard = positions[partition], bounds.get(partition)
         if position is None or shard is None or (shard.finished and shard.lost is None):
             continue
         _, lost = split_by_retention(holes.get(partition, []), shard.earliest)
+        mine = tuple(a for a in accepted if a.partition == partition)
+        passed = passed_accepted(position, mine)
+        expired = shard.lost
+        if expired is not None and expired.end is not None and passed >= expired.end:
+            expired = None  # accepted as lost, to its last position: not a loss to alarm about again
+        elif expired is not None and passed > position:
+            expired = LostRange(expired.partition, passed, expired.end)  # beyond what was accepted: a loss of its own
         rows.append(
-            RetentionFacts(partition, position, shard.earliest, tuple(lost), sequence_type, shard.shard_id, shard.lost)
+            RetentionFacts(partition, passed, shard.earliest, tuple(lost), sequence_type, shard.shard_id, expired, mine)
         )
     return rows
 
 
 def facts(
-    positions: dict[int, int | None], earliest: dict[int, int], holes: dict[int, list[OffsetRange]]
+    positions: dict[int, int | None],
+    earliest: dict[int, int],
+    holes: dict[int, list[OffsetRange]],
+    accepted: Sequence[AcceptedLoss] = (),
 ) -> list[RetentionFacts]:
-    """Partitions with both a live position and a known earliest offset, in order."""
+    """Partitions with both a live position and a known earliest offset, in order. A range
+    ``accepted`` as lost that starts at the live position is judged passed (the live job reads on
+    after it): only what retention took beyond it is LOST."""
     rows = []
     for partition in sorted(positions):
         position = positions[partition]
         if position is None or partition not in earliest:
             continue
         _, lost = split_by_retention(holes.get(partition, []), earliest[partition])
-        rows.append(RetentionFacts(partition, position, earliest[partition], tuple(lost)))
+        mine = tuple(a for a in accepted if a.partition == partition)
+        rows.append(
+            RetentionFacts(partition, passed_accepted(position, mine), earliest[partition], tuple(lost), accepted=mine)
+        )
     return rows
 
 

@@ -10,6 +10,8 @@ UTC, each with an ISO-8601 twin (``now``, ``partition_watermark``, ``hour``, ``c
 
 ``holes`` are offsets missing from the lake that the log still holds (recovery replays them);
 ``lost`` are offsets missing from the lake that the log no longer holds. They never overlap.
+``accepted_lost`` are lost ranges a person accepted as lost (``tidemark accept-lost``), with who
+and when: no longer a failure, still shown.
 ``damage`` lists the commits of the lake's Delta log since the previous run that removed or
 rewrote rows of sealed hours, each with the hours it sent back to be checked; ``sweep`` is True
 for the slow sweep (completeness of every hour the source log still retains).
@@ -49,6 +51,17 @@ class HoleRange(_Part, kw_only=True):
     missing: tuple[OffsetSpan, ...] = ()
 
 
+class AcceptedLossSummary(_Part, kw_only=True):
+    """Positions [start, end) lost to retention that a person accepted as lost
+    (tidemark.accepted_loss): who, and when (ms, UTC, with its ISO-8601 twin)."""
+
+    start: int
+    end: int
+    accepted_by: str
+    accepted_at_ms: int
+    accepted_at: str
+
+
 class PartitionSummary(_Part, kw_only=True):
     """One source partition over the run: its status (the worst any check gave) and why."""
 
@@ -67,6 +80,8 @@ class PartitionSummary(_Part, kw_only=True):
     holes: tuple[OffsetSpan, ...] = ()
     hole_ranges: tuple[HoleRange, ...] = ()
     lost: tuple[OffsetSpan, ...] = ()
+    # Lost ranges accepted as lost: they no longer fail the checks, and are shown, never forgotten.
+    accepted_lost: tuple[AcceptedLossSummary, ...] = ()
     failed_checks: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()  # every finding's sentence
 

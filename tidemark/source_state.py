@@ -35,8 +35,12 @@ class PartitionState:
     next_record_at_least_ms: int | None = None
     # Set while an open transaction keeps the readable end (LSO) below the written end.
     open_transaction: OpenTransaction | None = None
+    # True in the state after a batch that passed over a range accepted as lost
+    # (tidemark.accepted_loss) without reading it: [previous position, position) holds nothing read.
+    accepted_loss: bool = False
 
     def to_json(self) -> dict:
+        passed = {"accepted_loss": True} if self.accepted_loss else {}
         return {
             "position": self.position,
             "log_end": self.log_end,
@@ -45,6 +49,7 @@ class PartitionState:
             "last_produced_ms": self.last_produced_ms,
             "next_record_at_least_ms": self.next_record_at_least_ms,
             "open_transaction": None if self.open_transaction is None else self.open_transaction.to_json(),
+            **passed,
         }
 
     @classmethod
@@ -57,6 +62,7 @@ class PartitionState:
             last_produced_ms=data.get("last_produced_ms", 0),
             next_record_at_least_ms=data.get("next_record_at_least_ms"),
             open_transaction=OpenTransaction.from_json(data.get("open_transaction")),
+            accepted_loss=data.get("accepted_loss", False),
         )
 
 

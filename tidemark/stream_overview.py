@@ -12,6 +12,7 @@ a stalled partition must stand out, and an idle one is not a problem.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +67,8 @@ class PartitionOverview:
     )  # when the oldest unpersisted record leaves the log; None: nothing unread or unknown
     totals: PartitionTotals
     as_of_ms: int | None  # read time of the partition's newest live ledger row
+    # Ranges lost to retention and accepted as lost (tidemark.accepted_loss.AcceptedLoss): shown, with who and when.
+    accepted_lost: tuple = ()
 
     @property
     def needs_attention(self) -> bool:
@@ -107,12 +110,14 @@ def build_stream_overview(
     oldest_unread_ms: Mapping[int, int | None] | None = None,
     max_chart_points: int = 300,
     positions: PositionType = KAFKA_OFFSETS,
+    accepted_lost: Sequence = (),
 ) -> StreamOverview:
     """The overview at ``now_ms``. ``points``: the live ledger rows of the charted window (at
     least the last ``rules.window`` per partition, and the last stall timeout for STOP).
     ``partitions``: every partition to show (the log's, the config's and the ledger's).
     ``log_ends``: the log's readable ends now, None when the log did not answer.
-    ``oldest_unread_ms``: per lagging partition, the log time of the record at its position."""
+    ``oldest_unread_ms``: per lagging partition, the log time of the record at its position.
+    ``accepted_lost``: the ranges accepted as lost (tidemark.accepted_loss.AcceptedLoss)."""
     by_partition: dict[int, list[LedgerPoint]] = {}
     for point in sorted(points, key=lambda p: (p.partition, p.read_time_ms)):
         by_partition.setdefault(point.partition, []).append(point)
@@ -130,6 +135,10 @@ def build_stream_overview(
             positions,
         )
         for partition in shown
+    )
+    overviews = tuple(
+        dataclasses.replace(o, accepted_lost=tuple(a for a in accepted_lost if a.partition == o.partition))
+        for o in overviews
     )
     global_points = sorted(
         {(p.read_time_ms, p.global_watermark_ms) for p in points if p.global_watermark_ms is not None}

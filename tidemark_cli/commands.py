@@ -430,6 +430,61 @@ def erase(stream: StreamConfig, where, requested_by, reason, unpause: bool, wait
     return _follow(connection, dag_id, run_id, None, "erase", print_erase_result) if wait else 0
 
 
+@cli.command("accept-lost", short_help="Accept a range lost to retention, so the live job reads on past it.")
+@stream_argument
+@click.option("--stream", "stream_name", help="The stream (the same as the STREAM argument).")
+@click.option("--partition", help="The partition the persist job stopped for.")
+@click.option("--range", "range_text", help='The positions it reported lost, end exclusive: "40-70".')
+@click.option("--by", help="Who accepts the loss. Default: the OS user.")
+@click.option("--reason", help="Why (kept in the ledger commit and the job's log).")
+@click.option("--unpause", is_flag=True, help="Unpause the accept-lost DAG if it is paused.")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Follow the run until it ends.")
+def accept_lost(stream: StreamConfig, stream_name, partition, range_text, by, reason, unpause: bool, wait: bool) -> int:
+    """Record that a range of STREAM lost to retention is accepted as lost, through its accept-lost
+    DAG: one ledger row with who and when. The next persist run passes over exactly that range;
+    a later loss still stops it, and the checks still report it LOST.
+
+    The range must start at the partition's live position and end at or before the log's earliest
+    retained position now (what the stopped job reported). It is checked against the ledger and
+    the log before anything is triggered: anything else is refused (exit 2), nothing written.
+
+    \b
+    Example:
+      tidemark accept-lost --stream telemetry --partition 1 --range 40-70 --reason "no other copy"
+    """
+    from tidemark_cli.accept_lost_run import accept_lost_dag_id, accept_lost_params, print_accept_lost_result
+    from tidemark_cli.airflow_connection import connect_to_airflow, ready_dag
+
+    stream = _named_stream(stream, stream_name)
+    request = accept_lost_params(stream, partition, range_text, by, reason)
+    dag_id = accept_lost_dag_id(stream)
+    connection = connect_to_airflow()
+    ready_dag(connection, dag_id, unpause)
+    params = {
+        "stream": request.stream,
+        "partition": request.partition,
+        "range": f"{request.start}-{request.end}",
+        "by": request.accepted_by,
+        "reason": request.reason or "",
+    }
+    run_id = connection.api.trigger(dag_id, params, run_id=_new_run_id())
+    _console.print(
+        f"Triggered {dag_id}: partition {request.partition}, [{request.start}, {request.end}) by {request.accepted_by}"
+        f"\nRun {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
+        soft_wrap=True,
+    )
+    return _follow(connection, dag_id, run_id, None, "accept_lost", print_accept_lost_result) if wait else 0
+
+
+def _named_stream(stream: StreamConfig, name: str | None) -> StreamConfig:
+    """The stream, named by STREAM or ``--stream`` (a usage error, exit 2, when both differ)."""
+    if name is not None and name != stream.name:
+        raise click.BadParameter(
+            f"STREAM says {stream.name!r} and --stream says {name!r}: name the stream once", param_hint="'--stream'"
+        )
+    return stream
+
+
 @cli.command(short_help="Show the latest quality report, per partition.")
 @stream_argument
 @click.option(

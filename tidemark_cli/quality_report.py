@@ -118,6 +118,14 @@ def _print_reasons(console: Console, summary: QualitySummary) -> None:
     for p in summary.partitions:
         if p.status is not QualityStatus.OK:
             console.print(Text.assemble(f"partition {p.partition} ", status_text(p.status.value), f": {p.reason}"))
+        for accepted in p.accepted_lost:  # no longer a failure, never out of sight
+            console.print(
+                Text(
+                    f"partition {p.partition}: [{accepted.start}, {accepted.end}) lost to retention, accepted as lost "
+                    f"by {accepted.accepted_by} at {accepted.accepted_at}",
+                    style="magenta",
+                )
+            )
 
 
 def checks_table(summary: QualitySummary) -> Table:

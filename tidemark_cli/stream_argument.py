@@ -27,6 +27,10 @@ def _resolve(ctx: click.Context, _param: click.Parameter, name: str | None) -> S
     streams = load_streams(conf)
     known = ", ".join(sorted(streams))
     if name is None:
+        # A command may also take the stream as ``--stream`` (click handles the options given
+        # before an argument that was not).
+        name = ctx.params.get("stream_name")
+    if name is None:
         if len(streams) == 1:
             return next(iter(streams.values()))
         raise click.BadParameter(

@@ -57,6 +57,8 @@ def print_status(console: Console, overview: StreamOverview) -> None:
         table = status_table(overview, padding=0)  # a narrow terminal (80 columns): fits, times wrap
     console.print(table)
     for partition in overview.partitions:
+        for accepted in partition.accepted_lost:
+            say(Text(f"partition {partition.partition}: {accepted.describe('position')}", style="magenta"))
         if partition.needs_attention:
             say(
                 Text.assemble(

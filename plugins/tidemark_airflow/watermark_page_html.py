@@ -67,6 +67,14 @@ def stream_page(overview: StreamOverview, reports: StreamReports, prefix: str, a
         header += f'<p class="note" id="attention">Needs attention: partition {escape(names)}.</p>'
     for note in overview.notes:
         header += f'<p class="note">{escape(note)}</p>'
+    accepted = [(p.partition, a) for p in overview.partitions for a in p.accepted_lost]
+    if accepted:
+        items = "".join(
+            f"<li>partition {partition}: {escape(a.describe('position'))}</li>" for partition, a in accepted
+        )
+        header += (
+            f'<div class="note" id="accepted-losses">Lost to retention and accepted as lost:<ul>{items}</ul></div>'
+        )
     if overview.ledger_rows == 0:
         header += '<p class="note" id="ledger-empty">The ledger has no live rows yet: the persist job has not finished a batch for this stream.</p>'
     attention_labels = {f"partition {p.partition}" for p in attention}

@@ -276,13 +276,20 @@ class LakeTables:
             columns=columns, filters=[[("mode", "=", "live"), *condition] for condition in conditions]
         )
 
+    def accepted_losses(self) -> list:
+        """The ranges a person accepted as lost (tidemark.accepted_loss.AcceptedLoss), from the
+        ledger's ``accepted_loss`` rows, read with delta-rs; none without a ledger."""
+        from connectors.accepted_losses import read_accepted_losses
+
+        return read_accepted_losses(self._stream, self.path("ledger")) if self.exists("ledger") else []
+
     def non_live_ranges(self) -> list[tuple[int, int, int]]:
         """(partition, start, end) of every non-empty ledger range a backfill or recovery wrote."""
         from pyspark.sql import functions as F
 
         rows = (
             self.read("ledger")
-            .where((F.col("mode") != "live") & (F.col("end_offset") > F.col("start_offset")))
+            .where(F.col("mode").isin("backfill", "recovery") & (F.col("end_offset") > F.col("start_offset")))
             .select("source_partition", "start_offset", "end_offset")
             .distinct()
             .collect()

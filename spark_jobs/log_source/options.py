@@ -30,6 +30,8 @@ class LogSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     move it, so no hour is sealed). ``resume_from`` is the state to start from when there is no
     checkpoint (see tidemark.resume_point). ``frozen_partitions`` is the chaos switch: those
     partitions are planned as usual but never read, as a stalled consumer would leave them.
+    ``accepted_losses``: ranges lost to retention that a person accepted, (partition, start, end)
+    (tidemark.accepted_loss): a live query passes over exactly those, and stops for any other loss.
 
     ``decode``: read() decodes what it reads with it (the persist job); None: read() yields raw
     rows (tidemark.planned_range.raw_record_schema). ``read_tasks`` is the most Spark tasks a
@@ -57,6 +59,7 @@ class LogSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     decode: DecodeSpec | None = None
     read_tasks: Count = 1
     max_partitions: Count = DEFAULT_MAX_PARTITIONS
+    accepted_losses: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self):
         position = self.connection.position_type.name

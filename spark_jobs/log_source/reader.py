@@ -147,7 +147,7 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         partitions = self._partition_ids(log)
         if self._options.resume_from is not None:
             resumed = SourceState.from_offset(self._options.resume_from)
-            self._refuse_retention_loss(resumed)
+            self._refuse_retention_loss(resumed)  # an accepted range is passed over by the first batch
             return self._offset(dataclasses.replace(resumed, read_time_ms=self._now_ms()))
         if self._options.offset_bounds is not None:
             positions = {p: start for p, (start, _) in self._options.offset_bounds.items()}
@@ -214,7 +214,9 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         discovered = sorted(set(self._partition_ids(log)) - set(previous.partitions))
         if discovered:
             return self._offset(self._registered(previous, log.first_positions(discovered)))
-        self._refuse_retention_loss(previous)
+        skips = self._refuse_retention_loss(previous)
+        if skips:
+            return self._offset(self._passed_over(previous, skips))
         positions = previous.positions()
         target = None
         if previous.global_watermark_ms is not None and self._options.alignment:
@@ -285,15 +287,22 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         self._seen_ends = {p: v.end for p, v in views.items()}
         return ends, unstable, held, finished
 
-    def _refuse_retention_loss(self, state: SourceState) -> None:
+    def _refuse_retention_loss(self, state: SourceState) -> dict[int, int]:
         """Stop, naming the exact positions, when a partition's next positions have left the log:
         planning from the earliest retained position instead would jump over them silently
         (tidemark.retention_loss). Logged as well as raised: the log line is what a person finds
         first, the error is what fails the run; the ranges are left for the driver as well
-        (spark_jobs.log_source.retention_stop)."""
+        (spark_jobs.log_source.retention_stop).
+
+        Ranges a person accepted as lost (``accepted_losses``, tidemark.accepted_loss) are not
+        refused: returns {partition: the accepted range's end} for those, to pass over; any part
+        of a loss nobody accepted stops the run all the same."""
+        from tidemark.accepted_loss import settle_losses
+
         lost = self._driver_log().lost_to_retention(state)
+        skips, lost = settle_losses(lost, self._options.accepted_losses)
         if not lost:
-            return
+            return skips
         message = retention_loss_message(self._connection, lost)
         _logger.error(
             {
@@ -308,6 +317,35 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
 
             write_lost_ranges(self._options.feedback_dir, lost)
         raise RetentionLossError(message, lost)
+
+    def _passed_over(self, previous: SourceState, skips: dict[int, int]) -> SourceState:
+        """A batch of its own that moves each partition of ``skips`` past its accepted range and
+        nothing else: its ranges are written to the ledger like any (a live row that read
+        nothing, so the live ranges stay contiguous), and never read (``partitions``)."""
+        partitions = {}
+        for partition, state in previous.partitions.items():
+            end = skips.get(partition)
+            if end is None:
+                partitions[partition] = dataclasses.replace(state, accepted_loss=False)
+            else:
+                partitions[partition] = dataclasses.replace(
+                    state, position=end, log_end=max(state.log_end, end), accepted_loss=True
+                )
+        _logger.warning(
+            {
+                "event": "accepted_loss_passed",
+                "log": self._connection.log_name,
+                "passed": [
+                    {"partition": p, "start": str(previous.partitions[p].position), "end": str(end)}
+                    for p, end in sorted(skips.items())
+                ],
+                "detail": "these ranges were lost to retention and accepted as lost (tidemark accept-lost): the "
+                "job reads on after them; nothing in them was read",
+            }
+        )
+        return dataclasses.replace(
+            previous, plan_seq=previous.plan_seq + 1, read_time_ms=self._now_ms(), partitions=partitions, steps=()
+        )
 
     def _log_open_transactions(self, previous: SourceState, planned: SourceState) -> None:
         """Say when a partition starts or stops being held by an open transaction: silence is the
@@ -367,7 +405,10 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
                 planned.read_time_ms,
                 planned.to_text(),
             )
-            held = log.in_hand(p, planned.start_offset, planned.end_offset) if planned.reads else []
+            if planned.state.accepted_loss:
+                held = []  # passed over: lost to retention and accepted as lost, nothing to read
+            else:
+                held = log.in_hand(p, planned.start_offset, planned.end_offset) if planned.reads else []
             records[p] = None if held is None else tuple(held)
         weights = {p: self._weight(ranges[p], records[p]) for p in ranges}
         tasks = assign_read_tasks(weights, self._options.read_tasks)

@@ -38,6 +38,7 @@ from spark_jobs.lake.overlap_guard import OverlapGuard
 from spark_jobs.lake.tables import LakeTables
 from spark_jobs.log_source.event_time_feedback import write_feedback
 from spark_jobs.streaming_checkpoint import planned_ranges
+from tidemark.accepted_loss import ACCEPTED_LOSS_SLICING
 from tidemark.batch_summary import (
     event_hours,
     partition_totals,
@@ -480,7 +481,7 @@ class PersistBatch:
                         _timestamp(watermark),
                         _timestamp(step.global_watermark_ms),
                         state.status.value,
-                        planned.slicing,
+                        ACCEPTED_LOSS_SLICING if state.accepted_loss else planned.slicing,
                         _timestamp(planned.read_time_ms),
                         _timestamp(hold.since_ms) if hold else None,
                         bool(hold and hold.held),

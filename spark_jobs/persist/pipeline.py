@@ -120,6 +120,7 @@ def source_options(
     resume_from: dict | None = None,
     routing=None,
     read_tasks: int = 1,
+    accepted_losses: tuple[tuple[int, int, int], ...] = (),
 ):
     """The source's options for ``run`` of ``stream``: built here once, from the typed config.
     The source decodes what it reads (spark_jobs.log_source.decode_stage), routing the offsets live covered
@@ -158,6 +159,7 @@ def source_options(
         resume_from=resume_from,
         frozen_partitions=run.frozen_partitions,
         decode=decode,
+        accepted_losses=accepted_losses,
         read_tasks=stream.source.read_tasks or read_tasks,
         max_partitions=stream.source.max_partitions,
     )
@@ -174,6 +176,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     from spark_jobs.log_source.retention_stop import clear_lost_ranges
     from spark_jobs.persist.batch import QueryIdentity
     from spark_jobs.schema_following import follow_registry
+    from tidemark.accepted_loss import accepted_from
 
     started = time.monotonic()
     stream = follow_registry(stream)  # a stream that follows its registry: its columns as of now
@@ -200,6 +203,8 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
         start.resumed.state.to_offset(stream.source.log_name) if start.resumed else None,
         start.routing,
         read_tasks=spark.sparkContext.defaultParallelism,
+        # Live passes over the ranges a person accepted as lost (tidemark.accepted_loss), and no others.
+        accepted_losses=accepted_from(tables.accepted_losses()) if run.mode == "live" and ledger_existed else (),
     )
     raw = spark.readStream.format(source.name()).options(**options.to_options()).load()
     identity = QueryIdentity()

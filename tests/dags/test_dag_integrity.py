@@ -44,6 +44,8 @@ print(json.dumps({{
     "recover_tasks": sorted(bag.get_dag("tidemark_recover__telemetry").task_ids),
     "recover_params": sorted(bag.get_dag("tidemark_recover__telemetry").params.keys()),
     "redrive_tasks": sorted(bag.get_dag("tidemark_redrive__telemetry").task_ids),
+    "accept_lost_tasks": sorted(bag.get_dag("tidemark_accept_lost__telemetry").task_ids),
+    "accept_lost_params": sorted(bag.get_dag("tidemark_accept_lost__telemetry").params.keys()),
     "redrive_params": sorted(bag.get_dag("tidemark_redrive__telemetry").params.keys()),
     "redrive_max_active_runs": bag.get_dag("tidemark_redrive__telemetry").max_active_runs,
     "erase_tasks": sorted(bag.get_dag("tidemark_erase__telemetry").task_ids),
@@ -85,6 +87,8 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     # The shipped conf/streams.yaml has two streams: telemetry (Kafka, with the offline-device
     # detector) and rides (Kinesis, without): one DAG of each kind per stream, nothing else.
     assert described["dag_ids"] == [
+        "tidemark_accept_lost__rides",
+        "tidemark_accept_lost__telemetry",
         "tidemark_backfill__rides",
         "tidemark_backfill__telemetry",
         "tidemark_erase__rides",
@@ -126,6 +130,8 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["erase_tasks"] == ["erase", "recheck", "touched_hours", "validate"]
     assert described["erase_params"] == ["reason", "requested_by", "stream", "where"]
     assert described["erase_max_active_runs"] == 1
+    assert described["accept_lost_tasks"] == ["accept_lost", "validate"]
+    assert described["accept_lost_params"] == ["by", "partition", "range", "reason", "stream"]
     assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
     assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)

@@ -1,5 +1,5 @@
 """A bad DAG param fails the run before any work, naming the param: `airflow dags test` on the
-recover, backfill, offline-devices, redrive and erase DAGs with malformed params. Every param's rule is
+recover, backfill, offline-devices, redrive, erase and accept-lost DAGs with malformed params. Every param's rule is
 unit-tested (tests/unit/test_recovery_request.py, test_backfill_request.py,
 test_offline_devices_request.py); this shows each DAG applies them before submitting anything.
 
@@ -32,6 +32,7 @@ CASES = [
         {"reason": "missing_field", "hours": "2026-11-21T10:30Z..2026-11-21T12:00Z"},
     ),
     ("tidemark_erase__telemetry", "where", {"where": "device_id = reflect('java.lang.System')", "requested_by": "a"}),
+    ("tidemark_accept_lost__telemetry", "range", {"partition": 1, "range": "70-40"}),
 ]
 
 

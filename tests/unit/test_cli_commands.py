@@ -20,6 +20,7 @@ DAY = "--start", "2026-11-21T00:00:00Z", "--end", "2026-11-22T00:00:00Z"
 
 def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
     assert COMMANDS == [
+        "accept-lost",
         "backfill",
         "config-reference",
         "create-kinesis-stream",
@@ -323,3 +324,42 @@ def test_create_kinesis_stream_on_a_loopback_that_is_not_up_says_how_to_start_it
 def test_with_several_streams_configured_a_command_names_them_all_when_none_is_given(cli_home, capsys):
     assert main(["report"]) == 2  # the shipped file: telemetry (Kafka) and rides (Kinesis)
     assert "name one of the configured streams: rides, telemetry" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "option", "reason"),
+    [
+        (["--partition", "1", "--range", "70-40"], "--range", "START must be below END"),
+        (["--partition", "x", "--range", "40-70"], "--partition", "a partition number"),
+        (["--partition", "1", "--range", "40-70", "--by", "a:b"], "--by", "without ':'"),
+        (["--stream", "orders", "--partition", "1", "--range", "40-70"], "--stream", "name the stream once"),
+    ],
+    ids=["reversed", "partition", "by", "two-streams"],
+)
+def test_a_bad_accept_lost_param_is_refused_before_anything_starts(cli_home, capsys, arguments, option, reason):
+    code = main(["accept-lost", "telemetry", *arguments])
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 2, error
+    assert f"Invalid value for '{option}'" in error and reason in error
+
+
+def test_accepting_a_loss_the_lake_does_not_have_is_refused_naming_why(cli_home, capsys):
+    code = main(["accept-lost", "--stream", "telemetry", "--partition", "1", "--range", "40-70"])
+
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 2, error
+    assert "partition 1 of stream telemetry has no live ledger row" in error and "nothing was written" in error
+
+
+def test_an_accept_lost_result_is_printed_for_a_person():
+    from rich.console import Console
+
+    from tidemark.accepted_loss import AcceptLostResult
+    from tidemark_cli.accept_lost_run import print_accept_lost_result
+
+    console = Console(record=True, width=200)
+    result = AcceptLostResult("telemetry", 1, 40, 70, "alice", "2026-11-28T14:00:00.000Z", True, "no copy")
+    print_accept_lost_result(console, result.to_json())
+    text = " ".join(console.export_text().split())
+    assert "telemetry, partition 1: [40, 70) accepted as lost by alice at 2026-11-28T14:00:00.000Z" in text

@@ -159,3 +159,37 @@ def test_status_of_a_stream_the_persist_job_never_wrote_says_what_to_run(cli_hom
         f"error: stream 'telemetry' has no ledger at {cli_home / 'lake' / 'telemetry' / 'ledger'}: the persist job has not "
         "written to this lake yet (run the tidemark_persist__telemetry DAG, or check lake.root)"
     ) in capsys.readouterr().err
+
+
+def test_an_accepted_loss_is_shown_with_who_and_when_on_the_status_and_the_page():
+    import dataclasses
+
+    from tidemark.accepted_loss import AcceptedLoss
+    from tidemark_airflow.quality_reports import StreamReports
+    from tidemark_airflow.watermark_page_html import stream_page
+
+    overview = _overview()
+    accepted = AcceptedLoss(1, 40, 70, "alice", START)
+    rebuilt = build_stream_overview(
+        "telemetry",
+        [],
+        {},
+        range(2),
+        StallRules(window=6, stall_timeout_ms=30 * MINUTE, max_partition_lag_ms=HOUR),
+        RETENTION,
+        START,
+        accepted_lost=[accepted, AcceptedLoss(5, 0, 9, "bob", START)],
+    )
+    assert [p.accepted_lost for p in rebuilt.partitions] == [(), (accepted,)]
+    overview = dataclasses.replace(
+        overview,
+        partitions=tuple(
+            dataclasses.replace(p, accepted_lost=(accepted,) if p.partition == 1 else ()) for p in overview.partitions
+        ),
+    )
+    said = f"partition 1: positions [40, 70) accepted as lost by alice at {format_event_time(START)}"
+    console = Console(record=True, width=160)
+    print_status(console, overview)
+    assert said in console.export_text()
+    html = stream_page(overview, StreamReports((), (), None), "/tidemark")
+    assert 'id="accepted-losses"' in html and said in html

@@ -49,6 +49,7 @@ def test_the_file_the_job_writes_reads_back_as_the_same_value_in_the_shape_it_ha
         "horizon": "2026-11-21T22:00:00.000Z",
         "watermark": "2026-11-21T19:59:59.999Z",
         "cut_at_horizon": True,
+        "rebuilt_after_erasure": False,
     }
     assert OfflineDevicesResult.of(written.to_json(), "an XCom") == written
 

@@ -79,3 +79,27 @@ def test_a_read_task_that_meets_the_loss_names_the_offsets_up_to_the_earliest_re
     assert raised.value.lost == (LostRange(1, 40, 70),)
     assert "partition 1: offsets [40, 70)" in str(raised.value)
     assert consumer.created[0].closed
+
+
+def test_an_accepted_range_is_passed_over_in_a_batch_of_its_own_and_never_read():
+    reader = _reader({0: LogBounds(0, 100, 100), 1: LogBounds(70, 100, 100)}, accepted_losses=((1, 40, 70),))
+    start = _state({0: 100, 1: 40})
+    passed = SourceState.from_offset(reader.latestOffset(start, None))
+    assert passed.plan_seq == 8 and passed.positions() == {0: 100, 1: 70}
+    assert [passed.partitions[p].accepted_loss for p in (0, 1)] == [False, True]
+    assert (passed.global_watermark_ms, passed.partitions[1].watermark_ms) == (1_000, 1_000), "event time untouched"
+    [task] = reader.partitions(start, passed.to_offset(TOPIC))
+    assert [(r.partition, r.start, r.end) for r in task.ranges] == [(0, 100, 100), (1, 40, 70)]
+    assert task.records == ((), ()), "the driver hands an empty record list: the task reads nothing"
+
+
+def test_an_accepted_range_never_covers_a_later_loss_nor_another_partition_s():
+    accepted = ((1, 40, 70),)
+    later = _reader({0: LogBounds(0, 100, 100), 1: LogBounds(110, 120, 120)}, accepted_losses=accepted)
+    with pytest.raises(RetentionLossError) as raised:
+        later.latestOffset(_state({0: 100, 1: 100}), None)
+    assert raised.value.lost == (LostRange(1, 100, 110),)
+    other = _reader({0: LogBounds(50, 100, 100), 1: LogBounds(70, 100, 100)}, accepted_losses=accepted)
+    with pytest.raises(RetentionLossError) as raised:
+        other.latestOffset(_state({0: 40, 1: 40}), None)
+    assert raised.value.lost == (LostRange(0, 40, 50),)
