@@ -9,7 +9,8 @@ Three questions, each answered from the Delta logs with ``deltalake``:
 - **claims**: a released claim waiting to be settled (tidemark.claims_settlement: a release row;
   a dead claim is settled only with released claims, so it waits for one too);
 - **VACUUM**: a file a commit removed longer ago than the table's retention
-  (``delta.deletedFileRetentionDuration``), still in storage: deltalake's dry run lists them.
+  (``delta.deletedFileRetentionDuration``), still in storage: deltalake's dry run lists the
+  removed files, and the storage says which are still there.
 
 ``look_before_maintaining`` never raises for the lake's sake: what it cannot read makes it run
 the job, naming what and why. It errs towards running: deltalake's dry run knows the files the log
@@ -98,11 +99,21 @@ def released_claims(stream: StreamConfig) -> int:
 def vacuumable_files(path: str) -> int:
     """Files VACUUM would delete from the table at ``path`` now, with its own retention (0: none,
     or no table)."""
+    from pyarrow import fs
+
+    from connectors.lake_files import lake_filesystem
     from connectors.lake_storage import is_delta_table, open_delta_table
 
     if not is_delta_table(path):
         return 0
-    return len(open_delta_table(path).vacuum(dry_run=True, enforce_retention_duration=False))
+    # The dry run lists every file removed longer ago than the retention, also those a VACUUM
+    # already deleted (their removes stay in the log until its cleanup): only files still there count.
+    removed = open_delta_table(path).vacuum(dry_run=True, enforce_retention_duration=False)
+    if not removed:
+        return 0
+    filesystem, root = lake_filesystem(path)
+    found = filesystem.get_file_info([f"{root}/{name}" for name in removed])
+    return sum(1 for info in found if info.type != fs.FileType.NotFound)
 
 
 def _hour_ms(day: date, hour: int) -> int:
