@@ -30,9 +30,7 @@ Exit status: 0 done; 2 bad input (the request, the predicate, the configuration)
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import sys
 import time
 import uuid
@@ -43,6 +41,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from spark_jobs.json_log import configure_json_logging  # noqa: E402
+from spark_jobs.request_job import request_arguments, requested_stream  # noqa: E402
 from tidemark.erasure_predicate import ErasurePredicate  # noqa: E402
 from tidemark.erasure_request import ErasureRequest, ErasureRequestError  # noqa: E402
 from tidemark.erasure_result import ErasureResult  # noqa: E402
@@ -56,23 +55,14 @@ TABLES = ("events", "late", "quarantine")
 HOUR_MS = 3_600_000
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="erase", description="Erase the records a predicate names.")
-    parser.add_argument("--request", required=True, help="an ErasureRequest's JSON (tidemark.erasure_request)")
-    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
-    parser.add_argument("--result", type=Path, help="write the erasure result as JSON here")
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
     configure_json_logging()
-    args = parse_args(argv)
+    args = request_arguments(
+        "erase", "Erase the records a predicate names.", "an ErasureRequest's JSON (tidemark.erasure_request)"
+    ).parse_args(argv)
     try:
-        streams = load_streams(args.conf)
         request = ErasureRequest.decode(args.request)
-        if request.stream not in streams:
-            raise ErasureRequestError("stream", f"unknown stream {request.stream!r}")
-        stream = streams[request.stream]
+        stream = requested_stream(load_streams(args.conf), request)
         predicate = request.predicate(stream)
     except (StreamConfigError, ErasureRequestError, ValueError) as error:
         print(f"erase: {error}", file=sys.stderr)

@@ -17,7 +17,6 @@ Exit status: 0 written (or the very same range was accepted before: nothing writ
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -29,6 +28,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from spark_jobs.json_log import configure_json_logging  # noqa: E402
+from spark_jobs.request_job import request_arguments, requested_stream  # noqa: E402
 from tidemark.accepted_loss import (  # noqa: E402
     ACCEPTED_LOSS_MODE,
     ACCEPTED_LOSS_STATUS,
@@ -44,23 +44,16 @@ from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams
 log = logging.getLogger("tidemark.persist")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Accept a range lost to retention as lost (one ledger row).")
-    parser.add_argument("--request", required=True, help="an AcceptLostRequest as JSON")
-    parser.add_argument("--conf", default=str(Path(__file__).resolve().parents[2] / "conf" / "streams.yaml"))
-    parser.add_argument("--result", type=Path, help="write the AcceptLostResult here")
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
     configure_json_logging()
-    args = parse_args(argv)
+    args = request_arguments(
+        "accept-lost",
+        "Accept a range lost to retention as lost (one ledger row).",
+        "an AcceptLostRequest's JSON (tidemark.accepted_loss)",
+    ).parse_args(argv)
     try:
-        streams = load_streams(args.conf)
         request = AcceptLostRequest.decode(args.request)
-        if request.stream not in streams:
-            raise AcceptLostRequestError("stream", f"unknown stream {request.stream!r}")
-        result = accept_lost(streams[request.stream], request)
+        result = accept_lost(requested_stream(load_streams(args.conf), request), request)
     except (StreamConfigError, AcceptLostRequestError, AcceptLostRefused) as error:
         print(f"accept-lost: {error}", file=sys.stderr)
         log.error({"event": "accept_lost_refused", "detail": str(error)})

@@ -29,7 +29,6 @@ was written, the run can be repeated).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -41,6 +40,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from spark_jobs.json_log import configure_json_logging  # noqa: E402
+from spark_jobs.request_job import request_arguments, requested_stream  # noqa: E402
 from tidemark.crash_points import CLAIMS, crash_points_from_environment  # noqa: E402
 from tidemark.event_time_text import format_event_time  # noqa: E402
 from tidemark.lateness import LatenessClassifier  # noqa: E402
@@ -58,23 +58,16 @@ HOUR_MS = 3_600_000
 MOVED_TO = ("events", "late")  # where a moved record can be; quarantine keeps its history
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="redrive", description="Re-drive quarantined records that now decode.")
-    parser.add_argument("--request", required=True, help="a RedriveRequest's JSON (tidemark.redrive_request)")
-    parser.add_argument("--conf", default=os.environ.get("TIDEMARK_CONF", "conf/streams.yaml"))
-    parser.add_argument("--result", type=Path, help="write the redrive result as JSON here")
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str] | None = None) -> int:
     configure_json_logging()
-    args = parse_args(argv)
+    args = request_arguments(
+        "redrive",
+        "Re-drive quarantined records that now decode.",
+        "a RedriveRequest's JSON (tidemark.redrive_request)",
+    ).parse_args(argv)
     try:
-        streams = load_streams(args.conf)
         request = RedriveRequest.decode(args.request)
-        if request.stream not in streams:
-            raise RedriveRequestError("stream", f"unknown stream {request.stream!r}")
-        stream = streams[request.stream]
+        stream = requested_stream(load_streams(args.conf), request)
         crash_points = crash_points_from_environment(os.environ)
         if stream.payload.reads_registry:  # the registry's login, where the stream names one
             from tidemark.registry_access import RegistryAccess

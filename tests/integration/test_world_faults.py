@@ -4,7 +4,9 @@
   before the job reads them. The job never skips them: it stops naming the
   partition and the exact offsets, every later run (with its checkpoint, or resumed from the
   ledger without one) stops the same way, nothing past them is read, and the quality run
-  reports them LOST with those offsets.
+  reports them LOST with those offsets, until the loss is accepted (``tidemark accept-lost``):
+  then the job passes over exactly that range, the checks show the acceptance, and a second loss
+  after it stops the job again and is reported LOST.
 - The broker stops for longer than a look-up's 30 s timeout and restarts under a continuous
   persist job: on a broker of the test's own
   (never the session's), the job rides it out, and the lake holds every record exactly once.
@@ -52,13 +54,17 @@ def _persist_failure(conf, log) -> str:
     return log.read_text()
 
 
-def test_retention_overtaking_a_partition_stops_every_run_naming_the_lost_offsets(kafka_broker, spark, tmp_path):
+def test_retention_overtaking_a_partition_stops_every_run_until_the_loss_is_accepted_and_never_hides_a_second(
+    kafka_broker, spark, tmp_path
+):
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
     from expectations.delta_lake_facts import DeltaLakeFacts
     from expectations.quality_run import read_log_bounds, run_quality
     from expectations.quality_status import QualityStatus
+    from spark_jobs.replay.accept_lost import main as accept_lost_main
+    from tidemark.accepted_loss import AcceptLostRequest, AcceptLostResult
     from tidemark.stream_config import load_stream
 
     topic = "world_retention"
@@ -115,6 +121,103 @@ def test_retention_overtaking_a_partition_stops_every_run_naming_the_lost_offset
     assert partition_1.status is QualityStatus.LOST
     assert [(r.start, r.end) for r in partition_1.lost] == [(40, 70)]
     assert result.partition(0).status is not QualityStatus.LOST
+
+    # Issue 40, item 2: the loss is accepted. A range that is not the loss is refused with nothing
+    # written; accept-lost writes exactly one ledger row for [40, 70) with who and when; the next
+    # run passes over exactly that range and persists every later record once; the quality run
+    # shows the accepted loss, not LOST; a second deletion, after it, stops the job again and is
+    # reported LOST.
+    def delete_below(offset: int) -> None:
+        for future in admin.delete_records([TopicPartition(topic, 1, offset)]).values():
+            assert future.result(30).low_watermark == offset
+
+    def accept(start: int, end: int, log_name: str) -> tuple[int, str]:
+        request = AcceptLostRequest("telemetry", 1, start, end, "alice", "broker disk replaced, copy gone")
+        result = tmp_path / f"{log_name}.json"
+        argv = ["--conf", str(conf), "--request", request.encode(), "--result", str(result)]
+        code = run_in_process(accept_lost_main, argv, tmp_path / f"{log_name}.log")
+        return code, (tmp_path / f"{log_name}.log").read_text()
+
+    def quality(run_name: str):
+        stream = load_stream(conf, "telemetry")
+        bounds = read_log_bounds(stream)
+        return run_quality(
+            DeltaLakeFacts(stream),
+            stream,
+            [],
+            bounds,
+            int(time.time() * 1000),
+            tmp_path / "r",
+            tmp_path / "gx",
+            run_name,
+        )
+
+    # Not the loss: refused before any write (exit 2), naming what is lost and what to accept.
+    ledger_versions = committed_versions(lake / "ledger")
+    code, said = accept(41, 70, "refused")
+    assert code == 2, said
+    assert "accept --range 40-70" in said, said
+    code, said = accept(40, 71, "refused-2")
+    assert code == 2 and "accept --range 40-70" in said, said
+    assert committed_versions(lake / "ledger") == ledger_versions
+
+    before_ms = int(time.time() * 1000)
+    code, said = accept(40, 70, "accepted")
+    assert code == 0, said
+    result = AcceptLostResult.decode((tmp_path / "accepted.json").read_bytes())
+    assert (result.partition, result.start, result.end, result.accepted_by, result.written) == (
+        1,
+        40,
+        70,
+        "alice",
+        True,
+    )
+    ledger = spark.read.format("delta").load(str(lake / "ledger"))
+    accepted_rows = ledger.where("mode = 'accepted_loss'").collect()
+    assert len(accepted_rows) == 1
+    row = accepted_rows[0]
+    assert (row.source_partition, row.start_offset, row.end_offset, row.records, row.data_records) == (
+        1,
+        40,
+        70,
+        0,
+        None,
+    )
+    assert (row.partition_status, row.writer) == ("LOST", "tidemark:telemetry:accepted_loss:alice")
+    assert before_ms <= int(row.read_time.timestamp() * 1000) <= int(time.time() * 1000)
+    # The same request again writes nothing twice.
+    assert accept(40, 70, "again")[0] == 0
+    assert AcceptLostResult.decode((tmp_path / "again.json").read_bytes()).written is False
+    assert spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'accepted_loss'").count() == 1
+
+    # The live job (at 40) passes over exactly [40, 70), then reads 70..99 once.
+    run_persist(conf, "--mode", "available_now", log=tmp_path / "persist-5.log")
+    events = spark.read.format("delta").load(str(lake / "events"))
+    offsets = sorted(r.source_offset for r in events.where("source_partition = 1").select("source_offset").collect())
+    assert offsets == list(range(40)) + list(range(70, 100))
+    ledger_rows = spark.read.format("delta").load(str(lake / "ledger"))
+    passed = ledger_rows.where(
+        "mode = 'live' AND source_partition = 1 AND start_offset = 40 AND end_offset > 40"
+    ).collect()
+    assert [(r.end_offset, r.records, r.data_records, r.slicing) for r in passed] == [(70, 0, 0, "accepted_loss")]
+    assert _ledger_ends(spark, lake) == {0: 100, 1: 100}
+
+    # Quality: no alarm, no HOLE, no LOST; the accepted range shown with who and when.
+    checked = quality("accepted-1").partition(1)
+    assert checked.status is QualityStatus.OK, checked.reasons
+    assert checked.lost == () and checked.holes == ()
+    assert [(a.start, a.end, a.accepted_by) for a in checked.accepted_lost] == [(40, 70, "alice")]
+    assert "offsets [40, 70) accepted as lost by alice" in checked.reason
+
+    # A second loss after it is never hidden: the job stops and the checks say LOST.
+    produce(kafka_broker.bootstrap, topic, _records(1, 100, 20, now_ms))
+    delete_below(110)
+    second = _persist_failure(conf, tmp_path / "p6.log")
+    assert "partition 1: offsets [100, 110) (10 offsets) were deleted" in second, second
+    checked = quality("accepted-2").partition(1)
+    assert checked.status is QualityStatus.LOST
+    assert [(r.start, r.end) for r in checked.lost] == [(100, 110)]
+    assert [(a.start, a.end) for a in checked.accepted_lost] == [(40, 70)]
 
 
 def _ledger_ends(spark, lake) -> dict[int, int]:
@@ -202,127 +305,3 @@ def _wait_for_ledger_ends(spark, lake, ends: dict[int, int], job, timeout_s: flo
 
 def _tail(path, lines: int = 30) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
-
-
-def test_an_accepted_loss_is_passed_over_exactly_once_and_a_second_loss_still_stops_the_job(
-    kafka_broker, spark, tmp_path
-):
-    """Issue 40, item 2. Partition 1 loses offsets [40, 70) to retention before they are read:
-    the job stops; a range that is not the loss is refused with nothing written; accept-lost
-    writes exactly one ledger row for [40, 70) with who and when; the next run passes over
-    exactly that range and persists every later record once; the quality run shows the accepted
-    loss, not LOST; a second deletion, after it, stops the job again and is reported LOST."""
-    from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    from expectations.delta_lake_facts import DeltaLakeFacts
-    from expectations.quality_run import read_log_bounds, run_quality
-    from expectations.quality_status import QualityStatus
-    from spark_jobs.replay.accept_lost import main as accept_lost_main
-    from tidemark.accepted_loss import AcceptLostRequest, AcceptLostResult
-    from tidemark.stream_config import load_stream
-
-    topic = "world_accept_lost"
-    kafka_broker.create_topic(topic, 2)
-    conf = write_stream_config(tmp_path, kafka_broker.bootstrap, topic, 2)
-    lake = tmp_path / "lake" / "telemetry"
-    now_ms = int(time.time() * 1000)
-    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
-
-    def delete_below(offset: int) -> None:
-        for future in admin.delete_records([TopicPartition(topic, 1, offset)]).values():
-            assert future.result(30).low_watermark == offset
-
-    def accept(start: int, end: int, log_name: str) -> tuple[int, str]:
-        request = AcceptLostRequest("telemetry", 1, start, end, "alice", "broker disk replaced, copy gone")
-        result = tmp_path / f"{log_name}.json"
-        argv = ["--conf", str(conf), "--request", request.encode(), "--result", str(result)]
-        code = run_in_process(accept_lost_main, argv, tmp_path / f"{log_name}.log")
-        return code, (tmp_path / f"{log_name}.log").read_text()
-
-    def quality(run_name: str):
-        stream = load_stream(conf, "telemetry")
-        bounds = read_log_bounds(stream)
-        return run_quality(
-            DeltaLakeFacts(stream),
-            stream,
-            [],
-            bounds,
-            int(time.time() * 1000),
-            tmp_path / "r",
-            tmp_path / "gx",
-            run_name,
-        )
-
-    produce(kafka_broker.bootstrap, topic, _records(0, 0, 100, now_ms) + _records(1, 0, 40, now_ms))
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "persist-1.log")
-    produce(kafka_broker.bootstrap, topic, _records(1, 40, 60, now_ms))
-    delete_below(70)
-    assert "partition 1: offsets [40, 70) (30 offsets) were deleted" in _persist_failure(conf, tmp_path / "p2.log")
-
-    # Not the loss: refused before any write (exit 2), naming what is lost and what to accept.
-    ledger_versions = committed_versions(lake / "ledger")
-    code, said = accept(41, 70, "refused")
-    assert code == 2, said
-    assert "accept --range 40-70" in said, said
-    code, said = accept(40, 71, "refused-2")
-    assert code == 2 and "accept --range 40-70" in said, said
-    assert committed_versions(lake / "ledger") == ledger_versions
-
-    before_ms = int(time.time() * 1000)
-    code, said = accept(40, 70, "accepted")
-    assert code == 0, said
-    result = AcceptLostResult.decode((tmp_path / "accepted.json").read_bytes())
-    assert (result.partition, result.start, result.end, result.accepted_by, result.written) == (
-        1,
-        40,
-        70,
-        "alice",
-        True,
-    )
-    ledger = spark.read.format("delta").load(str(lake / "ledger"))
-    accepted_rows = ledger.where("mode = 'accepted_loss'").collect()
-    assert len(accepted_rows) == 1
-    row = accepted_rows[0]
-    assert (row.source_partition, row.start_offset, row.end_offset, row.records, row.data_records) == (
-        1,
-        40,
-        70,
-        0,
-        None,
-    )
-    assert (row.partition_status, row.writer) == ("LOST", "tidemark:telemetry:accepted_loss:alice")
-    assert before_ms <= int(row.read_time.timestamp() * 1000) <= int(time.time() * 1000)
-    # The same request again writes nothing twice.
-    assert accept(40, 70, "again")[0] == 0
-    assert AcceptLostResult.decode((tmp_path / "again.json").read_bytes()).written is False
-    assert spark.read.format("delta").load(str(lake / "ledger")).where("mode = 'accepted_loss'").count() == 1
-
-    # The live job (from its checkpoint, at 40) passes over exactly [40, 70), then reads 70..99 once.
-    run_persist(conf, "--mode", "available_now", log=tmp_path / "persist-5.log")
-    events = spark.read.format("delta").load(str(lake / "events"))
-    offsets = sorted(r.source_offset for r in events.where("source_partition = 1").select("source_offset").collect())
-    assert offsets == list(range(40)) + list(range(70, 100))
-    ledger_rows = spark.read.format("delta").load(str(lake / "ledger"))
-    passed = ledger_rows.where(
-        "mode = 'live' AND source_partition = 1 AND start_offset = 40 AND end_offset > 40"
-    ).collect()
-    assert [(r.end_offset, r.records, r.data_records, r.slicing) for r in passed] == [(70, 0, 0, "accepted_loss")]
-    assert _ledger_ends(spark, lake) == {0: 100, 1: 100}
-
-    # Quality: no alarm, no HOLE, no LOST; the accepted range shown with who and when.
-    checked = quality("accepted-1").partition(1)
-    assert checked.status is QualityStatus.OK, checked.reasons
-    assert checked.lost == () and checked.holes == ()
-    assert [(a.start, a.end, a.accepted_by) for a in checked.accepted_lost] == [(40, 70, "alice")]
-    assert "offsets [40, 70) accepted as lost by alice" in checked.reason
-
-    # A second loss after it is never hidden: the job stops and the checks say LOST.
-    produce(kafka_broker.bootstrap, topic, _records(1, 100, 20, now_ms))
-    delete_below(110)
-    second = _persist_failure(conf, tmp_path / "p6.log")
-    assert "partition 1: offsets [100, 110) (10 offsets) were deleted" in second, second
-    checked = quality("accepted-2").partition(1)
-    assert checked.status is QualityStatus.LOST
-    assert [(r.start, r.end) for r in checked.lost] == [(100, 110)]
-    assert [(a.start, a.end) for a in checked.accepted_lost] == [(40, 70)]
