@@ -244,6 +244,7 @@ def test_a_skipped_run_returns_the_summary_a_run_with_no_slice_returns(fake_dag_
         "horizon": "2026-11-25T03:00:00.000Z",
         "watermark": "2026-11-25T02:59:59.999Z",
         "cut_at_horizon": False,
+        "rebuilt_after_erasure": False,
     }
 
 
