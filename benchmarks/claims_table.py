@@ -40,7 +40,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
+from benchmarks.scratch_environment import benchmark_spark_session  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "claims_table.json"
 PARTITIONS = 4  # the demo's
@@ -53,15 +53,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    jars = shared_jars_root()
-    ensure_jars(jars, ["delta"])
-    os.environ.setdefault("TIDEMARK_JARS", str(jars))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from connectors.spark_session import lake_spark_session
-
-    spark = lake_spark_session("tidemark-bench-claims")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = benchmark_spark_session("tidemark-bench-claims")
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-claims-") as scratch:
         figures = run(spark, Path(scratch), args.recoveries)
     spark.stop()

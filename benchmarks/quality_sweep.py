@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-from connectors.jars import ensure_jars, shared_jars_root  # noqa: E402
+from benchmarks.scratch_environment import benchmark_spark_session  # noqa: E402
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
@@ -62,15 +62,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    jars = shared_jars_root()
-    ensure_jars(jars, ["delta"])
-    os.environ.setdefault("TIDEMARK_JARS", str(jars))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from connectors.spark_session import lake_spark_session
-
-    spark = lake_spark_session("tidemark-bench-sweep")
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = benchmark_spark_session("tidemark-bench-sweep")
     with tempfile.TemporaryDirectory(prefix="tidemark-bench-sweep-") as scratch:
         figures = run(spark, Path(scratch), args.days, args.batches_per_hour)
     spark.stop()

@@ -39,3 +39,19 @@ def scratch_environment(bootstrap: str, scratch: Path, jars: Path) -> dict[str, 
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
+
+
+def benchmark_spark_session(name: str):
+    """A lake Spark session in this process with the shared Delta jars (fetched once), logging
+    Spark's errors only: the session a benchmark that runs its jobs in-process measures with."""
+    from connectors.jars import ensure_jars, shared_jars_root
+    from connectors.spark_session import lake_spark_session
+
+    jars = shared_jars_root()
+    ensure_jars(jars, ["delta"])
+    os.environ.setdefault("TIDEMARK_JARS", str(jars))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = lake_spark_session(name)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

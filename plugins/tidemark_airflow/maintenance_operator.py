@@ -40,10 +40,7 @@ class MaintenanceOperator(TidemarkSparkJobOperator):
         from tidemark.maintenance_result import MaintenanceResult
 
         started = time.monotonic()
-        try:
-            self.apply_connections()  # the lake's S3 settings, as the job gets them in submit()
-        except Exception as error:  # the job's own submit names the connection and fails the task
-            self.log.info("Stream %s: could not read the lake's connection (%s): running the job", stream.name, error)
+        if not self.connections_applied_for_a_look(stream):
             return None
         look = look_before_maintaining(stream)
         seconds = round(time.monotonic() - started, 2)

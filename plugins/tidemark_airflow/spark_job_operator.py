@@ -173,6 +173,17 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
             finally:
                 self._derived = None
 
+    def connections_applied_for_a_look(self, stream) -> bool:
+        """Apply the lake's connection settings (``apply_connections``) before a look at the lake
+        without Spark; False (logged: the job runs, and its own submit names the connection) when
+        they cannot be read."""
+        try:
+            self.apply_connections()  # the lake's S3 settings, as the job gets them in submit()
+        except Exception as error:  # the job's own submit names the connection and fails the task
+            self.log.info("Stream %s: could not read the lake's connection (%s): running the job", stream.name, error)
+            return False
+        return True
+
     def apply_connections(self) -> None:
         """Put the lake's S3 settings (``TIDEMARK_AWS_CONN_ID``'s connection) and a Kinesis source's
         keys (its ``aws_conn_id``), a Kafka source's security settings (its ``kafka_conn_id``) and
