@@ -35,12 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.scratch_environment import benchmark_spark_session  # noqa: E402
+from benchmarks.scratch_environment import benchmark_spark_session, scratch_stream_config  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "claims_table.json"
 PARTITIONS = 4  # the demo's
@@ -71,7 +69,7 @@ def run(spark, scratch: Path, recoveries: int) -> dict:
     from spark_jobs.maintenance.claims_settling import settle_claims
     from tidemark.stream_config import load_stream
 
-    stream = load_stream(_write_config(scratch), "telemetry")
+    stream = load_stream(scratch_stream_config(scratch), "telemetry")
     tables = LakeTables(spark, stream)
     tables.ensure()
     claims = ClaimsTable(spark, tables)
@@ -142,15 +140,6 @@ def _measure(claims, stream, position: dict[int, int], bound: dict[int, tuple[in
             },
         ),
     }
-
-
-def _write_config(scratch: Path) -> Path:
-    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
-    document["streams"]["telemetry"]["lake"] = {"root": str(scratch / "lake"), "checkpoint_root": str(scratch / "cp")}
-    document["streams"] = {"telemetry": document["streams"]["telemetry"]}
-    path = scratch / "streams.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
 
 
 if __name__ == "__main__":

@@ -33,13 +33,11 @@ import time
 from datetime import UTC
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-from benchmarks.scratch_environment import benchmark_spark_session  # noqa: E402
+from benchmarks.scratch_environment import benchmark_spark_session, scratch_stream_config  # noqa: E402
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
@@ -79,7 +77,7 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
     from tidemark.event_time_text import parse_event_time
     from tidemark.stream_config import load_stream
 
-    stream = load_stream(_write_config(scratch), "telemetry")
+    stream = load_stream(scratch_stream_config(scratch), "telemetry")
     first_hour = parse_event_time("2026-11-15T00:00:00Z")
     hours = [first_hour + i * HOUR_MS for i in range(days * 24)]
     now_ms = hours[-1] + HOUR_MS + 15 * MINUTE_MS  # the newest hour sealed 11 minutes after its end
@@ -179,16 +177,6 @@ def run(spark, scratch: Path, days: int, batches: int) -> dict:
 def _offset_in_hour(hours: list[int], hour: int) -> int:
     """Partition 0's first offset of ``hour`` (its offsets are contiguous, DEMO_RATES[0] an hour)."""
     return hours.index(hour) * DEMO_RATES[0]
-
-
-def _write_config(scratch: Path) -> Path:
-    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
-    document["streams"]["telemetry"]["lake"] = {"root": str(scratch / "lake"), "checkpoint_root": str(scratch / "cp")}
-    # The benchmark's stream only: the other shipped streams' paths come from the stack's environment.
-    document["streams"] = {"telemetry": document["streams"]["telemetry"]}
-    path = scratch / "streams.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
 
 
 def _synthesise(spark, stream, hours: list[int], now_ms: int, batches: int) -> dict[int, int]:

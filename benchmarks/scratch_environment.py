@@ -55,3 +55,16 @@ def benchmark_spark_session(name: str):
     spark = lake_spark_session(name)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def scratch_stream_config(scratch: Path) -> Path:
+    """A streams.yaml in ``scratch`` holding the shipped telemetry stream alone, its lake and
+    checkpoints in ``scratch`` (the other shipped streams' paths come from the stack's environment)."""
+    import yaml
+
+    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    document["streams"]["telemetry"]["lake"] = {"root": str(scratch / "lake"), "checkpoint_root": str(scratch / "cp")}
+    document["streams"] = {"telemetry": document["streams"]["telemetry"]}
+    path = scratch / "streams.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
