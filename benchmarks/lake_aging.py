@@ -63,6 +63,7 @@ the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -106,6 +107,9 @@ def main() -> int:
         "--persist-schedule", default=PERSIST_SCHEDULE, help="the stream's persist.schedule (cron, simulated UTC)"
     )
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--keep", type=Path, help="build the lake in this (new) folder and keep it, to look into it afterwards"
+    )
     args = parser.parse_args()
     if args.days < 2:
         parser.error("--days must be at least 2: day 1 is compared with day N")
@@ -119,8 +123,12 @@ def main() -> int:
     started = time.monotonic()
     spark = lake_spark_session("tidemark-bench-lake-aging")
     spark.sparkContext.setLogLevel("ERROR")
-    with tempfile.TemporaryDirectory(prefix="tidemark-bench-aging-") as folder:
-        scratch = Path(folder)
+    with contextlib.ExitStack() as cleanup:
+        if args.keep:
+            args.keep.mkdir(parents=True)
+            scratch = args.keep
+        else:
+            scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="tidemark-bench-aging-")))
         with scratch_broker(scratch, jars) as broker:
             figures = age_lake(spark, broker, scratch, args.days, args.rate_scale, args.persist_schedule, print)
     spark.stop()
