@@ -72,7 +72,7 @@ def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
     if live.num_rows == 0:
         return LedgerStanding({}, None)
     newest_g = pc.max(live["global_watermark"]).as_py()
-    rows = live.select(["source_partition", *FURTHEST_FIRST, "partition_status"]).to_pylist()
+    rows = _at_furthest_end(live).select(["source_partition", *FURTHEST_FIRST, "partition_status"]).to_pylist()
     furthest = furthest_per_partition(
         rows,
         partition=lambda row: row["source_partition"],
@@ -83,6 +83,18 @@ def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
         for partition, row in furthest.items()
     }
     return LedgerStanding(partitions, None if newest_g is None else int(newest_g.timestamp() * 1000))
+
+
+def _at_furthest_end(live):
+    """The live rows that end at their partition's largest end position: the only candidates for
+    its furthest row (the rule ranks the end first). Narrowed in Arrow, so the rows that reach
+    Python are a handful whatever the ledger's age, not one per batch ever persisted; positions
+    compare as numbers in both column types (BIGINT offsets, fixed-width sequence-number keys)."""
+    import pyarrow.compute as pc
+
+    ends = live.group_by("source_partition").aggregate([("end_offset", "max")])
+    joined = live.join(ends, "source_partition")
+    return joined.filter(pc.equal(joined["end_offset"], joined["end_offset_max"]))
 
 
 def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -> dict[int, LogPartitionNow]:

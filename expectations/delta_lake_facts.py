@@ -6,7 +6,8 @@ Same questions and answers as expectations.lake_facts.SparkLakeFacts for the sam
 
 - the ledger and the seals, whole (one row per step and partition, one per seal: small);
 - of events, late and quarantine, the two identity columns of the files whose statistics say
-  they may hold a position inside the checked ranges (expectations.persisted_offset_index);
+  they may hold a position inside the checked ranges (expectations.persisted_offset_index), and
+  of events only those whose event times meet the ranges' (expectations.event_window);
 - of events and late, source_partition and event_time of the files of the checked hours and
   their history hours (events: their event_date partitions; both: event_time statistics).
 """
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from expectations.event_window import EventWindow
 from expectations.gaps import GAP_ORDER, EventTimeGap
 from expectations.hour_records import HourCounts
 from expectations.lake_snapshot import STATS_PREFIX, LakeSnapshot, stat
@@ -79,7 +81,9 @@ class DeltaLakeFacts:
 
         return seals_of(self._lake.read_small("seals", ("hour", "sealed_at")))
 
-    def persisted_offsets(self, bounds: dict[int, OffsetRange], positions: PositionType) -> PersistedOffsetIndex:
+    def persisted_offsets(
+        self, bounds: dict[int, OffsetRange], positions: PositionType, event_window: EventWindow | None = None
+    ) -> PersistedOffsetIndex:
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.dataset as ds
@@ -98,7 +102,9 @@ class DeltaLakeFacts:
             found = self._lake.read(
                 name,
                 ("source_partition", "source_offset"),
-                keep_files=lambda actions: _may_hold_positions(actions, wanted, not positions.dense),
+                keep_files=lambda actions, name=name: _may_hold(
+                    actions, name, wanted, not positions.dense, event_window
+                ),
                 rows=rows,
             )
             tables.append((found, index))
@@ -194,6 +200,36 @@ class DeltaLakeFacts:
                 }
             )
         return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _may_hold(actions, table: str, wanted: dict, text: bool, event_window: EventWindow | None):
+    """Files of ``table`` that may hold a wanted position: by the position statistics, and for
+    events also by the event-time window. A compacted hour's file holds every partition, so its
+    position statistics span from the slowest partition's offsets to the fastest's and keep it
+    for any range; its event times keep only the hours the ranges' records lie in."""
+    import pyarrow.compute as pc
+
+    keep = _may_hold_positions(actions, wanted, text)
+    if table != "events" or event_window is None:
+        return keep
+    return pc.and_(keep, _may_hold_times(actions, event_window))
+
+
+def _may_hold_times(actions, window: EventWindow):
+    """Files whose event_time statistics meet ``window`` (ms, inclusive); a file without them is kept.
+    Timestamp statistics are truncated to the millisecond: max + 1 ms bounds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lows, highs = stat(actions, "min", "event_time"), stat(actions, "max", "event_time")
+    if lows is None or highs is None:
+        return pa.array([True] * actions.num_rows, type=pa.bool_())
+
+    def millis(column):
+        return pc.divide(pc.cast(pc.cast(column, pa.timestamp("us", tz="UTC")), pa.int64()), 1000)
+
+    meets = pc.and_(pc.less_equal(millis(lows), window.last_ms), pc.greater_equal(millis(highs), window.first_ms - 1))
+    return pc.fill_null(meets, True)
 
 
 def _may_hold_positions(actions, wanted: dict, text: bool):

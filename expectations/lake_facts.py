@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Protocol
 
+from expectations.event_window import EventWindow
 from expectations.gaps import EventTimeGap
 from expectations.hour_records import HourCounts
 from expectations.ledger_entries import LedgerEntry
@@ -50,8 +51,12 @@ class LakeFacts(Protocol):
     def seals(self) -> dict[int, int | None]:
         """Sealed hour → the newest sealed_at of its rows."""
 
-    def persisted_offsets(self, bounds: dict[int, OffsetRange], positions: PositionType) -> OffsetCounts:
-        """The rows of events, late and quarantine whose position lies in ``bounds`` (per partition)."""
+    def persisted_offsets(
+        self, bounds: dict[int, OffsetRange], positions: PositionType, event_window: EventWindow | None = None
+    ) -> OffsetCounts:
+        """The rows of events, late and quarantine whose position lies in ``bounds`` (per partition).
+        ``event_window``: the event times those rows can have (expectations.event_window), which
+        a reader may use to skip events files; None: any."""
 
     def count_by_hour(self, hours_ms: list[int]) -> dict[tuple[int, int], HourCounts]:
         """(partition, hour) → events and late rows by event time, for the hours that have any."""
@@ -87,7 +92,10 @@ class SparkLakeFacts:
 
         return seals_by_hour(self.read("seals"))
 
-    def persisted_offsets(self, bounds: dict[int, OffsetRange], positions: PositionType) -> OffsetCounts:
+    def persisted_offsets(
+        self, bounds: dict[int, OffsetRange], positions: PositionType, event_window: EventWindow | None = None
+    ) -> OffsetCounts:
+        # Spark prunes by the position filter's statistics itself; the window is not needed here.
         from connectors.lake_storage import is_delta_table
         from expectations.persisted_offsets import ERASURES, PersistedOffsets
 

@@ -54,6 +54,7 @@ from expectations.check_family import FamilyOutcome, Finding, not_run
 from expectations.checked_hours import hour_report_path, unchecked_sealed_hours
 from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
 from expectations.delta_lake_facts import DeltaLakeFacts
+from expectations.event_window import event_window
 from expectations.gx_project import GxProject
 from expectations.hour_records import HourCounts, with_history
 from expectations.hour_scope import HourScope, hour_scopes, hour_text, require_hour_starts
@@ -269,7 +270,8 @@ def _offset_facts(
     offsets = None
     try:
         with stages.time("completeness"):
-            offsets = lake.persisted_offsets(scan_bounds, position_type) if scan_bounds else None
+            window = event_window(entries, scan_bounds)
+            offsets = lake.persisted_offsets(scan_bounds, position_type, window) if scan_bounds else None
             range_facts = completeness.facts(entries, scopes, offsets, position_type) if offsets is not None else []
         with stages.time("uniqueness"):
             span_counts = (

@@ -20,6 +20,8 @@ import yaml
 from deltalake import write_deltalake
 
 from expectations.delta_lake_facts import DeltaLakeFacts, LedgerUnreadableError
+from expectations.event_window import EventWindow, event_window
+from expectations.ledger_entries import LedgerEntry
 from expectations.quality_tables import QualityTablesMissingError
 from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS, position_key
 from tidemark.offset_coverage import OffsetRange
@@ -155,6 +157,45 @@ def test_the_offset_index_answers_as_counting_every_row_does(tmp_path, sparse):
     else:
         held = {o for p, o in rows if p == 0}
         assert [o for r in missing for o in range(r.start, r.end)] == [o for o in range(120, 200) if o not in held]
+
+
+def test_compacted_hours_are_read_only_where_the_ranges_event_times_lie(tmp_path):
+    """A compacted hour's file holds every partition: partition 0 at offsets 10h..10h+9 and
+    partition 1 at 1000+10h.. in hour h, so each file's position statistics span [10h, 1000+10h+9]
+    and keep every hour from 0 to the bound for any range of partition 0. The ledger's event
+    times (expectations.event_window) keep the one hour the range's records lie in."""
+    lake = Lake(_stream(tmp_path))
+    lake.empty_tables()
+    for hour in range(6):
+        rows = [
+            (p, base + 10 * hour + i, H + hour * HOUR + i * 1000) for p, base in ((0, 0), (1, 1000)) for i in range(10)
+        ]
+        lake.records("events", rows)
+    bounds = {0: OffsetRange(20, 30)}
+    entries = [
+        LedgerEntry(1, 0, "live", 0, 20, 30, 20, H, H + HOUR + 9000, None, None, H),
+        LedgerEntry(2, 0, "live", 20, 30, 30, 10, H + 2 * HOUR, H + 2 * HOUR + 9000, None, None, H),
+        LedgerEntry(3, 1, "live", 1000, 1060, 1060, 60, H, H + 5 * HOUR + 9000, None, None, H),
+    ]
+    window = event_window(entries, bounds)
+    assert window == EventWindow(H + 2 * HOUR, H + 2 * HOUR + 9000), "the rows of partition 0 meeting [20, 30) only"
+
+    unbounded, windowed = DeltaLakeFacts(lake.stream), DeltaLakeFacts(lake.stream)
+    everything = unbounded.persisted_offsets(bounds, KAFKA_OFFSETS)
+    narrowed = windowed.persisted_offsets(bounds, KAFKA_OFFSETS, window)
+    assert unbounded.files_read["events"] == 3, "position statistics alone keep hours 0, 1 and 2"
+    assert windowed.files_read["events"] == 1
+    ranges = {"r": (0, OffsetRange(20, 30))}
+    assert narrowed.distinct_per_range(ranges) == everything.distinct_per_range(ranges) == {"r": 10}
+
+
+def test_no_event_window_when_a_meeting_row_read_records_but_kept_no_event_times():
+    old = LedgerEntry(1, 0, "live", 0, 20, 30, 20, None, None, None, None, H)
+    empty = LedgerEntry(2, 0, "live", 20, 20, 30, 0, None, None, None, None, H)
+    timed = LedgerEntry(3, 0, "live", 20, 30, 30, 10, H, H + 10, None, None, H)
+    assert event_window([old, timed], {0: OffsetRange(0, 30)}) is None
+    assert event_window([old, empty, timed], {0: OffsetRange(20, 30)}) == EventWindow(H, H + 10)
+    assert event_window([old], {1: OffsetRange(0, 30)}) is None, "nothing meets the bounds: nothing to bound"
 
 
 def test_hour_counts_and_gaps_read_the_hours_files_and_count_as_the_event_times_do(tmp_path):
