@@ -14,6 +14,8 @@ import java.util.UUID;
 
 import io.delta.storage.HadoopFileSystemLogStore;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
 /**
@@ -39,8 +41,9 @@ import org.apache.hadoop.fs.Path;
  *
  * <p>Files are written with {@code java.nio}, so no Hadoop checksum side file ({@code .NAME.crc})
  * is made; a stale one left by an earlier writer for the name about to be written is removed
- * first, or Hadoop's checksummed reader would refuse the new file. Reads and listings are
- * Hadoop's ({@link HadoopFileSystemLogStore}). Partial writes of other files (checkpoints) stay
+ * first, or Hadoop's checksummed reader would refuse the new file. Reads are Hadoop's
+ * ({@link HadoopFileSystemLogStore}); {@code listFrom} is the inherited listing at the cost of
+ * what it returns, not of the whole folder ({@link LocalLogListing}). Partial writes of other files (checkpoints) stay
  * visible on this file system, so Delta keeps writing those through a rename.
  */
 public class LocalPutIfAbsentLogStore extends HadoopFileSystemLogStore {
@@ -76,6 +79,20 @@ public class LocalPutIfAbsentLogStore extends HadoopFileSystemLogStore {
         } finally {
             Files.deleteIfExists(temporary);
         }
+    }
+
+    /**
+     * The inherited {@code listFrom} (the folder's entries from {@code path}'s name on, sorted by
+     * name; {@link java.io.FileNotFoundException} for a missing folder) without a stat of every
+     * entry of the folder: {@link LocalLogListing}. Another file system gets the inherited method.
+     */
+    @Override
+    public Iterator<FileStatus> listFrom(Path path, Configuration hadoopConf) throws IOException {
+        FileSystem fs = path.getFileSystem(hadoopConf);
+        if (!LocalLogListing.lists(fs)) {
+            return super.listFrom(path, hadoopConf);
+        }
+        return LocalLogListing.listFrom(fs, path);
     }
 
     @Override

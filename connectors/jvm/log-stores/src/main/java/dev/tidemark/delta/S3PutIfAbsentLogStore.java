@@ -10,11 +10,13 @@ import io.delta.storage.HadoopFileSystemLogStore;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Abortable;
 import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options.CreateFileOptionKeys;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.s3a.AWSServiceIOException;
 import org.apache.hadoop.fs.s3a.RemoteFileChangedException;
+import org.apache.hadoop.fs.s3a.S3AFileSystem;
 
 /**
  * A Delta {@code LogStore} for S3 that any number of writing drivers may share.
@@ -38,8 +40,10 @@ import org.apache.hadoop.fs.s3a.RemoteFileChangedException;
  * mandatory ({@code must}), so a filesystem that cannot honour it fails the write instead of
  * writing unconditionally.
  *
- * <p>Reads and listings are Hadoop's ({@link HadoopFileSystemLogStore}): S3 has listed
- * strongly consistently since December 2020, so no cache of recently written files is needed.
+ * <p>Reads are Hadoop's ({@link HadoopFileSystemLogStore}); {@code listFrom} is the inherited
+ * listing at the cost of what it returns, one LIST from the start name on, not of the whole
+ * {@code _delta_log} ({@link S3LogListing}). S3 has listed strongly consistently since December
+ * 2020, so no cache of recently written files is needed.
  */
 public class S3PutIfAbsentLogStore extends HadoopFileSystemLogStore {
 
@@ -92,6 +96,25 @@ public class S3PutIfAbsentLogStore extends HadoopFileSystemLogStore {
                 pause(CONFLICT_BACKOFF_MS * attempt);
             }
         }
+    }
+
+    /**
+     * The inherited {@code listFrom} (the folder's entries from {@code path}'s name on, sorted by
+     * name; {@link java.io.FileNotFoundException} for a missing folder), listed by S3 from the
+     * start name on instead of from the folder's first key: {@link S3LogListing}. A file system
+     * other than S3A (a test's stand-in, another connector) gets the inherited method, and so does
+     * a folder holding nothing at all.
+     */
+    @Override
+    public Iterator<FileStatus> listFrom(Path path, Configuration hadoopConf) throws IOException {
+        FileSystem fs = path.getFileSystem(hadoopConf);
+        if (S3LogListing.lists(fs)) {
+            Iterator<FileStatus> listed = S3LogListing.listFrom((S3AFileSystem) fs, path);
+            if (listed != null) {
+                return listed;
+            }
+        }
+        return super.listFrom(path, hadoopConf);
     }
 
     @Override

@@ -1,11 +1,13 @@
 package dev.tidemark.delta;
 
 import java.io.ByteArrayOutputStream;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.net.URI;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -24,7 +26,8 @@ import org.apache.hadoop.util.Progressable;
  * for a conditional create: the object is stored when the stream closes, and a create that
  * carries the mandatory conditional option fails at close with S3A's translation of a 412
  * ({@link RemoteFileChangedException}) when the key already exists. A plain create overwrites.
- * Tests queue failures for the next closes with {@link #failNextClose}.
+ * Tests queue failures for the next closes with {@link #failNextClose}. It is not S3A, so the
+ * store's {@code listFrom} falls back to the inherited listing over {@link #listStatus}.
  */
 public class PutIfAbsentFileSystem extends FileSystem {
 
@@ -127,9 +130,25 @@ public class PutIfAbsentFileSystem extends FileSystem {
         throw new UnsupportedOperationException();
     }
 
+    /** Like S3A: the objects right under the folder, and each sub-folder once as a directory. */
     @Override
-    public FileStatus[] listStatus(Path path) {
-        throw new UnsupportedOperationException();
+    public FileStatus[] listStatus(Path path) throws FileNotFoundException {
+        String folder = path.toUri().getPath() + "/";
+        Map<String, FileStatus> children = new TreeMap<>();
+        OBJECTS.forEach((key, content) -> {
+            if (key.startsWith(folder)) {
+                String rest = key.substring(folder.length());
+                int slash = rest.indexOf('/');
+                Path child = new Path(getUri().resolve(folder + (slash < 0 ? rest : rest.substring(0, slash))));
+                children.put(child.getName(), slash < 0
+                        ? new FileStatus(content.length, false, 1, 1, 0, child)
+                        : new FileStatus(0, true, 1, 0, 0, child));
+            }
+        });
+        if (children.isEmpty()) {
+            throw new FileNotFoundException(path + " does not exist");
+        }
+        return children.values().toArray(new FileStatus[0]);
     }
 
     @Override

@@ -131,6 +131,25 @@ public class S3PutIfAbsentLogStoreTest {
         assertFalse(store.isPartialWriteVisible(COMMIT, conf));
     }
 
+    @Test
+    public void onAFileSystemOtherThanS3aTheInheritedListingAnswers() throws IOException {
+        String log = "putifabsent://bucket/lake/events/_delta_log/";
+        for (String name : List.of("00000000000000000009.json", "00000000000000000010.checkpoint.parquet",
+                "00000000000000000010.json", "00000000000000000011.json", "_last_checkpoint",
+                "_staged_commits/00000000000000000012.uuid.json")) {
+            store.write(new Path(log + name), lines("x"), false, conf);
+        }
+
+        List<String> listed = new java.util.ArrayList<>();
+        store.listFrom(new Path(log + "00000000000000000010."), conf)
+                .forEachRemaining(entry -> listed.add(entry.getPath().getName() + (entry.isDirectory() ? "/" : "")));
+
+        assertEquals(List.of("00000000000000000010.checkpoint.parquet", "00000000000000000010.json",
+                "00000000000000000011.json", "_last_checkpoint", "_staged_commits/"), listed);
+        assertThrows(java.io.FileNotFoundException.class,
+                () -> store.listFrom(new Path("putifabsent://bucket/lake/nowhere/_delta_log/0.json"), conf));
+    }
+
     private static Iterator<String> lines(String... lines) {
         List<String> list = Arrays.asList(lines);
         return list.iterator();
