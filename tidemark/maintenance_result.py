@@ -10,12 +10,14 @@ from __future__ import annotations
 from tidemark.result_value import ResultValue
 
 
-class CompactedHour(ResultValue, frozen=True):
-    """One sealed hour of events compacted: ``files_removed`` files rewritten into ``files_added``.
-    ``retries``: commits that lost to a concurrent writer (a recovery, a backfill) and were run
-    again; ``yielded``: the hour was left for the next run after the last retry lost too."""
+class CompactedHours(ResultValue, frozen=True):
+    """Sealed hours of one day of events compacted in one commit (one OPTIMIZE): ``hours`` (ISO,
+    UTC) whose ``files_removed`` files were rewritten into ``files_added``. ``retries``: commits
+    that lost to a concurrent writer (a recovery, a backfill) and were run again; ``yielded``: the
+    hours were left for the next run after the last retry lost too."""
 
-    hour: str  # ISO, UTC
+    date: str  # ISO, UTC
+    hours: tuple[str, ...]
     files_removed: int
     files_added: int
     retries: int = 0
@@ -33,7 +35,7 @@ class SettledClaims(ResultValue, frozen=True):
     """The claims table settled (tidemark.claims_settlement): ``claims_settled`` claims folded into
     ``settled_ranges`` settled ranges, ``claims_kept`` claims still held by running (or dead,
     not yet covered) writers; the table's rows (claims, release rows, settled ranges) before and
-    after, and its data files after. ``retries``/``yielded`` as for a compacted hour."""
+    after, and its data files after. ``retries``/``yielded`` as for compacted hours."""
 
     claims_settled: int
     claims_kept: int
@@ -47,7 +49,7 @@ class SettledClaims(ResultValue, frozen=True):
 
 class MaintenanceResult(ResultValue, frozen=True):
     stream: str
-    compacted: tuple[CompactedHour, ...] = ()
+    compacted: tuple[CompactedHours, ...] = ()
     vacuumed: tuple[VacuumedTable, ...] = ()
     seconds: float = 0.0
     claims: SettledClaims | None = None
@@ -59,14 +61,14 @@ class MaintenanceResult(ResultValue, frozen=True):
         """One line for the task log and the CLI."""
         if self.nothing_to_do is not None:
             return f"{self.stream}: nothing to do ({self.nothing_to_do}); looked in {self.seconds:.1f} s, no Spark job"
-        done = [h for h in self.compacted if not h.yielded]
-        yielded = [h for h in self.compacted if h.yielded]
-        removed = sum(h.files_removed for h in done)
-        added = sum(h.files_added for h in done)
+        done = [day for day in self.compacted if not day.yielded]
+        yielded = sum(len(day.hours) for day in self.compacted if day.yielded)
+        removed = sum(day.files_removed for day in done)
+        added = sum(day.files_added for day in done)
         deleted = sum(v.files_deleted for v in self.vacuumed)
         return (
-            f"{self.stream}: {len(done)} sealed hours compacted ({removed} files into {added})"
-            + (f", {len(yielded)} left for the next run (a concurrent writer won every retry)" if yielded else "")
+            f"{self.stream}: {sum(len(day.hours) for day in done)} sealed hours compacted ({removed} files into {added})"
+            + (f", {yielded} left for the next run (a concurrent writer won every retry)" if yielded else "")
             + self._claims_words()
             + f"; VACUUM deleted {deleted} files in {len(self.vacuumed)} tables; {self.seconds:.1f} s"
         )

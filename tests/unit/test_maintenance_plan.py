@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tidemark.compaction_plan import HOUR_MS, hours_to_compact
-from tidemark.maintenance_result import CompactedHour, MaintenanceResult, SettledClaims, VacuumedTable
+from tidemark.maintenance_result import CompactedHours, MaintenanceResult, SettledClaims, VacuumedTable
 from tidemark.maintenance_settings import MaintenanceSettings
 from tidemark.stream_config import StreamConfigError, load_streams
 
@@ -70,9 +70,9 @@ def test_the_summary_counts_what_the_commits_did():
     result = MaintenanceResult(
         "telemetry",
         (
-            CompactedHour("2026-11-28T08:00:00.000Z", 12, 1),
-            CompactedHour("2026-11-28T09:00:00.000Z", 5, 1, retries=1),
-            CompactedHour("2026-11-28T10:00:00.000Z", 0, 0, retries=5, yielded=True),
+            CompactedHours("2026-11-27", ("2026-11-27T08:00:00.000Z",), 12, 1),
+            CompactedHours("2026-11-28", ("2026-11-28T08:00:00.000Z", "2026-11-28T09:00:00.000Z"), 5, 2, retries=1),
+            CompactedHours("2026-11-29", ("2026-11-29T10:00:00.000Z",), 0, 0, retries=5, yielded=True),
         ),
         (VacuumedTable("events", 17), VacuumedTable("ledger", 3)),
         12.34,
@@ -80,7 +80,7 @@ def test_the_summary_counts_what_the_commits_did():
     )
 
     assert result.summary() == (
-        "telemetry: 2 sealed hours compacted (17 files into 2), 1 left for the next run (a concurrent writer won "
+        "telemetry: 3 sealed hours compacted (17 files into 3), 1 left for the next run (a concurrent writer won "
         "every retry); 9 claims settled (21 rows into 4, 1 still held); VACUUM deleted 20 files in 2 tables; 12.3 s"
     )
     assert MaintenanceResult.from_json(result.to_json()) == result
