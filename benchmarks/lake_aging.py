@@ -369,17 +369,9 @@ def _measure(spark, conf: Path, scratch: Path, stream, day: int, start_ms: int, 
     primed = _quality(conf, scratch, f"day{day:02d}-catch-up", now_ms)
     primed_s = time.monotonic() - t0
     return {
-        "simulated_now": _iso(now_ms),
-        "sealed_hours": len(sealed),
-        "files_per_sealed_hour_mean": round(statistics.mean(sealed_files), 2),
-        "files_per_sealed_hour_max": max(sealed_files),
-        "events_files": sum(files.values()),
+        **counted,
         "read_one_sealed_hour_s": read_s,
-        "read_one_sealed_hour_rows": rows_in_hour,
-        "read_one_sealed_hour_files": files[hour],
         "persist_look_s": look_s,
-        "persist_look_nothing_new": look.nothing_new,
-        "persist_look_reason": look.reason,
         "idle_persist_run_s": idle_s,
         "sweep_s": sweeps[1]["seconds"],
         "sweep_first_s": sweeps[0]["seconds"],
@@ -388,7 +380,7 @@ def _measure(spark, conf: Path, scratch: Path, stream, day: int, start_ms: int, 
         "quality_catch_up_s": round(primed_s, 2),
         "quality_catch_up_hours": len(primed["hours"]),
         "quality_catch_up_statuses": _statuses(primed),
-        **_sizes(stream),
+        **_sizes(stream),  # after the idle runs and the sweeps, as the sizes of that day's lake
     }
 
 

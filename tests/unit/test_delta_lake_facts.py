@@ -16,31 +16,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-import yaml
 from deltalake import write_deltalake
 
 from expectations.delta_lake_facts import DeltaLakeFacts, LedgerUnreadableError
 from expectations.event_window import EventWindow, event_window
 from expectations.ledger_entries import LedgerEntry
 from expectations.quality_tables import QualityTablesMissingError
+from harness.shipped_stream import shipped_stream
 from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS, position_key
 from tidemark.offset_coverage import OffsetRange
-from tidemark.stream_config import load_stream
 
-REPO = Path(__file__).resolve().parents[2]
 HOUR = 3_600_000
 H = 1_795_309_200_000  # 2026-11-22T01:00:00Z
 TS = pa.timestamp("us", tz="UTC")
 SPARSE_STEP = 10**40  # Kinesis-like sequence numbers: 56 digits and more, never subtracted
-
-
-def _stream(tmp_path: Path):
-    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
-    stream = document["streams"]["telemetry"]
-    stream["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "cp")}
-    document["streams"] = {"telemetry": stream}
-    (tmp_path / "streams.yaml").write_text(yaml.safe_dump(document))
-    return load_stream(tmp_path / "streams.yaml", "telemetry")
 
 
 def _ms(value: int) -> datetime:
@@ -101,7 +90,7 @@ class Lake:
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["kafka-offsets", "kinesis-sequence-keys"])
 def test_the_offset_index_answers_as_counting_every_row_does(tmp_path, sparse):
-    lake = Lake(_stream(tmp_path), sparse)
+    lake = Lake(shipped_stream(tmp_path), sparse)
     lake.empty_tables()
     chance = random.Random(28)
     written: dict[str, list[tuple[int, int]]] = {"events": [], "late": [], "quarantine": []}
@@ -164,7 +153,7 @@ def test_compacted_hours_are_read_only_where_the_ranges_event_times_lie(tmp_path
     partition 1 at 1000+10h.. in hour h, so each file's position statistics span [10h, 1000+10h+9]
     and keep every hour from 0 to the bound for any range of partition 0. The ledger's event
     times (expectations.event_window) keep the one hour the range's records lie in."""
-    lake = Lake(_stream(tmp_path))
+    lake = Lake(shipped_stream(tmp_path))
     lake.empty_tables()
     for hour in range(6):
         rows = [
@@ -199,7 +188,7 @@ def test_no_event_window_when_a_meeting_row_read_records_but_kept_no_event_times
 
 
 def test_hour_counts_and_gaps_read_the_hours_files_and_count_as_the_event_times_do(tmp_path):
-    lake = Lake(_stream(tmp_path))
+    lake = Lake(shipped_stream(tmp_path))
     lake.empty_tables()
     times = {p: [H - 2 * HOUR + i * 97_000 + p for i in range(200)] for p in (0, 1)}  # H-2h .. H+3h23m
     events = [(p, i, t) for p, ts in times.items() for i, t in enumerate(ts) if i % 7]
@@ -229,7 +218,7 @@ def test_hour_counts_and_gaps_read_the_hours_files_and_count_as_the_event_times_
 
 
 def test_the_ledger_and_seals_read_as_the_spark_path_reads_them(tmp_path):
-    lake = Lake(_stream(tmp_path))
+    lake = Lake(shipped_stream(tmp_path))
     lake.empty_tables()
     facts = DeltaLakeFacts(lake.stream)
     (entry,) = facts.ledger()
@@ -240,7 +229,7 @@ def test_the_ledger_and_seals_read_as_the_spark_path_reads_them(tmp_path):
 
 
 def test_a_ledger_that_cannot_be_read_fails_naming_it(tmp_path):
-    lake = Lake(_stream(tmp_path))
+    lake = Lake(shipped_stream(tmp_path))
     lake.empty_tables()
     for parquet in Path(lake.stream.table_path("ledger")).glob("*.parquet"):
         parquet.write_bytes(b"not parquet")
@@ -252,7 +241,7 @@ def test_a_ledger_that_cannot_be_read_fails_naming_it(tmp_path):
 
 
 def test_a_missing_table_is_named_and_a_missing_file_fails_unless_its_rows_may_count_as_missing(tmp_path):
-    lake = Lake(_stream(tmp_path))
+    lake = Lake(shipped_stream(tmp_path))
     with pytest.raises(QualityTablesMissingError, match="the events table does not exist at"):
         DeltaLakeFacts(lake.stream).require()
     lake.empty_tables()

@@ -9,37 +9,25 @@ Expected values are stated from the rows written, never computed by the code und
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
-import yaml
 from deltalake import write_deltalake
 
 from connectors.persist_look import read_ledger_standing
+from harness.shipped_stream import shipped_stream
 from tidemark.log_position import position_key
 from tidemark.nothing_new import LedgerPartition
 from tidemark.partition_status import PartitionStatus
-from tidemark.stream_config import load_stream
 
-REPO = Path(__file__).resolve().parents[2]
 T0 = 1_795_309_200_000  # 2026-11-22T01:00:00Z
 TS = pa.timestamp("us", tz="UTC")
 SPARSE = 10**40  # Kinesis-like sequence numbers: far beyond a long
 
 
-def _stream(tmp_path: Path):
-    document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
-    stream = document["streams"]["telemetry"]
-    stream["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "cp")}
-    document["streams"] = {"telemetry": stream}
-    (tmp_path / "streams.yaml").write_text(yaml.safe_dump(document))
-    return load_stream(tmp_path / "streams.yaml", "telemetry")
-
-
 @pytest.mark.parametrize("sparse", [False, True], ids=["kafka-offsets", "kinesis-sequence-keys"])
 def test_the_furthest_live_row_of_each_partition_whatever_the_rows_order(tmp_path, sparse):
-    stream = _stream(tmp_path)
+    stream = shipped_stream(tmp_path)
 
     def position(n: int):
         return position_key(n * SPARSE + 3) if sparse else n
@@ -92,5 +80,5 @@ def test_the_furthest_live_row_of_each_partition_whatever_the_rows_order(tmp_pat
 
 
 def test_no_ledger_is_no_partitions(tmp_path):
-    standing = read_ledger_standing(_stream(tmp_path))
+    standing = read_ledger_standing(shipped_stream(tmp_path))
     assert (standing.partitions, standing.global_watermark_ms) == ({}, None)
