@@ -17,9 +17,10 @@ lets live go on once the claimer says it waits. Each run ends with both jobs don
 claimer's ``inserted`` (its own MERGE metrics) exactly as above, and every live batch leaving
 out exactly the claimed offsets committed before it decided.
 
-Twice on one lake: first fresh, the claims table absent when live starts (under the code before
-issue 36 the first claimer made it while live ran, and live died reading it half made); then,
-with more records produced, a second live run over the claims the first left (present).
+Twice on one lake (the second run with TIDEMARK_FULL_SUITE=1, for the suite's time): first fresh,
+the claims table absent when live starts (under the code before issue 36 the first claimer made it
+while live ran, and live died reading it half made); then, with more records produced, a second
+live run over the claims the first left (present).
 
 Each run, while live is paused before its batch 2 decides, the claims table is settled as the
 maintenance job settles it (issue 40: the finished claimers released their claims, which become
@@ -66,6 +67,12 @@ BUDGET = 100  # records a live batch: about 50 of each partition
 STEP_MS = 20_000  # log time between two records of a partition: an offset is a whole second
 CLAIMED = 8
 UNDECODABLE_EVERY = 97  # offsets o with o % 97 == 5 are not JSON: quarantined
+# The claims table when live starts: absent (the first claimer makes it while live runs, issue 36),
+# then present with the first run's claims and settled ranges. The second run costs a minute of
+# the suite's budget and proves what every other claim test starts from (a table present), so it
+# runs with TIDEMARK_FULL_SUITE=1; the settled ranges live reads are proven in the first run's
+# later batches too.
+CLAIMS_TABLE_AT_START = ("absent", "present") if os.environ.get("TIDEMARK_FULL_SUITE") == "1" else ("absent",)
 
 
 @dataclass(frozen=True)
@@ -145,7 +152,7 @@ def test_a_claim_at_each_moment_of_a_live_batch_ends_with_every_record_once_and_
         claims.append(Claim(job, moment, batch, partition, start, end, inserted, watch.waited))
 
     settled_before = 0  # claims settled by the settlements so far
-    for run, claims_table in enumerate(("absent", "present")):
+    for run, claims_table in enumerate(CLAIMS_TABLE_AT_START):
         first_offset = run * PER_RUN
         _produce(kafka_broker.bootstrap, topic, base_ms, range(first_offset, first_offset + PER_RUN))
         folder = tmp_path / f"pauses-{run}"
