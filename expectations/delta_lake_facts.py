@@ -4,7 +4,9 @@ pyarrow reads only the files that can hold the checked hour's rows, numpy counts
 Same questions and answers as expectations.lake_facts.SparkLakeFacts for the same tables
 (tests/integration/test_quality_checks.py and test_kinesis_quality.py hold them side by side). What is read:
 
-- the ledger and the seals, whole (one row per step and partition, one per seal: small);
+- the ledger and the seals, whole, as columns (one row per step and partition, one per seal);
+  of the ledger, only the rows the checked hours need become entries
+  (expectations.ledger_selection);
 - of events, late and quarantine, the two identity columns of the files whose statistics say
   they may hold a position inside the checked ranges (expectations.persisted_offset_index), and
   of events only those whose event times meet the ranges' (expectations.event_window);
@@ -52,6 +54,7 @@ class DeltaLakeFacts:
         self._stream = stream
         self._lake = LakeSnapshot(stream, skip_missing_files)
         self._ledger: list[LedgerEntry] | None = None
+        self._ledger_table = None  # the ledger's columns (pyarrow), read once per run
         self._event_times: tuple[frozenset[int], dict[str, np.ndarray]] | None = None
 
     @property
@@ -63,18 +66,41 @@ class DeltaLakeFacts:
         self._lake.require()
 
     def ledger(self) -> list[LedgerEntry]:
-        """The ledger's entries, read once per run. LedgerUnreadableError naming the table when
-        it exists but cannot be read (a file gone, a column missing, bytes that are not Parquet)."""
+        """The ledger's entries, every row. LedgerUnreadableError naming the table when it exists
+        but cannot be read (a file gone, a column missing, bytes that are not Parquet)."""
         from expectations.ledger_entries import ledger_entries
 
         if self._ledger is None:
-            try:
-                self._ledger = ledger_entries(self._lake.read_small("ledger", LEDGER_READ_COLUMNS))
-            except QualityTablesMissingError:
-                raise
-            except Exception as error:  # deltalake's, pyarrow's and OS errors alike: the table is the news
-                raise LedgerUnreadableError(self._stream, error) from error
+            self._ledger = self._converted(lambda: ledger_entries(self._ledger_columns()))
         return list(self._ledger)
+
+    def ledger_for_hours(self, hours_ms: list[int], stall_window: int) -> list[LedgerEntry]:
+        """The ledger's entries a run of ``hours_ms`` needs (expectations.ledger_selection: its
+        checks answer as on every row), converted from the columns read once per run."""
+        from expectations.ledger_entries import ledger_entries
+        from expectations.ledger_selection import needed_rows
+
+        def narrowed() -> list[LedgerEntry]:
+            columns = self._ledger_columns()
+            rows = needed_rows(columns, hours_ms, stall_window)
+            return ledger_entries(columns if rows is None else columns.take(rows))
+
+        return self._converted(narrowed)
+
+    def _ledger_columns(self):
+        """The ledger table's LEDGER_READ_COLUMNS as a pyarrow Table, read once per run."""
+        if self._ledger_table is None:
+            self._ledger_table = self._lake.read_small("ledger", LEDGER_READ_COLUMNS)
+        return self._ledger_table
+
+    def _converted(self, read):
+        """``read()``, its errors reading the ledger raised as LedgerUnreadableError."""
+        try:
+            return read()
+        except QualityTablesMissingError:
+            raise
+        except Exception as error:  # deltalake's, pyarrow's and OS errors alike: the table is the news
+            raise LedgerUnreadableError(self._stream, error) from error
 
     def seals(self) -> dict[int, int | None]:
         from expectations.checked_hours import seals_of

@@ -48,6 +48,12 @@ class LakeFacts(Protocol):
     def ledger(self) -> list[LedgerEntry]:
         """The ledger's rows, ordered by partition, start, end, step (read once per run)."""
 
+    def ledger_for_hours(self, hours_ms: list[int], stall_window: int) -> list[LedgerEntry]:
+        """The ledger rows a run of ``hours_ms`` needs, ordered as ``ledger()``'s: every check of
+        those hours, the stall rules over ``stall_window`` rows, each partition's position and
+        the accepted losses answer on them as on every row (expectations.ledger_selection). A
+        reader may return every row."""
+
     def seals(self) -> dict[int, int | None]:
         """Sealed hour → the newest sealed_at of its rows."""
 
@@ -86,6 +92,10 @@ class SparkLakeFacts:
         from expectations.ledger_entries import read_ledger
 
         return read_ledger(self.read("ledger"))
+
+    def ledger_for_hours(self, hours_ms: list[int], stall_window: int) -> list[LedgerEntry]:
+        # The sweep reads a large part of the lake anyway; every row answers as well.
+        return self.ledger()
 
     def seals(self) -> dict[int, int | None]:
         from expectations.checked_hours import seals_by_hour

@@ -191,7 +191,8 @@ def _gather_facts(
     settings = stream.quality
     position_type = stream.source.position_type
     with stages.time("ledger"):
-        entries = lake.ledger()
+        # A regular run converts only the ledger rows its hours need; a sweep checks them all.
+        entries = lake.ledger() if sweep else lake.ledger_for_hours(hours_ms, settings.stall_rules().window)
         seals = lake.seals() if hours_ms and not sweep else {}
     partitions = sorted(set(log_bounds) | {entry.partition for entry in entries})
     positions = {partition: live_position(entries, partition) for partition in partitions}
@@ -585,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
             if stream.source.position_type.dense:
                 log_bounds = read_log_bounds(stream)
             else:  # Kinesis answers only at a position: the lake's
-                log_bounds = read_log_bounds(stream, lake.ledger())
+                log_bounds = read_log_bounds(stream, lake.ledger_for_hours([], stream.quality.stall_rules().window))
         except ValueError as error:  # the configured topic or stream does not exist
             return _refuse(f"stream {stream.name!r}: {error}")
         except KafkaRefusedError as error:  # credentials, certificate or protocol: retrying cannot help
