@@ -15,10 +15,13 @@ rewrites it, and a warning names the file and why (as expectations.checked_versi
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
+import msgspec
+
 from expectations.hour_scope import hour_text
-from tidemark.hour_report import HourReportUnreadable, read_hour_report
+from tidemark.hour_report import HourReportUnreadable, decode_hour_report
 
 log = logging.getLogger("tidemark.quality")
 
@@ -66,19 +69,94 @@ def seals_of(seals) -> dict[int, int | None]:
 
 
 def unchecked_sealed_hours(seals: dict[int, int | None], report_dir: str | Path, stream: str) -> list[int]:
-    """The sealed hours with no report yet, or sealed again since their report, in order."""
+    """The sealed hours with no report yet, or sealed again since their report, in order.
+
+    Each report's ``sealed_at_ms`` is read once: the folder's index
+    (``<report_dir>/<stream>/checked_hours_index.json``) remembers it with the file's identity
+    (inode, modification time in ns, size), and a report whose file is not the one remembered
+    (new, rewritten, edited) is read again. So reconciling a month of hours stats a file per
+    hour and parses only the new ones. The index is only a memory of what the reports say: lost,
+    unreadable or raced by another run, it is rebuilt from them."""
+    folder = hours_folder(report_dir, stream)
+    try:
+        present = {entry.name: entry for entry in os.scandir(folder)}
+    except FileNotFoundError:
+        present = {}
+    index_path = checked_hours_index_path(report_dir, stream)
+    remembered = _read_index(index_path)
+    known: dict[str, _ReadReport] = {}
     due = []
     for hour_ms, sealed_at_ms in sorted(seals.items()):
-        path = hour_report_path(report_dir, stream, hour_ms)
-        if not path.exists():
+        name = hour_report_path(report_dir, stream, hour_ms).name
+        entry = present.get(name)
+        if entry is None:
             due.append(hour_ms)
             continue
         try:
-            recorded = read_hour_report(path).sealed_at_ms
+            report = _same_file(remembered.get(name), entry) or _read_report(folder / name)
         except HourReportUnreadable as error:
             log.warning({"event": "quality_hour_report_unreadable", "stream": stream, "error": str(error)})
             due.append(hour_ms)
             continue
+        known[name] = report
+        recorded = report.sealed_at_ms
         if sealed_at_ms is not None and (recorded is None or sealed_at_ms > recorded):
             due.append(hour_ms)
+    if known != remembered:
+        _write_index(index_path, known)
     return due
+
+
+def checked_hours_index_path(report_dir: str | Path, stream: str) -> Path:
+    return Path(report_dir) / stream / "checked_hours_index.json"
+
+
+class _ReadReport(msgspec.Struct, frozen=True, array_like=True):
+    """What reconciling read of one hour report: its file's identity and its ``sealed_at_ms``."""
+
+    inode: int
+    mtime_ns: int
+    size: int
+    sealed_at_ms: int | None
+
+
+class _CheckedHoursIndex(msgspec.Struct, frozen=True):
+    reports: dict[str, _ReadReport]  # file name in the hours folder → what it said
+
+
+def _same_file(remembered: _ReadReport | None, entry: os.DirEntry) -> _ReadReport | None:
+    """The remembered reading when ``entry`` is still the file it was read from."""
+    if remembered is None:
+        return None
+    stat = entry.stat()
+    same = (remembered.inode, remembered.mtime_ns, remembered.size) == (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    return remembered if same else None
+
+
+def _read_report(path: Path) -> _ReadReport:
+    """The report in ``path`` read whole (HourReportUnreadable as read_hour_report), with the
+    identity of the very file read: a report is replaced by a rename, never rewritten in place."""
+    try:
+        with open(path, "rb") as file:
+            stat = os.fstat(file.fileno())
+            report = decode_hour_report(file.read(), path)
+    except OSError as error:
+        raise HourReportUnreadable(f"{path}: cannot read the hour report ({error.strerror or error})") from None
+    return _ReadReport(stat.st_ino, stat.st_mtime_ns, stat.st_size, report.sealed_at_ms)
+
+
+def _read_index(path: Path) -> dict[str, _ReadReport]:
+    try:
+        return dict(msgspec.json.decode(path.read_bytes(), type=_CheckedHoursIndex).reports)
+    except (OSError, msgspec.DecodeError):
+        return {}  # none yet, or not one: rebuilt from the reports
+
+
+def _write_index(path: Path, reports: dict[str, _ReadReport]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")  # one per process: runs may race
+        partial.write_bytes(msgspec.json.encode(_CheckedHoursIndex(reports)))
+        os.replace(partial, path)
+    except OSError as error:  # a memory only: the next run reads the reports again
+        log.warning({"event": "quality_hours_index_not_written", "path": str(path), "error": str(error)})

@@ -58,6 +58,11 @@ def read_hour_report(path: str | Path) -> HourReport:
         data = Path(path).read_bytes()
     except OSError as error:
         raise HourReportUnreadable(f"{path}: cannot read the hour report ({error.strerror or error})") from None
+    return decode_hour_report(data, path)
+
+
+def decode_hour_report(data: bytes, path: str | Path) -> HourReport:
+    """The report in ``data``, read from ``path``; HourReportUnreadable naming it when it is not one."""
     try:
         return msgspec.json.decode(data, type=HourReport)
     except msgspec.DecodeError as error:

@@ -131,3 +131,38 @@ def _encoded(value: HourReport) -> str:
     from tidemark.typed_file import encode_indented
 
     return encode_indented(value).decode()
+
+
+def test_reconciling_reads_each_report_once_and_again_only_when_its_file_changed(tmp_path, monkeypatch):
+    from expectations import checked_hours
+
+    hours = [H + n * HOUR for n in range(6)]
+    for hour_ms in hours:
+        write_hour_report(hour_report_path(tmp_path, "telemetry", hour_ms), report(hour_ms=hour_ms))
+    seals = {hour_ms: H + HOUR + 600_000 for hour_ms in hours}
+    parsed = []
+    decode = checked_hours.decode_hour_report
+    monkeypatch.setattr(
+        checked_hours, "decode_hour_report", lambda data, path: parsed.append(path) or decode(data, path)
+    )
+
+    assert unchecked_sealed_hours(seals, tmp_path, "telemetry") == []
+    assert len(parsed) == 6
+    parsed.clear()
+    assert unchecked_sealed_hours(seals, tmp_path, "telemetry") == []
+    assert parsed == []  # the index answered for every report
+
+    # A report rewritten (a run checked the hour again) and one edited by hand are read again.
+    rewritten = hour_report_path(tmp_path, "telemetry", hours[1])
+    write_hour_report(rewritten, report(hour_ms=hours[1], sealed_at_ms=H + 5 * HOUR))
+    edited = hour_report_path(tmp_path, "telemetry", hours[2])
+    edited.write_text('{"stream": "telemetry"')
+    due = unchecked_sealed_hours({**seals, hours[1]: H + 5 * HOUR, hours[3]: H + 6 * HOUR}, tmp_path, "telemetry")
+    assert due == [hours[2], hours[3]]  # edited: unreadable; hours[3]: sealed again since its report
+    assert sorted(parsed) == sorted([rewritten, edited])
+
+    # A broken index is only a memory lost: every report is read again, the answer is the same.
+    parsed.clear()
+    checked_hours.checked_hours_index_path(tmp_path, "telemetry").write_text("not json")
+    assert unchecked_sealed_hours(seals, tmp_path, "telemetry") == [hours[2]]
+    assert len(parsed) == 6
