@@ -15,16 +15,13 @@ they are left out, so the checks report their rows as missing (Spark's ignoreMis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+from connectors.delta_scan import FileFilter
 from expectations.quality_tables import CHECKED_TABLES, QualityTablesMissingError
 from tidemark.stream_config import StreamConfig
 
 STATS_PREFIX = 32  # characters of a text column Delta keeps in its min/max statistics
-
-# A file filter: the snapshot's add actions (pyarrow, flattened: "min.<column>", "partition.<column>")
-# → a boolean mask of the files to read.
-FileFilter = Callable[[object], object]
 
 
 class LakeSnapshot:
@@ -61,41 +58,30 @@ class LakeSnapshot:
 
     def read_small(self, name: str, columns: Sequence[str]):
         """The whole of a small table (ledger, seals), ``columns`` only, as a pyarrow Table; a
-        column the table does not have (yet: a lake no current writer has touched) is left out."""
+        column the table does not have (yet: a lake no current writer has touched) is left out.
+        Read from the snapshot's files by pyarrow (connectors.delta_scan: deltalake's own scan
+        costs several times more on these tables), by deltalake where that cannot be exact."""
+        from connectors.delta_scan import plain_read_possible, scan_files
+
         table = self.table(name)
         present = set(table.schema().to_arrow().names)
-        return table.to_pyarrow_table(columns=[column for column in columns if column in present])
+        columns = [column for column in columns if column in present]
+        if not plain_read_possible(table, columns):
+            return table.to_pyarrow_table(columns=columns)
+        # Never skipping missing files: a ledger or seals row left out would change what is checked.
+        return scan_files(table, self._stream.table_path(name), columns)[0]
 
     def read(self, name: str, columns: Sequence[str], keep_files: FileFilter | None = None, rows=None):
         """``columns`` of the rows of table ``name`` in the files ``keep_files`` keeps, filtered
-        by the pyarrow expression ``rows``; a pyarrow Table with the table's own column types."""
-        import pyarrow as pa
-        import pyarrow.dataset as ds
+        by the pyarrow expression ``rows``; a pyarrow Table with the table's own column types
+        (connectors.delta_scan.scan_files)."""
+        from connectors.delta_scan import scan_files
 
-        from connectors.lake_files import lake_filesystem
-
-        table = self.table(name)
-        schema = pa.schema(table.schema().to_arrow())
-        physical = {
-            field.name: (field.metadata or {}).get(b"delta.columnMapping.physicalName", field.name.encode()).decode()
-            for field in schema
-        }
-        actions = pa.table(table.get_add_actions(flatten=True))
-        if keep_files is not None and actions.num_rows:
-            actions = actions.filter(keep_files(actions))
-        filesystem, root = lake_filesystem(self._stream.table_path(name))
-        paths = [f"{root}/{path}" for path in actions.column("path").to_pylist()]
-        if self._skip_missing and paths:
-            from pyarrow import fs
-
-            paths = [info.path for info in filesystem.get_file_info(paths) if info.type != fs.FileType.NotFound]
-        self.files_read[name] = self.files_read.get(name, 0) + len(paths)
-        wanted = pa.schema([pa.field(physical[column], schema.field(column).type) for column in columns])
-        if not paths:
-            return wanted.empty_table().rename_columns(list(columns))
-        dataset = ds.dataset(paths, schema=wanted, format="parquet", filesystem=filesystem)
-        found = dataset.to_table(columns=[physical[c] for c in columns]).rename_columns(list(columns))
-        return found.filter(rows) if rows is not None else found
+        found, files = scan_files(
+            self.table(name), self._stream.table_path(name), columns, keep_files, rows, self._skip_missing
+        )
+        self.files_read[name] = self.files_read.get(name, 0) + files
+        return found
 
 
 def stat(actions, kind: str, column: str):
