@@ -45,7 +45,7 @@ def scan_files(
     skip_missing: bool = False,
 ):
     """``(columns of the rows, files read)``: the rows of the files ``keep_files`` keeps (all
-    by default), filtered by the pyarrow expression ``rows`` (on the logical names), as a pyarrow
+    by default), filtered by the pyarrow expression ``rows`` (on logical names among ``columns``), as a pyarrow
     Table with the table's own column types; ``files read`` counts the Parquet files opened.
     ``skip_missing``: files the snapshot names but storage no longer has are left out (Spark's
     ignoreMissingFiles), rather than failing the read. PlainReadUnsupported when
