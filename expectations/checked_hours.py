@@ -32,7 +32,12 @@ def hours_folder(report_dir: str | Path, stream: str) -> Path:
 
 def hour_report_path(report_dir: str | Path, stream: str, hour_ms: int) -> Path:
     """e.g. <report_dir>/telemetry/hours/2026-11-22T01Z.json (no ':' in file names)."""
-    return hours_folder(report_dir, stream) / f"{hour_text(hour_ms)[:13]}Z.json"
+    return hours_folder(report_dir, stream) / hour_report_name(hour_ms)
+
+
+def hour_report_name(hour_ms: int) -> str:
+    """e.g. 2026-11-22T01Z.json, the report's name in its folder."""
+    return f"{hour_text(hour_ms)[:13]}Z.json"
 
 
 def seals_by_hour(seals_frame) -> dict[int, int | None]:
@@ -87,7 +92,7 @@ def unchecked_sealed_hours(seals: dict[int, int | None], report_dir: str | Path,
     known: dict[str, _ReadReport] = {}
     due = []
     for hour_ms, sealed_at_ms in sorted(seals.items()):
-        name = hour_report_path(report_dir, stream, hour_ms).name
+        name = hour_report_name(hour_ms)
         entry = present.get(name)
         if entry is None:
             due.append(hour_ms)

@@ -34,13 +34,11 @@ class LakeSnapshot:
         self.files_read: dict[str, int] = {}  # table → Parquet files read by read(), for logs and tests
 
     def require(self) -> None:
-        """Raise QualityTablesMissingError for the first of the stream's tables that is missing."""
-        from connectors.lake_storage import is_delta_table
-
+        """Raise QualityTablesMissingError for the first of the stream's tables that is missing.
+        Each table is opened (the run reads every one of them): asking first whether it exists
+        read each Delta log twice."""
         for table in CHECKED_TABLES:
-            path = self._stream.table_path(table)
-            if table not in self._tables and not is_delta_table(path):
-                raise QualityTablesMissingError(self._stream.name, table, path)
+            self.table(table)
 
     def table(self, name: str):
         """The table's ``deltalake.DeltaTable`` (QualityTablesMissingError when there is none)."""
