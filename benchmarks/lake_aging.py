@@ -452,7 +452,7 @@ def _statuses(result: dict) -> dict[str, str]:
 
 
 def _sizes(stream) -> dict:
-    """The ledger's rows and files, every table's Delta log (files, bytes), the persist checkpoint's files."""
+    """The ledger's rows and files, the seals' files, every table's Delta log (files, bytes), the persist checkpoint's files."""
     import pyarrow as pa
 
     from connectors.lake_storage import open_delta_table
@@ -468,6 +468,7 @@ def _sizes(stream) -> dict:
     return {
         "ledger_rows": int(sum(ledger.column("num_records").to_pylist())),
         "ledger_files": ledger.num_rows,
+        "seals_files": len(open_delta_table(stream.table_path("seals")).file_uris()),
         "delta_log_files": sum(v["files"] for v in logs.values()),
         "delta_log_bytes": sum(v["bytes"] for v in logs.values()),
         "delta_log_per_table": logs,
@@ -485,6 +486,8 @@ def _maintenance_figures(result, day: int) -> dict:
         "files_before": sum(d.files_removed for d in compacted),
         "files_after": sum(d.files_added for d in compacted),
         "vacuum_files_deleted": sum(v.files_deleted for v in result.vacuumed),
+        # The ledger and the seals, compacted whole: {table: [files before, after]}.
+        "tables_compacted": {t.table: [t.files_removed, t.files_added] for t in result.tables if not t.yielded},
     }
 
 

@@ -5,7 +5,7 @@ Three questions, each answered from the Delta logs with ``deltalake``:
 
 - **compaction**: a sealed hour of events with ``maintenance.compact_min_files`` files or more
   (tidemark.compaction_plan; the files per hour from the log's add actions, the sealed hours from
-  the seals table);
+  the seals table), or a ledger or seals table with as many;
 - **claims**: a released claim waiting to be settled (tidemark.claims_settlement: a release row;
   a dead claim is settled only with released claims, so it waits for one too);
 - **VACUUM**: a file a commit removed longer ago than the table's retention
@@ -28,6 +28,8 @@ from tidemark.claims_settlement import RELEASED
 from tidemark.compaction_plan import HOUR_MS, hours_to_compact
 from tidemark.stream_config import StreamConfig
 
+# The small tables every reader opens whole, compacted whole (spark_jobs.maintenance.compaction).
+SMALL_TABLES = ("ledger", "seals")
 # Every table a maintenance run vacuums (spark_jobs.maintenance.vacuum).
 VACUUMED = ("events", "late", "quarantine", "ledger", "seals", "claims", "erasures", "offline_devices")
 
@@ -47,6 +49,10 @@ def look_before_maintaining(stream: StreamConfig) -> MaintenanceLook:
         )
         if due:
             return MaintenanceLook(False, f"{len(due)} sealed hours of events to compact")
+        for table in SMALL_TABLES:
+            files = table_files(stream.table_path(table))
+            if files >= stream.maintenance.compact_min_files:
+                return MaintenanceLook(False, f"{files} files of {table} to compact")
         if released_claims(stream):
             return MaintenanceLook(False, "released claims to settle")
         for table in VACUUMED:
@@ -56,8 +62,19 @@ def look_before_maintaining(stream: StreamConfig) -> MaintenanceLook:
     except Exception as error:  # the job decides, not a guess
         return MaintenanceLook(False, f"could not look at the lake ({one_line(error)})")
     return MaintenanceLook(
-        True, "no sealed hour to compact, no claim to settle, no file older than its table's retention to vacuum"
+        True,
+        "no sealed hour or small table to compact, no claim to settle, no file older than its table's retention "
+        "to vacuum",
     )
+
+
+def table_files(path: str) -> int:
+    """The data files of the table at ``path`` now (0: no table)."""
+    from connectors.lake_storage import is_delta_table, open_delta_table
+
+    if not is_delta_table(path):
+        return 0
+    return len(open_delta_table(path).file_uris())
 
 
 def files_per_hour(events_path: str) -> dict[int, int]:

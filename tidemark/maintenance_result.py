@@ -24,6 +24,17 @@ class CompactedHours(ResultValue, frozen=True):
     yielded: bool = False
 
 
+class CompactedTable(ResultValue, frozen=True):
+    """A small table (the ledger, the seals) compacted whole in one commit: ``files_removed`` files
+    rewritten into ``files_added``. ``retries``/``yielded`` as for compacted hours."""
+
+    table: str
+    files_removed: int
+    files_added: int
+    retries: int = 0
+    yielded: bool = False
+
+
 class VacuumedTable(ResultValue, frozen=True):
     """VACUUM of one table: ``files_deleted`` files that commits older than the retention removed."""
 
@@ -53,6 +64,7 @@ class MaintenanceResult(ResultValue, frozen=True):
     vacuumed: tuple[VacuumedTable, ...] = ()
     seconds: float = 0.0
     claims: SettledClaims | None = None
+    tables: tuple[CompactedTable, ...] = ()  # the ledger and the seals, when they had gathered files
     # A run the operator's look found nothing to do for (connectors.maintenance_look): why, and no
     # Spark job started; None when the job ran.
     nothing_to_do: str | None = None
@@ -69,9 +81,16 @@ class MaintenanceResult(ResultValue, frozen=True):
         return (
             f"{self.stream}: {sum(len(day.hours) for day in done)} sealed hours compacted ({removed} files into {added})"
             + (f", {yielded} left for the next run (a concurrent writer won every retry)" if yielded else "")
+            + self._tables_words()
             + self._claims_words()
             + f"; VACUUM deleted {deleted} files in {len(self.vacuumed)} tables; {self.seconds:.1f} s"
         )
+
+    def _tables_words(self) -> str:
+        done = [table for table in self.tables if not table.yielded]
+        left = [table.table for table in self.tables if table.yielded]
+        words = "".join(f"; {t.table} compacted ({t.files_removed} files into {t.files_added})" for t in done)
+        return words + "".join(f"; {name} left for the next run (a concurrent writer won every retry)" for name in left)
 
     def _claims_words(self) -> str:
         claims = self.claims

@@ -1,4 +1,5 @@
-"""Compaction of the events table's sealed hours (tidemark.compaction_plan says which).
+"""Compaction of the events table's sealed hours (tidemark.compaction_plan says which), and of
+the small tables every reader opens whole.
 
 The hours of one day are one OPTIMIZE with a partition predicate (``event_date = D AND
 event_hour IN (...)``): Delta rewrites each hour's small files into files of its target size
@@ -12,8 +13,15 @@ retries. This side retries the day a few times and then yields it to the next ru
 (spark_jobs.maintenance.conflict_retry): a compaction may always wait, a writer of records
 should not.
 
-The file count per hour comes from the Delta log (deltalake: no Spark job,
-connectors.maintenance_look), the compaction's own figures from its commit's metrics.
+The ledger and the seals gain a small file per commit. Delta's auto compaction merges them once
+50 have gathered (spark_jobs.lake.tables), so a reader that opens them whole (the persist look,
+every quality run, the watermark page) meets anything from 1 to 50 files, about 1.5 ms each with
+pyarrow: on the aging benchmark's lake, the files of the ledger cost a quality run more than
+its rows. Each maintenance run compacts them whole once they hold ``compact_min_files`` files,
+with the same retry-then-yield rule against a concurrent writer.
+
+The file counts come from the Delta log (deltalake: no Spark job, connectors.maintenance_look),
+the compaction's own figures from its commit's metrics.
 """
 
 from __future__ import annotations
@@ -21,11 +29,11 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from connectors.maintenance_look import files_per_hour, sealed_hours
+from connectors.maintenance_look import SMALL_TABLES, files_per_hour, sealed_hours, table_files
 from spark_jobs.maintenance.conflict_retry import retried
 from tidemark.compaction_plan import hours_to_compact
 from tidemark.event_time_text import format_event_time
-from tidemark.maintenance_result import CompactedHours
+from tidemark.maintenance_result import CompactedHours, CompactedTable
 from tidemark.stream_config import StreamConfig
 
 log = logging.getLogger("tidemark.maintenance")
@@ -58,4 +66,29 @@ def _compact_day(spark, events_path: str, day: str, hours_ms: list[int]) -> Comp
         return CompactedHours(day, hours, 0, 0, retries, yielded=True)
     compacted = CompactedHours(day, hours, int(row.numFilesRemoved), int(row.numFilesAdded), retries)
     log.info({"event": "hours_compacted", **compacted.to_json()})
+    return compacted
+
+
+def compact_small_tables(spark, stream: StreamConfig) -> list[CompactedTable]:
+    """Compact the ledger and the seals whole, each that holds ``maintenance.compact_min_files``
+    files or more; one commit each."""
+    from delta.tables import DeltaTable
+
+    compacted = []
+    for table in SMALL_TABLES:
+        path = stream.table_path(table)
+        if table_files(path) < stream.maintenance.compact_min_files:
+            continue
+
+        def compact(path=path):
+            metrics = DeltaTable.forPath(spark, path).optimize().executeCompaction()
+            return metrics.select("metrics.numFilesAdded", "metrics.numFilesRemoved").first()
+
+        row, retries = retried(compact, "compaction_conflict", {"table": table})
+        if row is None:
+            compacted.append(CompactedTable(table, 0, 0, retries, yielded=True))
+            continue
+        done = CompactedTable(table, int(row.numFilesRemoved), int(row.numFilesAdded), retries)
+        log.info({"event": "table_compacted", **done.to_json()})
+        compacted.append(done)
     return compacted

@@ -4,10 +4,11 @@
         [--result PATH] [--no-vacuum]
 
 First the sealed hours of events with ``maintenance.compact_min_files`` files or more are
-compacted (spark_jobs.maintenance.compaction), then the claims table is settled (finished
-claims folded into settled ranges: spark_jobs.maintenance.claims_settling), then every table of
-the stream is vacuumed with ``maintenance.vacuum_retain`` (spark_jobs.maintenance.vacuum). The
-ledger, seals and claims compact their files themselves (Delta's auto compaction,
+compacted, then the ledger and the seals whole when they hold as many
+(spark_jobs.maintenance.compaction), then the claims table is settled (finished claims folded
+into settled ranges: spark_jobs.maintenance.claims_settling), then every table of the stream is
+vacuumed with ``maintenance.vacuum_retain`` (spark_jobs.maintenance.vacuum). Between runs the
+ledger, seals and claims also compact themselves at 50 files (Delta's auto compaction,
 spark_jobs.lake.tables). ``--result`` receives a
 MaintenanceResult's JSON (tidemark.maintenance_result).
 
@@ -73,14 +74,16 @@ def main(argv: list[str] | None = None) -> int:
 def run_maintenance(spark, stream: StreamConfig, vacuum: bool = True) -> MaintenanceResult:
     """Compact the sealed hours, then VACUUM (unless ``vacuum`` is False); what was done."""
     from spark_jobs.maintenance.claims_settling import settle_claims
-    from spark_jobs.maintenance.compaction import compact_sealed_hours
+    from spark_jobs.maintenance.compaction import compact_sealed_hours, compact_small_tables
     from spark_jobs.maintenance.vacuum import vacuum_tables
 
     started = time.monotonic()
     compacted = tuple(compact_sealed_hours(spark, stream))
+    tables = tuple(compact_small_tables(spark, stream))
     claims = settle_claims(spark, stream)
     vacuumed = tuple(vacuum_tables(spark, stream)) if vacuum else ()
-    result = MaintenanceResult(stream.name, compacted, vacuumed, round(time.monotonic() - started, 2), claims)
+    seconds = round(time.monotonic() - started, 2)
+    result = MaintenanceResult(stream.name, compacted, vacuumed, seconds, claims, tables=tables)
     log.info({"event": "maintenance_finished", "stream": stream.name, "summary": result.summary()})
     return result
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tidemark.compaction_plan import HOUR_MS, hours_to_compact
-from tidemark.maintenance_result import CompactedHours, MaintenanceResult, SettledClaims, VacuumedTable
+from tidemark.maintenance_result import CompactedHours, CompactedTable, MaintenanceResult, SettledClaims, VacuumedTable
 from tidemark.maintenance_settings import MaintenanceSettings
 from tidemark.stream_config import StreamConfigError, load_streams
 
@@ -77,10 +77,12 @@ def test_the_summary_counts_what_the_commits_did():
         (VacuumedTable("events", 17), VacuumedTable("ledger", 3)),
         12.34,
         SettledClaims(claims_settled=9, claims_kept=1, settled_ranges=2, rows_before=21, rows_after=4, files=1),
+        tables=(CompactedTable("ledger", 31, 1), CompactedTable("seals", 0, 0, retries=5, yielded=True)),
     )
 
     assert result.summary() == (
         "telemetry: 3 sealed hours compacted (17 files into 3), 1 left for the next run (a concurrent writer won "
+        "every retry); ledger compacted (31 files into 1); seals left for the next run (a concurrent writer won "
         "every retry); 9 claims settled (21 rows into 4, 1 still held); VACUUM deleted 20 files in 2 tables; 12.3 s"
     )
     assert MaintenanceResult.from_json(result.to_json()) == result
