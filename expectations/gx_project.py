@@ -12,14 +12,15 @@ Data Docs are built once per run, after its last validation (``build_data_docs``
 run's validation results only: a checkpoint action would rebuild the site's index after every
 family. Two runs must not open one project folder at the same time (both rewrite
 great_expectations.yml): give each stream its own folder, or serialise the runs (an Airflow
-pool of one slot). Data Docs keep every validation: the index grows with each run, so prune
-``gx/uncommitted/validations`` and the site now and then on a long-lived project.
+pool of one slot). Data Docs list every validation result kept, so each run first deletes those
+older than ``quality.data_docs_keep`` (``prune_results``, expectations.gx_retention).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from expectations.check_family import RULE_KEY, CheckFamily, FamilyOutcome, RuleResult
@@ -107,6 +108,15 @@ class GxProject:
                     )
                 )
         return FamilyOutcome(family.name, len(rows), tuple(rules), seconds)
+
+    def prune_results(self, keep_ms: int, now: datetime | None = None) -> int:
+        """Delete the validation results and Data Docs pages older than ``keep_ms`` before ``now``
+        (GX's own clock: the wall clock, UTC), before this run's are built
+        (expectations.gx_retention); how many results went."""
+        from expectations.gx_retention import prune_validation_results
+
+        now = now or datetime.now(UTC)
+        return prune_validation_results(self.root / "gx", now - timedelta(milliseconds=keep_ms))
 
     def build_data_docs(self) -> Path | None:
         """Render this run's validation results (and the index) into Data Docs, once per run;

@@ -354,6 +354,7 @@ def _report(
     """The run's result (each partition's verdict, the recovery requests, the figures per hour),
     its Data Docs built and, unless a sweep, each hour's report written."""
     hours_ms, partitions = facts.hours_ms, facts.partitions
+    project.prune_results(stream.quality.data_docs_keep_ms)
     data_docs = project.build_data_docs()
     partition_results = _partition_verdicts(facts, found, log_bounds)
     requests = tuple(

@@ -546,6 +546,10 @@ class QualitySettings(_Section):
     # Cron of the sweep (dags/tidemark_sweep.py): completeness of every sealed hour the source log
     # still retains, the net under the Delta-log reading of each scheduled run.
     sweep_schedule: CronExpression = "40 */6 * * *"
+    # GX validation results and their Data Docs pages older than this are deleted by each quality
+    # run (building Data Docs lists every result kept); each run's summary and the hour reports
+    # keep the history.
+    data_docs_keep_ms: PositiveMilliseconds = msgspec.field(default=24 * 3_600_000, name="data_docs_keep")
 
     def stall_rules(self) -> StallRules:
         return StallRules(self.stall_window, self.stall_timeout_ms, self.max_partition_lag_ms)
