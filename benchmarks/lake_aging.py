@@ -28,7 +28,9 @@ the broker the test suite starts):
   each hour it read, and the next run the records that arrived up to max_out_of_orderness
   early), so the stream declares ``maintenance.compact_min_files: 2`` (default 4). VACUUM works
   on the wall clock: ``vacuum_retain`` 10m (``reader_timeout`` 5m) stands for about a week of
-  simulated time at about a minute per simulated day. Delta's log clean-up
+  simulated time at about a minute per simulated day; so do the GX validation results a quality
+  run keeps (``quality.data_docs_keep`` 2m, about two simulated days, as the default 1d keeps a
+  day of a real stream's runs: Data Docs list every result kept). Delta's log clean-up
   (``delta.logRetentionDuration``, 30 days on the wall clock) never runs within the benchmark,
   as in a real lake's first 30 days.
 
@@ -92,6 +94,9 @@ PROFILE_ORDER = ("steady", "slow", "heavy", "bursty")  # one partition each, as 
 PERSIST_SCHEDULE = "0 * * * *"
 MAINTENANCE_SCHEDULE = "15 0 * * *"
 MAINTENANCE = {"schedule": MAINTENANCE_SCHEDULE, "compact_min_files": 2, "reader_timeout": "5m", "vacuum_retain": "10m"}
+# The GX validation results a quality run keeps, on the wall clock as GX stamps them: about two
+# simulated days (the default, 1d, is a day of a real stream's runs).
+DATA_DOCS_KEEP = "2m"
 # Runs that read a bounded part of the lake; the sweep reads every hour the log retains.
 BOUNDED_COSTS = ("read_one_sealed_hour_s", "persist_look_s", "idle_persist_run_s", "quality_one_new_hour_s")
 GOAL = 1.2
@@ -315,6 +320,7 @@ def _write_config(scratch: Path, bootstrap: str, persist_schedule: str) -> Path:
     document = yaml.safe_load(path.read_text())
     stream = document["streams"]["telemetry"]
     stream["maintenance"] = dict(MAINTENANCE)
+    stream.setdefault("quality", {})["data_docs_keep"] = DATA_DOCS_KEEP
     stream.pop("alerts", None)
     path.write_text(yaml.safe_dump(document))
     return path
