@@ -79,3 +79,13 @@ def scan_files(
     dataset = ds.dataset(paths, schema=wanted, format="parquet", filesystem=filesystem)
     found = dataset.to_table(columns=[physical[c] for c in columns]).rename_columns(list(columns))
     return (found.filter(rows) if rows is not None else found), len(paths)
+
+
+def read_rows(table, table_path: str, columns: Sequence[str], rows=None):
+    """``columns`` of every row of ``table`` that the pyarrow expression ``rows`` keeps (all by
+    default; it may name only ``columns``): by ``scan_files`` where a plain read is exact, by
+    deltalake's own scan where it is not (a partition column asked for; a table with deletion
+    vectors, which deltalake 1.6 refuses too, fails there naming the feature, as it always did)."""
+    if not plain_read_possible(table, columns):
+        return table.to_pyarrow_table(columns=list(columns), filters=rows)
+    return scan_files(table, table_path, columns, rows=rows)[0]

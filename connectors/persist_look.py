@@ -87,17 +87,13 @@ def read_ledger_standing(stream: StreamConfig) -> LedgerStanding:
 
 
 def _live_rows(ledger, path: str):
-    """The ledger's live rows, ``_COLUMNS`` only: read from its files by pyarrow
-    (connectors.delta_scan; several times cheaper than deltalake's scan), by deltalake where a
-    plain read would not be exact."""
+    """The ledger's live rows, ``_COLUMNS`` only (connectors.delta_scan.read_rows: several times
+    cheaper than deltalake's scan on this small table)."""
     import pyarrow.dataset as ds
 
-    from connectors.delta_scan import plain_read_possible, scan_files
+    from connectors.delta_scan import read_rows
 
-    if not plain_read_possible(ledger, [*_COLUMNS, "mode"]):
-        return ledger.to_pyarrow_table(columns=_COLUMNS, filters=[("mode", "=", LIVE_MODE)])
-    rows, _ = scan_files(ledger, path, [*_COLUMNS, "mode"], rows=ds.field("mode") == LIVE_MODE)
-    return rows.select(_COLUMNS)
+    return read_rows(ledger, path, [*_COLUMNS, "mode"], ds.field("mode") == LIVE_MODE).select(_COLUMNS)
 
 
 def _at_furthest_end(live):

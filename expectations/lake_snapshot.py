@@ -59,15 +59,12 @@ class LakeSnapshot:
         column the table does not have (yet: a lake no current writer has touched) is left out.
         Read from the snapshot's files by pyarrow (connectors.delta_scan: deltalake's own scan
         costs several times more on these tables), by deltalake where that cannot be exact."""
-        from connectors.delta_scan import plain_read_possible, scan_files
+        from connectors.delta_scan import read_rows
 
         table = self.table(name)
         present = set(table.schema().to_arrow().names)
-        columns = [column for column in columns if column in present]
-        if not plain_read_possible(table, columns):
-            return table.to_pyarrow_table(columns=columns)
         # Never skipping missing files: a ledger or seals row left out would change what is checked.
-        return scan_files(table, self._stream.table_path(name), columns)[0]
+        return read_rows(table, self._stream.table_path(name), [column for column in columns if column in present])
 
     def read(self, name: str, columns: Sequence[str], keep_files: FileFilter | None = None, rows=None):
         """``columns`` of the rows of table ``name`` in the files ``keep_files`` keeps, filtered

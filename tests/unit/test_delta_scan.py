@@ -8,7 +8,7 @@ import pyarrow.dataset as ds
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from connectors.delta_scan import PlainReadUnsupported, plain_read_possible, scan_files
+from connectors.delta_scan import PlainReadUnsupported, plain_read_possible, read_rows, scan_files
 
 
 def test_the_files_read_give_the_rows_deltalake_gives_across_appends_a_new_column_and_a_filter(tmp_path):
@@ -45,3 +45,6 @@ def test_a_table_with_deletion_vectors_or_a_partition_column_asked_for_is_refuse
     assert plain_read_possible(DeltaTable(partitioned), ["a"])
     with pytest.raises(PlainReadUnsupported, match="read it with deltalake"):
         scan_files(DeltaTable(vectors), vectors, ["a"])
+    # read_rows reads a partition column through deltalake instead, filter and all.
+    found = read_rows(DeltaTable(partitioned), partitioned, ["a", "day"], ds.field("a") > 1)
+    assert found.to_pylist() == [{"a": 2, "day": "y"}]
