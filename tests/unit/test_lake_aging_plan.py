@@ -65,6 +65,7 @@ def test_day_n_over_day_1_and_the_goal_for_the_bounded_runs_only():
         "persist_look_s": 0.2,
         "idle_persist_run_s": 2.0,
         "quality_one_new_hour_s": 4.0,
+        "quality_one_new_hour_after_gx_start_s": 1.0,
         "sweep_s": 10.0,
         "ledger_rows": 100,
         "persist_look_nothing_new": True,
@@ -81,3 +82,8 @@ def test_day_n_over_day_1_and_the_goal_for_the_bounded_runs_only():
     slower = ratios(day_1, {**day_n, "idle_persist_run_s": 2.6})
     assert slower["idle_persist_run_s"] == 1.3
     assert slower["goal"]["result"] == "FAIL" and slower["goal"]["over"] == ["idle_persist_run_s"]
+
+    # GX's start, the same every run, does not hide the growth of the rest of the quality run
+    hidden = ratios(day_1, {**day_n, "quality_one_new_hour_s": 4.4, "quality_one_new_hour_after_gx_start_s": 1.4})
+    assert hidden["quality_one_new_hour_s"] == 1.1
+    assert hidden["goal"]["over"] == ["quality_one_new_hour_after_gx_start_s"]
