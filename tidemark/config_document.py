@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +31,7 @@ import msgspec
 import msgspec.inspect as mi
 import yaml
 
+from tidemark.config_defaults import InheritedDocument
 from tidemark.config_values import ConfigRuleError
 
 T = TypeVar("T")
@@ -47,8 +48,15 @@ class StreamConfigError(ValueError):
     """A configuration value is missing, malformed or inconsistent; the message names the key."""
 
 
-def read_config(path: str | Path, contract: type[T], environ: Mapping[str, str] | None = None) -> T:
-    """The file at ``path`` decoded into ``contract`` (a msgspec Struct).
+def read_config(
+    path: str | Path,
+    contract: type[T],
+    environ: Mapping[str, str] | None = None,
+    inherit: Callable[[Any], InheritedDocument] | None = None,
+) -> T:
+    """The file at ``path`` decoded into ``contract`` (a msgspec Struct). ``inherit`` lays a
+    section of the file under others before anything is read (tidemark.config_defaults
+    .inherit_defaults); a problem in a key it filled in also names where the key came from.
 
     Raises StreamConfigError "<file>: <key path>: <what is wrong>" on the first problem.
     """
@@ -59,20 +67,28 @@ def read_config(path: str | Path, contract: type[T], environ: Mapping[str, str] 
         raise StreamConfigError(f"{path}: stream configuration file not found (set TIDEMARK_CONF)") from None
     except yaml.YAMLError as error:
         raise StreamConfigError(f"{path}: not valid YAML: {error}") from None
+    inherited = InheritedDocument(document, {})
+    if inherit is not None:
+        try:
+            inherited = inherit(document)
+        except ConfigRuleError as error:
+            raise StreamConfigError(f"{path}: {error.key}: {error.reason}") from None
     root = mi.type_info(contract)
-    prepared = _Preparation(str(path), os.environ if environ is None else environ).value(document, root, [])
+    preparation = _Preparation(str(path), os.environ if environ is None else environ, inherited)
+    prepared = preparation.value(inherited.document, root, [])
     try:
         return msgspec.convert(prepared, contract, strict=False)
     except msgspec.ValidationError as error:
-        raise StreamConfigError(_message(str(path), error, prepared, root)) from None
+        raise StreamConfigError(_message(str(path), error, prepared, root, inherited)) from None
 
 
 class _Preparation:
     """The YAML document made ready for msgspec, walking it beside the contract's type."""
 
-    def __init__(self, file: str, environ: Mapping[str, str]):
+    def __init__(self, file: str, environ: Mapping[str, str], inherited: InheritedDocument):
         self._file = file
         self._environ = environ
+        self._inherited = inherited
 
     def value(self, value: Any, info: mi.Type, where: list[str]) -> Any:
         from_config = _from_config(info)
@@ -137,10 +153,19 @@ class _Preparation:
         return _ENV_REF.sub(substitute, text)
 
     def _fail(self, where: list[str], reason: str):
-        raise StreamConfigError(f"{self._file}: {'.'.join(where) or '(top level)'}: {reason}")
+        raise StreamConfigError(f"{self._file}: {_key_path(where, self._inherited)}: {reason}")
 
 
-def _message(file: str, error: msgspec.ValidationError, prepared: Any, root: mi.Type) -> str:
+def _key_path(where: list, inherited: InheritedDocument) -> str:
+    """``a.b.c``, and where it came from when a section laid under it filled it in."""
+    path = ".".join(str(part) for part in where) or "(top level)"
+    origin = inherited.inherited_from(where)
+    return f"{path} (from {origin})" if origin else path
+
+
+def _message(
+    file: str, error: msgspec.ValidationError, prepared: Any, root: mi.Type, inherited: InheritedDocument
+) -> str:
     """'<file>: <key path>: <reason>' for a failed conversion."""
     match = _AT.fullmatch(str(error))
     segments = [int(index) if index else key for key, index in _SEGMENT.findall(match.group("path") or "")]
@@ -164,7 +189,7 @@ def _message(file: str, error: msgspec.ValidationError, prepared: Any, root: mi.
     else:
         shown = type(value).__name__ if _struct(info) is not None else repr(value)
         reason = f"expected {_describe(info)}, got {shown}"
-    return f"{file}: {'.'.join(str(part) for part in where) or '(top level)'}: {reason}"
+    return f"{file}: {_key_path(where, inherited)}: {reason}"
 
 
 def _walk(prepared: Any, segments: list) -> tuple[list[str], Any]:

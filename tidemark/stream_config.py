@@ -7,7 +7,8 @@ never later as a confusing runtime error. All durations are held in milliseconds
 The types below are the contract: msgspec Structs whose field types say what the file may hold
 (tidemark.config_values for durations, memory and cron schedules) and whose ``__post_init__``
 holds the rules that relate several fields. tidemark.config_document reads the YAML into them
-(``${VAR}`` / ``${VAR:-default}`` environment references, key paths in every message).
+(``${VAR}`` / ``${VAR:-default}`` environment references, key paths in every message), the
+file's ``defaults:`` section laid under every stream first (tidemark.config_defaults).
 A field whose name in the file differs from its attribute (durations: ``idle_timeout`` in the
 file, ``idle_timeout_ms`` here) says so with ``msgspec.field(name=...)``.
 """
@@ -23,6 +24,7 @@ import msgspec
 
 from tidemark.alert_settings import AlertSettings
 from tidemark.batch_memory import BatchMemoryError, check_batch_fits
+from tidemark.config_defaults import inherit_defaults
 from tidemark.config_document import StreamConfigError, read_config
 from tidemark.config_values import (
     AwsRegion,
@@ -691,7 +693,7 @@ def load_streams(path: str | Path, environ: Mapping[str, str] | None = None) -> 
 
     Raises StreamConfigError naming the file, the key path and what is wrong.
     """
-    return {stream.name: stream for stream in read_config(path, StreamsFile, environ).streams}
+    return {stream.name: stream for stream in read_config(path, StreamsFile, environ, inherit_defaults).streams}
 
 
 def load_stream(path: str | Path, name: str, environ: Mapping[str, str] | None = None) -> StreamConfig:
