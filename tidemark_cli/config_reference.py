@@ -15,7 +15,7 @@ import inspect
 import io
 import sys
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import msgspec.inspect as mi
 
 from tidemark import config_values
 from tidemark.alert_settings import EmailReceiver, connection_id, email_address, endpoint_path, recipients
+from tidemark.config_defaults import DEFAULTS
 from tidemark.duration import format_duration_ms, parse_duration_ms
 from tidemark.stream_config import PayloadSchema, StreamsFile
 
@@ -99,9 +100,19 @@ def render() -> str:
 
 
 def sections() -> list[Section]:
-    """Every Struct of the contract reachable from the file's top, in the order a reader meets them."""
+    """Every Struct of the contract reachable from the file's top, in the order a reader meets them;
+    the top also lists ``defaults`` (tidemark.config_defaults), read before the contract is."""
     found: list[Section] = []
     _walk(mi.type_info(StreamsFile), "", "", found)
+    top = found[0]
+    defaults = Row(
+        DEFAULTS,
+        "section: any keys of [`streams.<name>`](#streams-name)",
+        "none",
+        "What every stream inherits, key by key; a stream's own keys win. See "
+        "[defaults](../configuration.md#defaults-keys-every-stream-shares).",
+    )
+    found[0] = replace(top, rows=(defaults, *top.rows))
     return found
 
 

@@ -5,6 +5,7 @@ stream's key path and where it came from."""
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,17 @@ def test_inheriting_leaves_the_read_document_as_it_was():
     assert inherited.inherited_from(["streams", "a", "persist"]) is None  # the stream wrote it
     with pytest.raises(ConfigRuleError):
         inherit_defaults({"defaults": "x", "streams": {}})
+
+
+def test_the_guides_example_loads_as_it_says(tmp_path):
+    guide = (REPO / "docs" / "configuration.md").read_text()
+    example = re.search(r"## Defaults: keys every stream shares.*?```yaml\n(.*?)```", guide, re.DOTALL).group(1)
+    path = tmp_path / "streams.yaml"
+    path.write_text(example)
+    streams = load_streams(path, {**ENV, "TIDEMARK_KAFKA_BOOTSTRAP": "127.0.0.1:9092"})
+    assert [(s.source.topic, s.source.partitions, s.persist.schedule) for s in streams.values()] == [
+        ("orders.eu", 12, "*/5 * * * *"),
+        ("orders.us", 24, "*/5 * * * *"),
+    ]
+    assert streams["orders_us"].persist.max_records_per_batch == 50_000
+    assert streams["orders_eu"].persist.max_records_per_batch != 50_000
