@@ -36,6 +36,10 @@ from tidemark.config_values import ConfigRuleError
 
 T = TypeVar("T")
 
+# libyaml's safe loader when PyYAML was built with it (the wheels are): the same documents, read
+# about ten times faster; every DAG file reads the whole file at every parse (200 streams: 0.47 s
+# in Python's loader).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # msgspec's ValidationError says where as "<reason> - at `$.a.b[0].c`" (its documented form).
 _AT = re.compile(r"(?P<reason>.*?)(?: - at `\$(?P<path>[^`]*)`)?", re.DOTALL)
@@ -62,7 +66,7 @@ def read_config(
     """
     path = Path(path)
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml.load(path.read_text(), Loader=_SAFE_LOADER)
     except FileNotFoundError:
         raise StreamConfigError(f"{path}: stream configuration file not found (set TIDEMARK_CONF)") from None
     except yaml.YAMLError as error:

@@ -15,6 +15,7 @@ naming the full key path.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated
 
@@ -68,6 +69,13 @@ def cron_expression(raw: object) -> str:
     """
     if not isinstance(raw, str) or not raw:
         raise ValueError(f"expected a cron expression like '*/10 * * * *', got {raw!r}")
+    return _checked_cron(raw)
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_cron(raw: str) -> str:
+    """``raw`` once croniter read it (see cron_expression). Remembered: streams share a few
+    schedules, and croniter's parse was half of reading a file of 200 streams (0.2 of 0.4 s)."""
     try:
         fields = len(croniter(raw).expanded)
     except (CroniterBadCronError, ValueError) as error:
