@@ -162,9 +162,8 @@ class QualityRunResult:
     data_docs_index: str | None  # None when no check ran (nothing was validated)
     hour_reports: tuple[str, ...]
     seconds: float  # wall time of the whole run
-    stage_seconds: tuple[
-        tuple[str, float], ...
-    ]  # wall time per stage: ledger, each family's facts, gx_start, validation, reports
+    # Wall time per stage: ledger, each family's facts, gx_start, validation, reports.
+    stage_seconds: tuple[tuple[str, float], ...]
     # Commits since the previous run that removed or rewrote rows, with the sealed hours they sent back.
     damage: tuple[LakeDamage, ...] = ()
     sweep: bool = False  # the slow sweep: completeness only, over every hour within the source log's retention
