@@ -174,3 +174,12 @@ def test_the_guides_example_loads_as_it_says(tmp_path):
     ]
     assert streams["orders_us"].persist.max_records_per_batch == 50_000
     assert streams["orders_eu"].persist.max_records_per_batch != 50_000
+
+
+def test_a_credential_in_defaults_is_refused_as_in_a_stream_naming_the_default_and_never_shown(tmp_path):
+    defaults = {"source": {"sasl.password": "hunter2-secret"}}
+    with pytest.raises(StreamConfigError) as error:
+        _load(tmp_path, {"defaults": defaults, "streams": {"telemetry": SHIPPED["telemetry"]}})
+    message = str(error.value)
+    assert "streams.telemetry.source.sasl.password (from defaults.source.sasl.password): security settings" in message
+    assert "hunter2" not in message
