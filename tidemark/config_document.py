@@ -86,6 +86,21 @@ def read_config(
         raise StreamConfigError(_message(str(path), error, prepared, root, inherited)) from None
 
 
+def with_environment(text: str, environ: Mapping[str, str]) -> str:
+    """``text`` with its ``${VAR}`` and ``${VAR:-default}`` references read from ``environ``.
+    Raises ConfigRuleError (key "") naming a required variable that is not set."""
+
+    def substitute(match: re.Match) -> str:
+        variable, default = match.group(1), match.group(2)
+        if environ.get(variable, "") != "":
+            return environ[variable]
+        if default is not None:
+            return default
+        raise ConfigRuleError("", f"environment variable {variable} is not set (see `tidemark env`)")
+
+    return _ENV_REF.sub(substitute, text)
+
+
 class _Preparation:
     """The YAML document made ready for msgspec, walking it beside the contract's type."""
 
@@ -146,15 +161,11 @@ class _Preparation:
         return self._interpolate(value, where).strip() if isinstance(value, str) else value
 
     def _interpolate(self, text: str, where: list[str]) -> str:
-        def substitute(match: re.Match) -> str:
-            variable, default = match.group(1), match.group(2)
-            if self._environ.get(variable, "") != "":
-                return self._environ[variable]
-            if default is not None:
-                return default
-            self._fail(where, f"environment variable {variable} is not set (see `tidemark env`)")
-
-        return _ENV_REF.sub(substitute, text)
+        try:
+            return with_environment(text, self._environ)
+        except ConfigRuleError as error:
+            reason = error.reason
+        self._fail(where, reason)  # outside the except: the message is the whole story
 
     def _fail(self, where: list[str], reason: str):
         raise StreamConfigError(f"{self._file}: {_key_path(where, self._inherited)}: {reason}")

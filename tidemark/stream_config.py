@@ -15,8 +15,10 @@ file, ``idle_timeout_ms`` here) says so with ``msgspec.field(name=...)``.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, get_args
 
@@ -24,8 +26,7 @@ import msgspec
 
 from tidemark.alert_settings import AlertSettings
 from tidemark.batch_memory import BatchMemoryError, check_batch_fits
-from tidemark.config_defaults import inherit_defaults
-from tidemark.config_document import StreamConfigError, read_config
+from tidemark.config_document import StreamConfigError, read_config, with_environment
 from tidemark.config_values import (
     AwsRegion,
     ConfigRuleError,
@@ -35,6 +36,7 @@ from tidemark.config_values import (
     MemoryMiB,
     Milliseconds,
     PositiveMilliseconds,
+    written_as,
 )
 from tidemark.duration import format_duration_ms
 from tidemark.log_connection import KafkaConnection, KinesisConnection
@@ -42,6 +44,8 @@ from tidemark.log_position import KAFKA_OFFSETS, KINESIS_SEQUENCE_NUMBERS, Posit
 from tidemark.maintenance_settings import MaintenanceSettings
 from tidemark.partition_limit import DEFAULT_MAX_PARTITIONS, suggested_partition_limit
 from tidemark.stall_rules import StallRules
+from tidemark.stream_families import declared_streams, members_of, template_name, topic_pattern
+from tidemark.topic_listing import TopicListing, TopicListingError, read_listing
 
 FieldType = Literal["string", "double", "long", "int", "boolean"]
 EventTimeFormat = Literal["iso8601", "epoch_millis"]
@@ -677,23 +681,121 @@ class StreamConfig(_Section):
         return f"{self.lake.checkpoint_root.rstrip('/')}/{self.name}/{job}"
 
 
+TopicPattern = Annotated[str, msgspec.Meta(min_length=1, extra=written_as(topic_pattern))]
+
+
+class StreamFamily(_Section):
+    """A family's own keys (tidemark.stream_families); its other keys are its members'."""
+
+    name: str
+    # A topic is a member when its whole name matches this regular expression ...
+    match: TopicPattern
+    # ... and none of these.
+    exclude: tuple[TopicPattern, ...] = ()
+    # When the cluster's topics are listed again (DAG ``tidemark_topics__<name>``, or
+    # ``tidemark refresh-topics``): a new topic is persisted from the next refresh on, from its
+    # ``source.starting_offsets``.
+    refresh: CronExpression = "*/5 * * * *"
+
+
 class StreamsFile(_Section):
     """The whole file: every stream tidemark persists."""
 
-    # The streams, by name.
-    streams: tuple[StreamConfig, ...]
+    # The streams, by name. At least one stream or family.
+    streams: tuple[StreamConfig, ...] = ()
+    # Streams of one shape, one per matching topic (tidemark.stream_families), by name.
+    families: tuple[StreamFamily, ...] = ()
+    # The folder of the families' topic listings (tidemark.topic_listing), one file per family:
+    # a path every DAG parse can read and the refresh can write. Relative: to this file's folder.
+    listings: Text = "listings"
 
     def __post_init__(self):
         if not self.streams:
-            raise ConfigRuleError("streams", "at least one stream is required")
+            raise ConfigRuleError("streams", "at least one stream or family is required")
+
+
+@dataclass(frozen=True)
+class DeclaredFamily:
+    """A family as read: its own keys, its template (the family's keys over ``defaults``, with a
+    placeholder topic: its brokers, its connection), the stream names of its members, and where
+    its listing is kept."""
+
+    rule: StreamFamily
+    template: StreamConfig
+    members: tuple[str, ...]
+    listing_path: Path
+
+
+@dataclass(frozen=True)
+class DeclaredStreams:
+    """Every stream of a streams file by name (declared ones and families' members), and the
+    families by name."""
+
+    streams: dict[str, StreamConfig]
+    families: dict[str, DeclaredFamily]
+
+
+def read_streams_file(path: str | Path, environ: Mapping[str, str] | None = None) -> DeclaredStreams:
+    """Read and validate a streams file, families expanded from their cached listings.
+
+    Raises StreamConfigError naming the file, the key path and what is wrong."""
+    path = Path(path)
+    environ = os.environ if environ is None else environ
+    folder = path.parent / "listings"
+    listings: dict[str, TopicListing | None] = {}
+
+    def listing_of(family: str) -> TopicListing | None:
+        if family not in listings:
+            listings[family] = _listing(folder, family)
+        return listings[family]
+
+    def declared(document):
+        nonlocal folder
+        folder = _listings_folder(path, document, environ)
+        return declared_streams(document, listing_of)
+
+    whole = read_config(path, StreamsFile, environ, declared)
+    templates = {template_name(family.name) for family in whole.families}
+    streams = {stream.name: stream for stream in whole.streams if stream.name not in templates}
+    by_name = {stream.name: stream for stream in whole.streams}
+    families = {}
+    for family in whole.families:
+        members = tuple(topic.stream for topic in members_of(listings.get(family.name), family.match, family.exclude))
+        families[family.name] = DeclaredFamily(
+            family, by_name[template_name(family.name)], members, _listing_path(folder, family.name)
+        )
+    return DeclaredStreams(streams, families)
 
 
 def load_streams(path: str | Path, environ: Mapping[str, str] | None = None) -> dict[str, StreamConfig]:
-    """Read and validate every stream of a streams.yaml file, by name.
+    """Read and validate every stream of a streams.yaml file, by name: the declared streams and
+    every family's members.
 
     Raises StreamConfigError naming the file, the key path and what is wrong.
     """
-    return {stream.name: stream for stream in read_config(path, StreamsFile, environ, inherit_defaults).streams}
+    return read_streams_file(path, environ).streams
+
+
+def _listings_folder(path: Path, document, environ: Mapping[str, str]) -> Path:
+    raw = document.get("listings") if isinstance(document, dict) else None
+    if raw is None:
+        return path.parent / "listings"
+    try:
+        folder = Path(with_environment(str(raw), environ).strip())
+    except ConfigRuleError as error:
+        raise ConfigRuleError("listings", error.reason) from None
+    return folder if folder.is_absolute() else path.parent / folder
+
+
+def _listing_path(folder: Path, family: str) -> Path:
+    return folder / f"{family}.json"
+
+
+def _listing(folder: Path, family: str) -> TopicListing | None:
+    try:
+        return read_listing(_listing_path(folder, family))
+    except TopicListingError as error:
+        raise ConfigRuleError(f"families.{family}", str(error)) from None
 
 
 def load_stream(path: str | Path, name: str, environ: Mapping[str, str] | None = None) -> StreamConfig:

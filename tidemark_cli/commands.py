@@ -216,6 +216,45 @@ def create_kinesis_stream(name: str, shards: int) -> int:
     return 0
 
 
+@cli.command("refresh-topics", short_help="List a family's Kafka topics again: new topics become streams.")
+@click.argument("families", nargs=-1)
+@click.pass_context
+def refresh_topics(context: click.Context, families: tuple[str, ...]) -> int:
+    """Ask the brokers of each named family (every family, without a name) which topics they hold
+    and write the family's listing: a new matching topic is a stream from the next DAG parse on,
+    a deleted one stays, its runs failing, until it is excluded. The DAG
+    tidemark_topics__<family> does the same on the family's `refresh` schedule.
+
+    \b
+    Example:
+      tidemark refresh-topics orders
+    """
+    from connectors.kafka_clients import KafkaUnavailableError
+    from connectors.topic_refresh import refresh_family
+    from tidemark.kafka_access import KafkaAccessError
+    from tidemark.stream_config import read_streams_file
+
+    conf = configuration_path(context)
+    declared = read_streams_file(conf)
+    if not declared.families:
+        raise CommandFailed(f"{conf} declares no family (a `families:` section)")
+    unknown = [name for name in families if name not in declared.families]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown family {', '.join(map(repr, unknown))}; declared: {', '.join(sorted(declared.families))}",
+            context,
+            param_hint="'FAMILIES'",
+        )
+    failed = 0
+    for name in families or sorted(declared.families):
+        try:
+            _console.print(escape(refresh_family(conf, name).summary()), soft_wrap=True)
+        except (KafkaUnavailableError, KafkaAccessError) as error:
+            _errors.print(f"[bold red]family {escape(name)}:[/] {escape(str(error))}", soft_wrap=True)
+            failed += 1
+    return EXIT_FAILED if failed else 0
+
+
 @cli.command("config-reference", short_help="Print the configuration reference generated from the contract.")
 @click.option("--write", is_flag=True, help="Write it to docs/reference/configuration.md instead of printing it.")
 def config_reference(write: bool) -> int:

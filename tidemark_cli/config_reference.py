@@ -27,6 +27,7 @@ from tidemark.alert_settings import EmailReceiver, connection_id, email_address,
 from tidemark.config_defaults import DEFAULTS
 from tidemark.duration import format_duration_ms, parse_duration_ms
 from tidemark.stream_config import PayloadSchema, StreamsFile
+from tidemark.stream_families import FAMILIES, topic_pattern
 
 PAGE = Path("docs") / "reference" / "configuration.md"
 COMMAND = "tidemark config-reference --write"
@@ -44,6 +45,7 @@ _WRITTEN_AS = {
     email_address: "e-mail address",
     recipients: "e-mail address, or a list of them",
     endpoint_path: "path below a base URL",
+    topic_pattern: "regular expression over a topic's whole name (`orders\\..+`)",
 }
 # Fields whose Struct default only keeps the positional order: their validator requires them.
 _REQUIRED_DESPITE_DEFAULT = {(PayloadSchema, "fields"), (EmailReceiver, "to")}
@@ -113,6 +115,15 @@ def sections() -> list[Section]:
         "[defaults](../configuration.md#defaults-keys-every-stream-shares).",
     )
     found[0] = replace(top, rows=(defaults, *top.rows))
+    members = Row(
+        "families.<name>.<stream key>",
+        "any keys of [`streams.<name>`](#streams-name) but `source.topic` and `source.partitions`",
+        "none",
+        "The keys of every member stream, laid over `defaults` as a stream's own; each member's topic and its "
+        "partitions come from the family's listing. See [families](../configuration.md#families-one-stream-per-topic).",
+    )
+    at = next(index for index, section in enumerate(found) if section.path == f"{FAMILIES}.<name>")
+    found[at] = replace(found[at], rows=(*found[at].rows, members))
     return found
 
 
@@ -147,6 +158,8 @@ def _type_text(info: mi.Type, key: str, found: list[Section]) -> tuple[str, str]
         return f"section; `{info.types[0].tag_field}`: one of", " " + ", ".join(links)
     if isinstance(info, mi.VarTupleType) and isinstance(info.item_type, mi.StructType):
         return "mapping of names to sections", f": [below](#{_walk(info.item_type, f'{key}.<name>', '', found)})"
+    if isinstance(info, mi.VarTupleType):
+        return f"list; each: {_scalar_text(info.item_type)}", ""
     return _scalar_text(info), ""
 
 
@@ -175,6 +188,8 @@ def _default_text(cls: type, field: mi.Field) -> str:
     value = field.default
     if value is None:
         return "unset"
+    if value == ():
+        return "none"
     from_config = _from_config(field.type)
     if from_config in (parse_duration_ms, config_values.positive_duration_ms):
         return f"`{format_duration_ms(value)}`"

@@ -31,6 +31,7 @@ from tidemark.event_time_text import format_event_time
 from tidemark.quality_summary import QualitySummary, quality_summary_from
 
 QUALITY, RECOVERY_LOST, PERSIST_FAILED, UNSEALED_HOUR = "quality", "recovery_lost", "persist_failed", "unsealed_hour"
+TOPICS_REFRESH_FAILED = "topics_refresh_failed"
 HOUR_MS = 3_600_000
 
 
@@ -249,6 +250,22 @@ def persist_failed_alarm(stream: str, error_type: str | None, task: TaskIdentity
         f"the persist job failed{tries}",
         task,
         details={"error": error_type or "unknown", "what_now": "the stream is not being persisted; see the task log"},
+    )
+
+
+def topics_refresh_failed_alarm(family: str, error_type: str | None, task: TaskIdentity) -> Alarm:
+    """A family's topic listing could not be refreshed: its members go on as listed before, and
+    a topic created since is not persisted until a refresh succeeds. ``stream`` holds the family."""
+    return Alarm(
+        TOPICS_REFRESH_FAILED,
+        family,
+        "the family's topics could not be listed",
+        task,
+        details={
+            "family": family,
+            "error": error_type or "unknown",
+            "what_now": "the members listed before go on; a new topic waits for a refresh that succeeds; see the task log",
+        },
     )
 
 

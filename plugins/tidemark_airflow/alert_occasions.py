@@ -17,6 +17,7 @@ from tidemark_airflow.alert_message import (
     Alarm,
     persist_failed_alarm,
     recovery_lost_alarm,
+    topics_refresh_failed_alarm,
     unsealed_hour_alarm,
 )
 from tidemark_airflow.alerts import task_identity
@@ -76,6 +77,19 @@ class PersistFailed:
         error = context.get("exception")
         return persist_failed_alarm(
             self.stream, None if error is None else type(error).__name__, task_identity(context)
+        )
+
+
+@dataclass(frozen=True)
+class TopicsRefreshFailed:
+    """A family's topic refresh failed its last try."""
+
+    family: str
+
+    def __call__(self, context: Any) -> Alarm | None:
+        error = context.get("exception")
+        return topics_refresh_failed_alarm(
+            self.family, None if error is None else type(error).__name__, task_identity(context)
         )
 
 

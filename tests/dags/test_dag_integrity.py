@@ -160,3 +160,38 @@ def test_a_bad_config_fails_parsing_naming_the_key(airflow_environment, tmp_path
     )
     assert result.returncode != 0
     assert "streams.telemetry.event_time.max_drift" in result.stderr
+
+
+def test_a_family_gets_a_topics_dag_and_each_listed_member_its_dags(airflow_environment, tmp_path):
+    """Members come from the listing file alone: parsing asks no broker (the brokers named here
+    do not exist)."""
+    import yaml
+
+    from tidemark.stream_families import stream_name_for
+    from tidemark.topic_listing import refreshed, write_listing
+
+    shipped = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())["streams"]["telemetry"]
+    del shipped["source"]["topic"], shipped["source"]["partitions"], shipped["offline_devices"]
+    shipped["source"]["bootstrap_servers"] = "127.0.0.1:1"
+    conf = tmp_path / "streams.yaml"
+    conf.write_text(yaml.safe_dump({"families": {"shops": {"match": r"shops\..+", "refresh": "*/2 * * * *", **shipped}}}))
+    listing = refreshed(None, "shops", "127.0.0.1:1", {"shops.eu": 2, "shops.us": 1, "other": 1}, 0, stream_name_for)
+    write_listing(tmp_path / "listings" / "shops.json", listing)
+    script = f"""
+import json
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder={str(REPO / "dags")!r})
+topics = bag.get_dag("tidemark_topics__shops")
+print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}, "dag_ids": sorted(bag.dag_ids),
+  "schedule": topics.timetable.expression, "tasks": topics.task_ids, "family": topics.get_task("refresh").family}}))
+"""
+    result = run_python({**airflow_environment, "TIDEMARK_CONF": str(conf)}, script)
+    assert result.returncode == 0, result.stderr[-3000:]
+    described = json.loads(result.stdout.strip().splitlines()[-1])
+    assert described["errors"] == {}
+    assert "tidemark_topics__shops" in described["dag_ids"]
+    assert {"tidemark_persist__shops_eu", "tidemark_persist__shops_us", "tidemark_quality__shops_us"} <= set(
+        described["dag_ids"]
+    )
+    assert not any("other" in dag_id or "family__" in dag_id for dag_id in described["dag_ids"])
+    assert (described["schedule"], described["tasks"], described["family"]) == ("*/2 * * * *", ["refresh"], "shops")

@@ -32,6 +32,7 @@ def test_the_cli_has_the_commands_of_the_issue_and_the_embedded_stacks():
         "jars",
         "recover",
         "redrive",
+        "refresh-topics",
         "report",
         "services",
         "status",
