@@ -74,11 +74,28 @@ class KafkaLog:
         self._bootstrap = bootstrap_servers
         self._clients = None
         self._reach = None  # (KafkaAccess, Refusals), made with the first client
+        self._shares_clients = False  # another log's clients (sibling): it closes them
 
     @classmethod
     def of(cls, connection, timeout_s: float = 30.0) -> KafkaLog:
         """The log a tidemark.log_connection.KafkaConnection names."""
         return cls(connection.bootstrap_servers, connection.topic, timeout_s, connection=connection)
+
+    def sibling(self, connection) -> KafkaLog:
+        """The log of another topic on the same brokers, connected the same way (``connection``,
+        a KafkaConnection), asked through this log's clients: a family's look asks about
+        hundreds of topics with one consumer and one admin client. Closing the sibling leaves
+        the clients open; closing this log closes them."""
+        if (connection.bootstrap_servers, connection.kafka_conn_id) != (
+            self.connection.bootstrap_servers,
+            self.connection.kafka_conn_id,
+        ):
+            raise ValueError(f"topic {connection.topic!r} is not on the brokers of {self._topic!r} as connected")
+        sibling = KafkaLog.of(connection, self._timeout_s)
+        sibling._reach = self._reached()
+        sibling._clients = self._opened()
+        sibling._shares_clients = True
+        return sibling
 
     @property
     def timeout_s(self) -> float:
@@ -340,9 +357,9 @@ class KafkaLog:
         return kafka_lookups.backfill_indexes(self, request)
 
     def close(self) -> None:
-        if self._clients is not None:
+        if self._clients is not None and not self._shares_clients:
             self._clients[0].close()
-            self._clients = None
+        self._clients = None
 
 
 def _transient_errors() -> frozenset:

@@ -31,9 +31,13 @@ class LedgerStanding:
     global_watermark_ms: int | None
 
 
-def look_before_persist(stream: StreamConfig, now_ms: int | None = None, log_timeout_s: float = 10.0) -> PersistLook:
+def look_before_persist(
+    stream: StreamConfig, now_ms: int | None = None, log_timeout_s: float = 10.0, log_opener=None
+) -> PersistLook:
     """Whether a live run of ``stream`` now has anything to do (tidemark.nothing_new). Reading
-    errors are answered "run the job" with the error in the reason, never "nothing new"."""
+    errors are answered "run the job" with the error in the reason, never "nothing new".
+    ``log_opener(stream, timeout_s)``: how the stream's log is opened (default: its own clients,
+    closed after; a family's look passes connectors.family_look's, which share them)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     try:
         standing = read_ledger_standing(stream)
@@ -42,7 +46,7 @@ def look_before_persist(stream: StreamConfig, now_ms: int | None = None, log_tim
     if not standing.partitions:
         return look_for_work({}, {}, None, stream.event_time.idle_timeout_ms, now_ms)
     try:
-        log = _log_now(stream, standing, log_timeout_s)
+        log = _log_now(stream, standing, log_timeout_s, log_opener)
     except Exception as error:
         return PersistLook(False, f"the log did not answer ({one_line(error)})")
     return look_for_work(
@@ -108,11 +112,16 @@ def _at_furthest_end(live):
     return joined.filter(pc.equal(joined["end_offset"], joined["end_offset_max"]))
 
 
-def _log_now(stream: StreamConfig, standing: LedgerStanding, timeout_s: float) -> dict[int, LogPartitionNow]:
+def _log_now(
+    stream: StreamConfig, standing: LedgerStanding, timeout_s: float, log_opener
+) -> dict[int, LogPartitionNow]:
     """The log's partitions now against the ledger's rows, asked of the stream's log."""
     from connectors.partitioned_logs import open_log
 
-    log = open_log(stream.source.connection(), timeout_s=timeout_s)
+    if log_opener is not None:
+        log = log_opener(stream, timeout_s)
+    else:
+        log = open_log(stream.source.connection(), timeout_s=timeout_s)
     try:
         return log.look_before_run(standing.partitions)
     finally:

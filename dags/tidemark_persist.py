@@ -1,6 +1,8 @@
-"""Persist DAGs: one per stream in conf/streams.yaml, named tidemark_persist__<stream>.
+"""Persist DAGs: one per stream in conf/streams.yaml, named tidemark_persist__<stream>, and one per
+stream family whose members run bounded (available_now), named tidemark_persist__family__<family>.
 
-Wiring only. Parsing reads the configuration file and nothing else: no Spark, no network.
+Wiring only. Parsing reads the configuration file and the families' listings, nothing else: no
+Spark, no network.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import dag
 
-from tidemark.stream_config import StreamConfig, load_streams
-from tidemark_airflow.alert_occasions import PersistFailed
+from tidemark.stream_config import DeclaredFamily, StreamConfig, read_streams_file
+from tidemark_airflow.alert_occasions import FamilyMembersFailed, PersistFailed
 from tidemark_airflow.alerts import alarm_callbacks
+from tidemark_airflow.family_look_operator import FamilyPersistLookOperator
+from tidemark_airflow.family_persist_operator import FamilyPersistOperator
+from tidemark_airflow.family_verdict import FamilyPersistVerdictOperator
 from tidemark_airflow.persist_operator import PersistStreamOperator
 from tidemark_airflow.sealed_hour_assets import sealed_hours_alias, sealed_hours_asset
 
@@ -62,5 +67,60 @@ When the task fails its last try, an alarm goes to the receivers of the stream's
     return persist()
 
 
-for _stream in load_streams(CONF_PATH).values():
-    globals()[f"tidemark_persist__{_stream.name}"] = persist_dag(_stream)
+def family_persist_dag(family: DeclaredFamily):
+    name, template = family.rule.name, family.template
+
+    @dag(
+        dag_id=f"tidemark_persist__family__{name}",
+        schedule=template.persist.schedule,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["tidemark", "persist", "family", name],
+        doc_md=f"""
+### Persist the {len(family.members)} members of family `{name}`
+One tick for every member: `look` reads each member's ledger and its topic's bounds without Spark
+(one Kafka client for all topics) and deals the members with work into at most
+**{family.rule.max_drivers}** groups (`max_drivers`); `persist` starts one driver per group, which
+persists its members one after another: a tick never starts a JVM per member. Each member keeps
+its own tables under `{template.lake.root}/<member>/`, checkpoint and ledger, and fails alone: the
+others' runs and sealed-hour events go on, and `verdict` fails naming it and raises its own alarm.
+""",
+    )
+    def persist_family():
+        groups = FamilyPersistLookOperator(
+            task_id="look",
+            family=name,
+            members=list(family.members),
+            conf_path=CONF_PATH,
+            max_drivers=family.rule.max_drivers,
+        )
+        drivers = FamilyPersistOperator.partial(
+            task_id="persist",
+            conf_path=CONF_PATH,
+            conn_id=template.persist.spark_conn_id,
+            # Every member's alias: a driver emits its own members' events only.
+            outlets=[sealed_hours_alias(member) for member in family.members],
+            retries=1,
+            retry_delay=timedelta(minutes=1),
+        ).expand(streams=groups.output)
+        drivers >> FamilyPersistVerdictOperator(
+            task_id="verdict", on_failure_callback=alarm_callbacks(template, FamilyMembersFailed())
+        )
+
+    return persist_family()
+
+
+_declared = read_streams_file(CONF_PATH)
+_in_family_dags = {
+    member
+    for family in _declared.families.values()
+    if family.template.persist.mode == "available_now"
+    for member in family.members
+}
+for _stream in _declared.streams.values():
+    if _stream.name not in _in_family_dags:
+        globals()[f"tidemark_persist__{_stream.name}"] = persist_dag(_stream)
+for _family in _declared.families.values():
+    if _family.template.persist.mode == "available_now":
+        globals()[f"tidemark_persist__family__{_family.rule.name}"] = family_persist_dag(_family)

@@ -696,6 +696,9 @@ class StreamFamily(_Section):
     # ``tidemark refresh-topics``): a new topic is persisted from the next refresh on, from its
     # ``source.starting_offsets``.
     refresh: CronExpression = "*/5 * * * *"
+    # The most members whose persist jobs run at once (one spark-submit and driver JVM each): a
+    # tick in which every member has work starts this many and queues the rest.
+    max_drivers: PositiveNumber = 4
 
 
 class StreamsFile(_Section):

@@ -8,7 +8,7 @@
         source: {kind: kafka, bootstrap_servers: "${KAFKA}", starting_offsets: latest}
         persist: {max_records_per_batch: 50000}
 
-The keys other than ``match``, ``exclude`` and ``refresh`` are a stream's keys (laid over
+The keys other than ``match``, ``exclude``, ``refresh`` and ``max_drivers`` are a stream's keys (laid over
 ``defaults:`` like a declared stream's), without ``source.topic`` and ``source.partitions``: those
 come from the family's cached listing (tidemark.topic_listing), which a refresh writes and every
 parse reads. No broker is asked at parse time.
@@ -34,7 +34,7 @@ from tidemark.topic_listing import ListedTopic, TopicListing
 
 FAMILIES = "families"
 # A family's own keys; every other key of its entry is a key of its member streams.
-RULE_KEYS = ("match", "exclude", "refresh")
+RULE_KEYS = ("match", "exclude", "refresh", "max_drivers")
 # The source keys each member's topic fills in.
 LISTED_KEYS = ("topic", "partitions")
 TEMPLATE_PREFIX = "family__"

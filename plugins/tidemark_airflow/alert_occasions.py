@@ -81,6 +81,20 @@ class PersistFailed:
 
 
 @dataclass(frozen=True)
+class FamilyMembersFailed:
+    """A family's persist verdict failed: one persist-failed alarm per member whose run failed
+    (the verdict's ``failed_members`` XCom), naming the member as its own persist DAG's would."""
+
+    def __call__(self, context: Any) -> list[Alarm]:
+        from tidemark_airflow.family_verdict import FAILED_MEMBERS_KEY
+
+        ti = context["ti"]
+        failed = ti.xcom_pull(task_ids=ti.task_id, key=FAILED_MEMBERS_KEY) or []
+        task = task_identity(context)
+        return [persist_failed_alarm(member["stream"], member["error"], task) for member in failed]
+
+
+@dataclass(frozen=True)
 class TopicsRefreshFailed:
     """A family's topic refresh failed its last try."""
 

@@ -40,17 +40,20 @@ class AlarmNotifier(BaseNotifier):
     """Sends ``build(context)`` (an Alarm, or None for nothing to say) to every receiver of
     ``alerts``. Delivery failures are warnings; they are never raised (see the module)."""
 
-    def __init__(self, *, alerts: AlertSettings, build: Callable[[Any], Alarm | None], **kwargs: Any) -> None:
+    def __init__(
+        self, *, alerts: AlertSettings, build: Callable[[Any], Alarm | list[Alarm] | None], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.alerts = alerts
         self.build = build
 
     def notify(self, context: Any) -> None:
-        alarm = self.build(context)
-        if alarm is None:
+        built = self.build(context)
+        alarms = [built] if isinstance(built, Alarm) else list(built or ())
+        if not alarms:
             self.log.info("No alarm to send: nothing the stream's alerts are for")
-            return
-        self.deliver(alarm, context)
+        for alarm in alarms:  # a family's verdict: one alarm per member that failed
+            self.deliver(alarm, context)
 
     def deliver(self, alarm: Alarm, context: Any) -> int:
         """Send ``alarm`` to every receiver; the number that accepted it. Never raises."""
@@ -110,7 +113,7 @@ class AlarmNotifier(BaseNotifier):
         return receivers
 
 
-def alarm_callbacks(stream: StreamConfig, build: Callable[[Any], Alarm | None]) -> list[AlarmNotifier]:
+def alarm_callbacks(stream: StreamConfig, build: Callable[[Any], Alarm | list[Alarm] | None]) -> list[AlarmNotifier]:
     """The ``on_failure_callback`` list for one of ``stream``'s tasks: empty without ``alerts:``.
 
     Called while the DAG file is parsed; raises AlertConnectionError naming the key when a

@@ -81,6 +81,25 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_json_logging()
     args = parse_args(argv)
+    code, summary = persist_named_stream(
+        args.conf, args.stream, args.mode, args.max_records_per_batch, align=not args.no_alignment
+    )
+    if code == 0 and args.run_summary:
+        summary.write(args.run_summary)
+    return code
+
+
+def persist_named_stream(
+    conf: str,
+    name: str,
+    mode: str | None = None,
+    max_records_per_batch: int | None = None,
+    align: bool = True,
+) -> tuple[int, PersistRunSummary | None]:
+    """Persist stream ``name`` of the configuration at ``conf``: (exit status, the run's summary
+    when it is 0). A failure the module's docstring lists prints one line on stderr naming it and
+    gives its status; any other error is raised. In a driver that runs several streams
+    (spark_jobs/persist/family_job.py) the first stream's session serves the next ones."""
     from connectors.spark_session import batch_job_conf
     from spark_jobs.persist.pipeline import (
         check_source_supported,
@@ -89,29 +108,29 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     try:
-        stream = load_stream(args.conf, args.stream)
+        stream = load_stream(conf, name)
         check_source_supported(stream)
         frozen = frozen_partitions_from_environment(stream)
         throttling = throttling_from_environment(stream)
         crash_points = crash_points_from_environment(os.environ)
-        max_records = args.max_records_per_batch or stream.persist.max_records_per_batch
+        max_records = max_records_per_batch or stream.persist.max_records_per_batch
         session_conf = batch_job_conf(stream, max_records)
         stream.source.connection().access()  # the log's credentials or security settings, before any work
         if stream.payload.reads_registry:  # and the registry's login, where the stream names one
             RegistryAccess.of(stream.payload.registry_url, stream.payload.registry_conn_id)
     except KafkaAccessError as error:  # it names the connection and the variable, not the stream
-        print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)
-        return 2
+        print(f"persist: stream {name!r}: {error}", file=sys.stderr)
+        return 2, None
     except (StreamConfigError, ValueError) as error:
         print(f"persist: {error}", file=sys.stderr)
-        return 2
-    mode = args.mode or stream.persist.mode
+        return 2, None
+    mode = mode or stream.persist.mode
     try:
         summary = run_persist(
             stream,
             mode,
             max_records,
-            align=not args.no_alignment,
+            align=align,
             frozen_partitions=frozen,
             session_conf=session_conf,
             crash_points=crash_points,
@@ -119,20 +138,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     except (PartitionLimitError, LakeStorageError, KinesisUnavailableError) as error:
         print(f"persist: {error}", file=sys.stderr)
-        return 2
+        return 2, None
     except KafkaUnavailableError as error:  # it names the brokers and the connection, not the stream
         print(f"persist: stream {stream.name!r}: {error}", file=sys.stderr)
-        return 2
+        return 2, None
     except RetentionLossError as error:
         print(f"persist: {error}", file=sys.stderr)
-        return EXIT_LOST
+        return EXIT_LOST, None
     except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
         from spark_jobs.registry_outage import exit_for_outage
 
-        return exit_for_outage("persist", stream.name, error)
-    if args.run_summary:
-        summary.write(args.run_summary)
-    return 0
+        return exit_for_outage("persist", stream.name, error), None
+    return 0, summary
 
 
 def run_persist(

@@ -174,7 +174,9 @@ def test_a_family_gets_a_topics_dag_and_each_listed_member_its_dags(airflow_envi
     del shipped["source"]["topic"], shipped["source"]["partitions"], shipped["offline_devices"]
     shipped["source"]["bootstrap_servers"] = "127.0.0.1:1"
     conf = tmp_path / "streams.yaml"
-    conf.write_text(yaml.safe_dump({"families": {"shops": {"match": r"shops\..+", "refresh": "*/2 * * * *", **shipped}}}))
+    conf.write_text(
+        yaml.safe_dump({"families": {"shops": {"match": r"shops\..+", "refresh": "*/2 * * * *", **shipped}}})
+    )
     listing = refreshed(None, "shops", "127.0.0.1:1", {"shops.eu": 2, "shops.us": 1, "other": 1}, 0, stream_name_for)
     write_listing(tmp_path / "listings" / "shops.json", listing)
     script = f"""
@@ -190,8 +192,10 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
     described = json.loads(result.stdout.strip().splitlines()[-1])
     assert described["errors"] == {}
     assert "tidemark_topics__shops" in described["dag_ids"]
-    assert {"tidemark_persist__shops_eu", "tidemark_persist__shops_us", "tidemark_quality__shops_us"} <= set(
+    assert {"tidemark_persist__family__shops", "tidemark_quality__shops_eu", "tidemark_quality__shops_us"} <= set(
         described["dag_ids"]
     )
-    assert not any("other" in dag_id or "family__" in dag_id for dag_id in described["dag_ids"])
+    assert "tidemark_persist__shops_eu" not in described["dag_ids"], "a bounded family's members persist in its DAG"
+    assert not any("other" in dag_id for dag_id in described["dag_ids"])
+    assert [d for d in described["dag_ids"] if "family__" in d] == ["tidemark_persist__family__shops"]
     assert (described["schedule"], described["tasks"], described["family"]) == ("*/2 * * * *", ["refresh"], "shops")

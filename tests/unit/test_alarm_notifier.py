@@ -124,3 +124,16 @@ def test_a_webhook_token_in_the_connection_s_url_never_reaches_a_warning(monkeyp
     assert "Alarm not delivered to alerts.webhook (Airflow connection 'tm_hook'): ConnectionError" in warning
     assert "hooks.example.com/***/alarm (***)" in warning, "the error is still told, the secrets cut out"
     assert "sekrit" not in warning and "pw-1234" not in warning
+
+
+def test_a_build_that_gives_several_alarms_sends_each_and_none_sends_nothing(monkeypatch):
+    second = Alarm("persist_failed", "fleet_gone", "the persist job failed", ALARM.task)
+    sent = []
+    notifier = AlarmNotifier(alerts=SETTINGS, build=lambda context: [ALARM, second])
+    monkeypatch.setattr(notifier, "deliver", lambda alarm, context: sent.append(alarm.stream))
+    notifier.notify({"ti": None})
+    assert sent == ["telemetry", "fleet_gone"]
+
+    sent.clear()
+    AlarmNotifier(alerts=SETTINGS, build=lambda context: []).notify({"ti": None})
+    assert sent == []

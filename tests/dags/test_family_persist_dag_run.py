@@ -1,0 +1,101 @@
+"""`airflow dags test` runs a family's persist tick end to end: the family declared in a few lines,
+its members listed by a refresh from the real broker, one look for all of them, at most
+``max_drivers`` spark-submits for the members with work, every record of every member persisted
+exactly once; a member whose topic was deleted fails alone (the verdict names it, its own alarm
+goes out) while the others persist and keep their sealed-hour events; the next tick with nothing
+new starts no Spark."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka.admin import AdminClient
+
+from connectors.topic_refresh import refresh_family
+from harness.airflow_process import dags_test_many
+from harness.alarm_receivers import alerts_section
+from harness.persist_job import produce, telemetry_value
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+MEMBERS = {"fleet.north": 2, "fleet.south": 1, "fleet.east": 1, "fleet.west": 2, "fleet.gone": 1}
+
+
+def _family_conf(tmp_path: Path, bootstrap: str) -> Path:
+    shape = copy.deepcopy(yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())["streams"]["telemetry"])
+    del shape["source"]["topic"], shape["source"]["partitions"], shape["offline_devices"]
+    shape["source"]["bootstrap_servers"] = bootstrap
+    # The family as a user writes it: a pattern, a driver bound, where its members live.
+    family = {
+        "match": r"fleet\..+",
+        "max_drivers": 2,
+        "source": shape["source"],
+        "payload": shape["payload"],
+        "event_time": shape["event_time"],
+        "lake": {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "checkpoints")},
+        "retention": "7d",
+        "persist": {"schedule": "*/5 * * * *"},
+        "alerts": alerts_section(),
+    }
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump({"families": {"fleet": family}}, sort_keys=False))
+    return path
+
+
+def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_fails_alone(
+    airflow_environment, kafka_broker, receivers, spark, tmp_path
+):
+    now_ms = int(time.time() * 1000)
+    produced = {}
+    for topic, partitions in MEMBERS.items():
+        kafka_broker.create_topic(topic, partitions)
+        times = [now_ms - 3_600_000 + i * 30_000 for i in range(100)]
+        records = [(i % partitions, telemetry_value(f"{topic}-{i % 5}", t), t) for i, t in enumerate(times)]
+        produce(kafka_broker.bootstrap, topic, records)
+        produced[topic] = len(records)
+    conf = _family_conf(tmp_path, kafka_broker.bootstrap)
+    assert sorted(refresh_family(conf, "fleet").members) == sorted(t.replace(".", "_") for t in MEMBERS)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for future in admin.delete_topics(["fleet.gone"], operation_timeout=30).values():
+        future.result()  # deleted after the refresh: still a member, as until the next refresh
+    environment = {
+        **airflow_environment,
+        **receivers.connections(),
+        "TIDEMARK_CONF": str(conf),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+    }
+
+    tick, idle = dags_test_many(environment, [["tidemark_persist__family__fleet"]] * 2)
+
+    output = tick.output
+    assert tick.returncode != 0, "the verdict fails the tick for the deleted topic's member"
+    assert "Family fleet: 5 of 5 members have work" in output, output[-5000:]
+    assert output.count("spark-submit") <= 2 * 2, "at most max_drivers drivers (each logs its command once or twice)"
+    assert "1 members failed, each alone (4 persisted): fleet_gone: " in output
+    for member in ("fleet_north", "fleet_south", "fleet_east", "fleet_west"):
+        assert f"Stream {member}: " in output and "newly sealed hours" in output
+    # One alarm per tick for the deleted topic's member (both ticks fail for it), none for the others.
+    assert [p.body["stream"] for p in receivers.posts] == ["fleet_gone", "fleet_gone"]
+    post = receivers.posts[0]
+    assert (post.body["kind"], post.body["dag_id"], post.body["task_id"]) == (
+        "persist_failed",
+        "tidemark_persist__family__fleet",
+        "verdict",
+    )
+    assert "fleet.gone" in post.body["details"]["error"]
+
+    for topic, count in produced.items():
+        if topic == "fleet.gone":
+            continue
+        events = spark.read.format("delta").load(str(tmp_path / "lake" / topic.replace(".", "_") / "events"))
+        assert events.count() == count, topic
+        assert events.select("source_partition", "source_offset").distinct().count() == count, topic
+
+    assert "Family fleet: 1 of 5 members have work, 4 nothing new" in idle.output, idle.output[-5000:]
+    assert "Stream fleet_gone: running the job" in idle.output
