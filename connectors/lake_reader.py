@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 
+from tidemark.dag_ids import persist_dag_id
 from tidemark.log_position import position_value
 from tidemark.offset_coverage import LIVE_MODE
 from tidemark.stream_config import StreamConfig
@@ -60,7 +61,7 @@ def read_stream_overview(
     if ledger is None:
         raise LedgerMissingError(
             f"stream {stream.name!r} has no ledger at {stream.table_path('ledger')}: the persist job has not written "
-            f"to this lake yet (run the tidemark_persist__{stream.name} DAG, or check lake.root)"
+            f"to this lake yet (run the {persist_dag_id(stream)} DAG, or check lake.root)"
         )
     from connectors.accepted_losses import read_accepted_losses
 

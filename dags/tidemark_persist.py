@@ -14,6 +14,7 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import dag
 
+from tidemark.dag_ids import family_persist_dag_id, persist_dag_id
 from tidemark.stream_config import DeclaredFamily, StreamConfig, read_streams_file
 from tidemark_airflow.alert_occasions import FamilyMembersFailed, PersistFailed
 from tidemark_airflow.alerts import alarm_callbacks
@@ -30,7 +31,7 @@ def persist_dag(stream: StreamConfig):
     continuous = stream.persist.mode == "continuous"
 
     @dag(
-        dag_id=f"tidemark_persist__{stream.name}",
+        dag_id=persist_dag_id(stream),
         # available_now: a bounded catch-up run on a short schedule. continuous: one long-running
         # query; "@continuous" starts a new run as soon as one ends, so a crashed job is restarted.
         schedule="@continuous" if continuous else stream.persist.schedule,
@@ -71,7 +72,7 @@ def family_persist_dag(family: DeclaredFamily):
     name, template = family.rule.name, family.template
 
     @dag(
-        dag_id=f"tidemark_persist__family__{name}",
+        dag_id=family_persist_dag_id(name),
         schedule=template.persist.schedule,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
@@ -112,15 +113,9 @@ others' runs and sealed-hour events go on, and `verdict` fails naming it and rai
 
 
 _declared = read_streams_file(CONF_PATH)
-_in_family_dags = {
-    member
-    for family in _declared.families.values()
-    if family.template.persist.mode == "available_now"
-    for member in family.members
-}
 for _stream in _declared.streams.values():
-    if _stream.name not in _in_family_dags:
-        globals()[f"tidemark_persist__{_stream.name}"] = persist_dag(_stream)
+    if persist_dag_id(_stream) == f"tidemark_persist__{_stream.name}":
+        globals()[persist_dag_id(_stream)] = persist_dag(_stream)
 for _family in _declared.families.values():
-    if _family.template.persist.mode == "available_now":
-        globals()[f"tidemark_persist__family__{_family.rule.name}"] = family_persist_dag(_family)
+    if persist_dag_id(_family.template) == family_persist_dag_id(_family.rule.name):
+        globals()[family_persist_dag_id(_family.rule.name)] = family_persist_dag(_family)

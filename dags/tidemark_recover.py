@@ -14,6 +14,7 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import Param, dag, task
 
+from tidemark.dag_ids import persist_dag_id
 from tidemark.stream_config import StreamConfig, load_streams
 from tidemark_airflow.alert_occasions import RecoveryLost
 from tidemark_airflow.alerts import alarm_callbacks
@@ -59,7 +60,7 @@ def recover_dag(stream: StreamConfig):
 
             return RecoveryRequest.from_json(request).restart_live
 
-        restart = TriggerDagRunOperator(task_id="restart_live", trigger_dag_id=f"tidemark_persist__{stream.name}")
+        restart = TriggerDagRunOperator(task_id="restart_live", trigger_dag_id=persist_dag_id(stream))
         recovered >> live_job_was_the_cause(request) >> restart
 
     return recover()

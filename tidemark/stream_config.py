@@ -622,6 +622,9 @@ class StreamConfig(_Section):
     maintenance: MaintenanceSettings = msgspec.field(default_factory=MaintenanceSettings)
     # None: nobody is told (no ``alerts:`` section); see tidemark.alert_settings.
     alerts: AlertSettings | None = None
+    # The family the stream is a member of (tidemark.stream_families), set when the family is
+    # read; never written in the file.
+    family: str | None = None
 
     def __post_init__(self):
         if not _STREAM_NAME.match(self.name):

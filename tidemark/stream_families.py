@@ -38,6 +38,8 @@ RULE_KEYS = ("match", "exclude", "refresh", "max_drivers")
 # The source keys each member's topic fills in.
 LISTED_KEYS = ("topic", "partitions")
 TEMPLATE_PREFIX = "family__"
+# The stream key that names a member's family: set here, never written in the file.
+FAMILY_KEY = "family"
 # A stream name: lower-case letters, digits and '_', starting with a letter, at most 63 characters.
 _NAME_LENGTH = 63
 _NOT_IN_NAME = re.compile(r"[^a-z0-9_]")
@@ -103,6 +105,12 @@ def declared_streams(document: Any, listing_of: Callable[[str], TopicListing | N
     if not isinstance(streams, dict):
         return inherit_defaults(document)
     streams = dict(streams)
+    for name, entry in streams.items():
+        if isinstance(entry, dict) and FAMILY_KEY in entry:
+            raise ConfigRuleError(
+                f"{STREAMS}.{name}.{FAMILY_KEY}",
+                "unknown key; a stream is a family's member by its topic, under families:",
+            )
     origins: dict[tuple[str, ...], tuple[str, ...]] = {}
     rules: dict[str, dict] = {}
     for family, entry in document[FAMILIES].items():
@@ -132,7 +140,7 @@ def declared_streams(document: Any, listing_of: Callable[[str], TopicListing | N
                 )
             topic = placeholder.name if placeholder is not None else family
             partitions = placeholder.partitions if placeholder is not None else 1
-            streams[name] = _member(own, topic, partitions)
+            streams[name] = _member(own, topic, partitions, family)
             origins[(STREAMS, name)] = where
     document[FAMILIES] = rules
     document[STREAMS] = streams
@@ -159,9 +167,10 @@ def _member_names(listing: TopicListing | None, match: str | None, exclude: tupl
     return [(topic.stream, topic) for topic in members_of(listing, match, exclude)]
 
 
-def _member(own: dict, topic: str, partitions: int) -> dict:
-    """A member's entry: the family's keys, its source naming the topic and its partitions."""
-    member = dict(own)
+def _member(own: dict, topic: str, partitions: int, family: str) -> dict:
+    """A member's entry: the family's keys, its source naming the topic and its partitions, and
+    the family it belongs to."""
+    member = {**own, FAMILY_KEY: family}
     source = member.get("source")
     member["source"] = {**(source if isinstance(source, dict) else {}), "topic": topic, "partitions": partitions}
     return member
@@ -176,8 +185,9 @@ def _refuse_listed_keys(own: dict, where: tuple[str, ...]) -> None:
                     ".".join((*where, "source", key)),
                     f"a family's members take their {key} from the cluster's listing of topics; remove this key",
                 )
-    if "name" in own:
-        raise ConfigRuleError(".".join((*where, "name")), "unknown key; each member is named after its topic")
+    for key in ("name", FAMILY_KEY):
+        if key in own:
+            raise ConfigRuleError(".".join((*where, key)), "unknown key; each member is named after its topic")
 
 
 def _patterns(rule: dict, where: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:

@@ -28,6 +28,7 @@ from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
 from tidemark.backfill_result import backfill_result_from
+from tidemark.dag_ids import persist_dag_id
 from tidemark.offline_devices_result import OfflineDevicesResult, OfflineDevicesResultError
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
@@ -136,7 +137,7 @@ def _produce_backlog(stream, hours: int, bad_records: int, reports: Path, clock:
 def _run_persist_dag(stream, airflow: AirflowStandalone, clock: StepClock) -> tuple[AirflowApi, str]:
     """Trigger the persist DAG through Airflow's API and wait for it; returns the API client and
     the admin password it logged in with."""
-    dag_id = f"tidemark_persist__{stream.name}"
+    dag_id = persist_dag_id(stream)
     _step(f"Running the DAG {dag_id} (Airflow submits the Spark job)", clock, "persist DAG run")
     password = airflow.admin_password()
     if password is None:
@@ -273,7 +274,7 @@ def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, repo
     lake = f"{stream.lake.root.rstrip('/')}/{stream.name}"
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
-        f"DAG:         {airflow.url}/dags/tidemark_persist__{stream.name}  (unpaused: it persists new records every 5 minutes)\n"
+        f"DAG:         {airflow.url}/dags/{persist_dag_id(stream)}  (unpaused: it persists new records every 5 minutes)\n"
         f"Watermarks:  {airflow.url}/tidemark/streams/{stream.name}  (per partition; in the UI under Browse, "
         f"'tidemark watermarks')\n"
         f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals,claims}}\n"

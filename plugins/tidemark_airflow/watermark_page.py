@@ -22,6 +22,7 @@ from pathlib import Path
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
+from tidemark.dag_ids import persist_dag_id
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_streams
 
 DEFAULT_CONF = Path(__file__).resolve().parents[2] / "conf" / "streams.yaml"
@@ -84,7 +85,7 @@ def create_app(conf_path: str | None = None, reports_root: Path | None = None, r
         stream = stream_named(name)
         overview = _overview(stream)
         if overview is None:
-            message = f"stream {name!r} has no ledger at {stream.table_path('ledger')} yet: the persist job has not written to this lake (run tidemark_persist__{name})."
+            message = f"stream {name!r} has no ledger at {stream.table_path('ledger')} yet: the persist job has not written to this lake (run {persist_dag_id(stream)})."
             return HTMLResponse(problem_page(f"{name}: no ledger", message))
         return HTMLResponse(render(overview, stream_reports(reports(), name), request.scope.get("root_path", "")))
 

@@ -8,6 +8,7 @@ import copy
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
@@ -74,7 +75,9 @@ def test_a_member_is_the_stream_written_out_with_its_topic(tmp_path):
     by_hand = tmp_path / "by_hand.yaml"
     by_hand.write_text(yaml.safe_dump({"streams": {"orders": written_out}}, sort_keys=False))
 
-    assert load_streams(path, ENV) == load_streams(by_hand, ENV)
+    member = load_streams(path, ENV)["orders"]
+    assert member.family == "orders"
+    assert member == msgspec.structs.replace(load_streams(by_hand, ENV)["orders"], family="orders")
 
 
 def test_without_a_listing_a_family_has_no_members_and_its_keys_are_still_checked(tmp_path):
@@ -206,3 +209,25 @@ def test_the_guides_example_loads_as_it_says(tmp_path):
     assert [(s.name, s.source.topic, s.source.partitions, s.retention_ms) for s in streams.values()] == [
         ("orders_eu", "orders.eu", 12, 7 * 24 * 3_600_000)
     ]
+
+
+def test_a_stream_may_not_say_it_is_a_member_and_dag_ids_follow_membership(tmp_path):
+    from tidemark.dag_ids import persist_dag_id
+
+    path = _file(
+        tmp_path,
+        {"orders": {"match": "orders.*"}},
+        streams={"x": {"source": {"topic": "x", "partitions": 1}, "family": "orders"}},
+    )
+    with pytest.raises(StreamConfigError, match=r"streams\.x\.family: unknown key"):
+        load_streams(path, ENV)
+
+    path = _file(
+        tmp_path, {"orders": {"match": "orders.*"}}, streams={"x": {"source": {"topic": "x", "partitions": 1}}}
+    )
+    _listed(tmp_path, "orders", {"orders.eu": 1})
+    streams = load_streams(path, ENV)
+    assert persist_dag_id(streams["orders_eu"]) == "tidemark_persist__family__orders"
+    assert persist_dag_id(streams["x"]) == "tidemark_persist__x"
+    continuous = _file(tmp_path, {"orders": {"match": "orders.*", "persist": {"mode": "continuous"}}})
+    assert persist_dag_id(load_streams(continuous, ENV)["orders_eu"]) == "tidemark_persist__orders_eu"
