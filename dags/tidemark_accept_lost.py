@@ -1,4 +1,5 @@
-"""Accept-lost DAGs: one per stream in conf/streams.yaml, named tidemark_accept_lost__<stream>.
+"""Accept-lost DAGs: one per stream in conf/streams.yaml, named tidemark_accept_lost__<stream>, and
+one per stream family for all its members, tidemark_accept_lost__family__<family> (the stream a param).
 
 Triggered by a person through the params form (or ``tidemark accept-lost``) once a range lost to
 retention cannot be restored: it records the range as accepted as lost (one ledger row, with who
@@ -14,33 +15,36 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
 
-from tidemark.stream_config import StreamConfig, load_streams
+from tidemark.stream_config import load_streams, read_streams_file
 from tidemark_airflow.accept_lost_operator import AcceptLostOperator
+from tidemark_airflow.dag_target import DagTarget, triggered_dag_targets
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
 
-def accept_lost_dag(stream: StreamConfig):
+def accept_lost_dag(target: DagTarget):
+    stream = target.stream
+
     @dag(
-        dag_id=f"tidemark_accept_lost__{stream.name}",
+        dag_id=target.dag_id,
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
         max_active_runs=1,
-        tags=["tidemark", "retention", stream.name],
-        params=_params(stream),
-        doc_md=_doc(stream),
+        tags=["tidemark", "retention", target.tag],
+        params=_params(target),
+        doc_md=_doc(target),
     )
     def accept_lost():
         @task
         def validate(params=None) -> dict:
             """Every param checked, and the range checked against the ledger and the log now,
             before any work; the error names the param or says what is lost instead."""
-            return _checked_request(stream, dict(params))
+            return _checked_request(target, dict(params))
 
         AcceptLostOperator(
             task_id="accept_lost",
-            stream=stream.name,
+            stream=target.stream_name,
             conf_path=CONF_PATH,
             request=validate(),
             conn_id=stream.persist.spark_conn_id,
@@ -49,11 +53,11 @@ def accept_lost_dag(stream: StreamConfig):
     return accept_lost()
 
 
-def _params(stream: StreamConfig) -> dict:
+def _params(target: DagTarget) -> dict:
     """The trigger form; the validate task checks every param and says which one is wrong."""
-    position = stream.source.position_type.name
+    position = target.stream.source.position_type.name
     return {
-        "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
+        "stream": target.stream_param(),
         "partition": Param(0, type="integer", minimum=0, description="the partition the job stopped for"),
         "range": Param(
             "",
@@ -65,9 +69,9 @@ def _params(stream: StreamConfig) -> dict:
     }
 
 
-def _doc(stream: StreamConfig) -> str:
+def _doc(target: DagTarget) -> str:
     return f"""
-### Accept a loss to retention in `{stream.name}`
+### Accept a loss to retention in {target.title}
 When retention deleted a partition's next records before the live job read them, the job stops
 (exit status 3) and the quality checks report the range **LOST**, naming the exact positions. If
 the records cannot be restored from another copy, accept the loss here: give the **partition** and
@@ -78,7 +82,7 @@ and `tidemark status` show it with who accepted it and when. A later loss stops 
 """
 
 
-def _checked_request(stream: StreamConfig, params: dict) -> dict:
+def _checked_request(target: DagTarget, params: dict) -> dict:
     """The run's AcceptLostRequest as JSON, every param checked and the range checked against
     the lake and the log (AirflowFailException naming the problem), for this DAG's stream only."""
     from airflow.sdk.exceptions import AirflowFailException
@@ -87,12 +91,12 @@ def _checked_request(stream: StreamConfig, params: dict) -> dict:
     from tidemark.accepted_loss import AcceptLostRefused, AcceptLostRequestError, parse_accept_lost_form
 
     try:
-        request = parse_accept_lost_form(params, load_streams(CONF_PATH), _who(params))
-        if request.stream != stream.name:
-            raise AirflowFailException(
-                f"param 'stream': this DAG accepts losses of {stream.name!r}, not {request.stream!r}"
-            )
-        check_against_lake_and_log(stream, request)
+        streams = load_streams(CONF_PATH)
+        request = parse_accept_lost_form(params, streams, _who(params))
+        refusal = target.refusal(request.stream, "accepts losses of")
+        if refusal:
+            raise AirflowFailException(refusal)
+        check_against_lake_and_log(streams[request.stream], request)
     except (AcceptLostRequestError, AcceptLostRefused) as error:
         raise AirflowFailException(str(error)) from None
     return request.to_json()
@@ -106,5 +110,5 @@ def _who(params: dict) -> str:
     return getattr(dag_run, "triggering_user_name", None) or dag_run.run_id
 
 
-for _stream in load_streams(CONF_PATH).values():
-    globals()[f"tidemark_accept_lost__{_stream.name}"] = accept_lost_dag(_stream)
+for _target in triggered_dag_targets("accept_lost", read_streams_file(CONF_PATH)):
+    globals()[_target.dag_id] = accept_lost_dag(_target)

@@ -51,7 +51,7 @@ def backfill_dag(stream: StreamConfig):
             conn_id=stream.persist.spark_conn_id,
         )
 
-        triggered = trigger_recovery(stream.name, backfilled.output, requests_in=backfill_requests)
+        triggered = trigger_recovery(stream, backfilled.output, requests_in=backfill_requests)
 
         @task(trigger_rule="all_done")
         def verdict(result: dict) -> None:

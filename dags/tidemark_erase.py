@@ -1,4 +1,5 @@
-"""Erasure DAGs: one per stream in conf/streams.yaml, named tidemark_erase__<stream>.
+"""Erasure DAGs: one per stream in conf/streams.yaml, named tidemark_erase__<stream>, and one per
+stream family for all its members, named tidemark_erase__family__<family> (the stream a param).
 
 Triggered by a person through the params form (or ``tidemark erase``) to remove someone's
 records: the records a predicate on the payload columns names leave events, late and
@@ -15,23 +16,26 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import Param, dag, task
 
-from tidemark.stream_config import StreamConfig, load_streams
+from tidemark.stream_config import load_streams, read_streams_file
+from tidemark_airflow.dag_target import DagTarget, triggered_dag_targets
 from tidemark_airflow.erase_operator import EraseOperator
 from tidemark_airflow.hour_recheck import recheck_touched_hours
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
 
-def erase_dag(stream: StreamConfig):
+def erase_dag(target: DagTarget):
+    stream = target.stream
+
     @dag(
-        dag_id=f"tidemark_erase__{stream.name}",
+        dag_id=target.dag_id,
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
         max_active_runs=1,
-        tags=["tidemark", "erasure", stream.name],
-        params=_params(stream),
-        doc_md=_doc(stream),
+        tags=["tidemark", "erasure", target.tag],
+        params=_params(target),
+        doc_md=_doc(target),
     )
     def erase():
         @task
@@ -41,25 +45,25 @@ def erase_dag(stream: StreamConfig):
             params = dict(params)
             if not str(params.get("requested_by") or "").strip():
                 params["requested_by"] = getattr(dag_run, "triggering_user_name", None) or ""
-            return _checked_request(stream, params)
+            return _checked_request(target, params)
 
         erased = EraseOperator(
             task_id="erase",
-            stream=stream.name,
+            stream=target.stream_name,
             conf_path=CONF_PATH,
             request=validate(),
             conn_id=stream.persist.spark_conn_id,
         )
 
-        recheck_touched_hours(stream, CONF_PATH, erased.output)
+        recheck_touched_hours(stream, CONF_PATH, erased.output, target.stream_name)
 
     return erase()
 
 
-def _params(stream: StreamConfig) -> dict:
+def _params(target: DagTarget) -> dict:
     """The trigger form; the validate task checks every param and says which one is wrong."""
     return {
-        "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
+        "stream": target.stream_param(),
         "where": Param(
             "",
             type="string",
@@ -71,9 +75,9 @@ def _params(stream: StreamConfig) -> dict:
     }
 
 
-def _doc(stream: StreamConfig) -> str:
+def _doc(target: DagTarget) -> str:
     return f"""
-### Erase records of `{stream.name}`
+### Erase records of {target.title}
 Removes the records **where** names (equalities on payload columns, e.g. `device_id = 'scooter-7'`)
 from `events`, `late` and `quarantine` (the raw bytes too), and records each in the stream's
 `erasures` table with who asked, why and when. From then on no job writes them again (live,
@@ -83,7 +87,7 @@ run it again once live has caught up. Then the hours the records belonged to are
 """
 
 
-def _checked_request(stream: StreamConfig, params: dict) -> dict:
+def _checked_request(target: DagTarget, params: dict) -> dict:
     """The run's ErasureRequest as JSON, every param checked (AirflowFailException naming the
     wrong one), for this DAG's stream only."""
     from airflow.sdk.exceptions import AirflowFailException
@@ -94,10 +98,11 @@ def _checked_request(stream: StreamConfig, params: dict) -> dict:
         request = parse_erase_form(params, load_streams(CONF_PATH))
     except ErasureRequestError as error:
         raise AirflowFailException(str(error)) from None
-    if request.stream != stream.name:
-        raise AirflowFailException(f"param 'stream': this DAG erases from {stream.name!r}, not {request.stream!r}")
+    refusal = target.refusal(request.stream, "erases from")
+    if refusal:
+        raise AirflowFailException(refusal)
     return request.to_json()
 
 
-for _stream in load_streams(CONF_PATH).values():
-    globals()[f"tidemark_erase__{_stream.name}"] = erase_dag(_stream)
+for _target in triggered_dag_targets("erase", read_streams_file(CONF_PATH)):
+    globals()[_target.dag_id] = erase_dag(_target)

@@ -61,7 +61,7 @@ def quality_dag(stream: StreamConfig):
             conn_id=stream.persist.spark_conn_id,
         )
 
-        triggered = trigger_recovery(stream.name, check.output)
+        triggered = trigger_recovery(stream, check.output)
 
         @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(stream, QualityFindings(stream.name)))
         def verdict(result: dict) -> None:

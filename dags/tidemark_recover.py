@@ -1,4 +1,5 @@
-"""Recovery DAGs: one per stream in conf/streams.yaml, named tidemark_recover__<stream>.
+"""Recovery DAGs: one per stream in conf/streams.yaml, named tidemark_recover__<stream>, and one per
+stream family for all its members, named tidemark_recover__family__<family> (the stream a param).
 
 Triggered by the quality, sweep or backfill DAG with a recovery request's JSON
 (tidemark.recovery_request.RecoveryRequest), or by a person through the params form (ranges as
@@ -15,43 +16,46 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import Param, dag, task
 
 from tidemark.dag_ids import persist_dag_id
-from tidemark.stream_config import StreamConfig, load_streams
+from tidemark.stream_config import load_streams, read_streams_file
 from tidemark_airflow.alert_occasions import RecoveryLost
 from tidemark_airflow.alerts import alarm_callbacks
+from tidemark_airflow.dag_target import DagTarget, triggered_dag_targets
 from tidemark_airflow.hour_recheck import recheck_touched_hours
 from tidemark_airflow.recover_operator import RecoverOperator
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
 
 
-def recover_dag(stream: StreamConfig):
+def recover_dag(target: DagTarget):
+    stream = target.stream
+
     @dag(
-        dag_id=f"tidemark_recover__{stream.name}",
+        dag_id=target.dag_id,
         schedule=None,
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
         max_active_runs=1,
-        tags=["tidemark", "recovery", stream.name],
-        params=_params(stream),
-        doc_md=_doc(stream),
+        tags=["tidemark", "recovery", target.tag],
+        params=_params(target),
+        doc_md=_doc(target),
     )
     def recover():
         @task
         def validate(params=None) -> dict:
             """Every param checked before any work; the error names the param."""
-            return _checked_request(stream, dict(params))
+            return _checked_request(target, dict(params))
 
         request = validate()
         recovered = RecoverOperator(
             task_id="recover",
-            stream=stream.name,
+            stream=target.stream_name,
             conf_path=CONF_PATH,
             request=request,
             conn_id=stream.persist.spark_conn_id,
-            on_failure_callback=alarm_callbacks(stream, RecoveryLost(stream.name)),
+            on_failure_callback=alarm_callbacks(stream, RecoveryLost(None if target.family else stream.name)),
         )
 
-        recheck_touched_hours(stream, CONF_PATH, recovered.output)
+        recheck_touched_hours(stream, CONF_PATH, recovered.output, target.stream_name)
 
         @task.short_circuit
         def live_job_was_the_cause(request: dict) -> bool:
@@ -66,12 +70,13 @@ def recover_dag(stream: StreamConfig):
     return recover()
 
 
-def _params(stream: StreamConfig) -> dict:
+def _params(target: DagTarget) -> dict:
     """The trigger form. Its schemas are loose on purpose: the validate task checks every param
     and says which one is wrong, also for runs triggered by the quality DAG without the form
     (whose conf is a request's JSON: ranges a list of {"start", "end"}, not text)."""
+    stream = target.stream
     return {
-        "stream": Param(stream.name, type="string", description="the stream (this DAG's)"),
+        "stream": target.stream_param(),
         "partition": Param(None, type=["null", "integer", "string"], description=stream.source.partition_hint),
         "ranges": Param(
             "",
@@ -87,9 +92,9 @@ def _params(stream: StreamConfig) -> dict:
     }
 
 
-def _doc(stream: StreamConfig) -> str:
+def _doc(target: DagTarget) -> str:
     return f"""
-### Recover `{stream.name}`
+### Recover {target.title}
 Replays offset ranges of one partition into the stream's tables: retention checked first (offsets
 already gone are reported as **lost** and fail the run, after every recoverable range is
 recovered), oldest records first, insert-only (nothing already in the lake is written again),
@@ -104,9 +109,9 @@ of the batch leaves the claimed offsets to this run.
 """
 
 
-def _checked_request(stream: StreamConfig, params: dict) -> str:
+def _checked_request(target: DagTarget, params: dict) -> str:
     """The run's RecoveryRequest as JSON, every param checked (AirflowFailException naming the
-    wrong one), for this DAG's stream only."""
+    wrong one), for this DAG's stream (or family member) only."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from tidemark.recovery_request import RecoveryRequestError, recovery_request_from_params
@@ -115,10 +120,11 @@ def _checked_request(stream: StreamConfig, params: dict) -> str:
         request = recovery_request_from_params(params, load_streams(CONF_PATH))
     except RecoveryRequestError as error:
         raise AirflowFailException(str(error)) from None
-    if request.stream != stream.name:
-        raise AirflowFailException(f"param 'stream': this DAG recovers {stream.name!r}, not {request.stream!r}")
+    refusal = target.refusal(request.stream, "recovers")
+    if refusal:
+        raise AirflowFailException(refusal)
     return request.to_json()
 
 
-for _stream in load_streams(CONF_PATH).values():
-    globals()[f"tidemark_recover__{_stream.name}"] = recover_dag(_stream)
+for _target in triggered_dag_targets("recover", read_streams_file(CONF_PATH)):
+    globals()[_target.dag_id] = recover_dag(_target)

@@ -53,7 +53,7 @@ against persisted rows), no hour report is rewritten; a hole triggers
             conn_id=stream.persist.spark_conn_id,
         )
 
-        triggered = trigger_recovery(stream.name, check.output)
+        triggered = trigger_recovery(stream, check.output)
 
         # A sweep that left no result sends an alarm (the stream's alerts:, if any); its findings go
         # through the alarms task below: once, reminders, resolved.

@@ -17,3 +17,24 @@ def persist_dag_id(stream: StreamConfig) -> str:
     if stream.family is not None and stream.persist.mode == "available_now":
         return family_persist_dag_id(stream.family)
     return f"tidemark_persist__{stream.name}"
+
+
+# The DAGs a person (or another DAG) triggers with a stream in the run's conf: a family has one of
+# each for all its members, the stream a param, instead of one per member (at 200 members, 800
+# DAGs of params forms the dag-processor would serialize at every parse).
+FAMILY_TRIGGERED_KINDS = ("recover", "redrive", "erase", "accept_lost")
+
+
+def triggered_dag_id(kind: str, stream: StreamConfig) -> str:
+    """The DAG of ``kind`` (one of FAMILY_TRIGGERED_KINDS) that acts on ``stream``: its family's
+    for a member, else its own."""
+    if kind not in FAMILY_TRIGGERED_KINDS:
+        raise ValueError(f"{kind!r} is not one of {FAMILY_TRIGGERED_KINDS}")
+    if stream.family is not None:
+        return family_triggered_dag_id(kind, stream.family)
+    return f"tidemark_{kind}__{stream.name}"
+
+
+def family_triggered_dag_id(kind: str, family: str) -> str:
+    """The DAG of ``kind`` for every member of ``family``."""
+    return f"tidemark_{kind}__family__{family}"

@@ -17,12 +17,13 @@ from tidemark.accepted_loss import (
     AcceptLostResult,
     parse_accept_lost_form,
 )
+from tidemark.dag_ids import triggered_dag_id
 from tidemark.stream_config import StreamConfig
 from tidemark_cli.param_usage_error import usage_error
 
 
 def accept_lost_dag_id(stream: StreamConfig) -> str:
-    return f"tidemark_accept_lost__{stream.name}"
+    return triggered_dag_id("accept_lost", stream)
 
 
 def accept_lost_params(

@@ -28,7 +28,7 @@ from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
 from tidemark.backfill_result import backfill_result_from
-from tidemark.dag_ids import persist_dag_id
+from tidemark.dag_ids import persist_dag_id, triggered_dag_id
 from tidemark.offline_devices_result import OfflineDevicesResult, OfflineDevicesResultError
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
 from tidemark_cli.command_failed import CommandFailed
@@ -187,7 +187,7 @@ def _run_quality_dag(stream, api: AirflowApi, reports: Path, clock: StepClock):
         clock,
         "quality DAG run",
     )
-    for dag in (quality_dag, f"tidemark_recover__{stream.name}"):
+    for dag in (quality_dag, triggered_dag_id("recover", stream)):
         api.wait_for_dag(dag)
         api.unpause(dag)
     quality_run = api.trigger(quality_dag)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 from rich.console import Console
 
+from tidemark.dag_ids import triggered_dag_id
 from tidemark.erasure_request import ErasureRequest, ErasureRequestError, parse_erase_form
 from tidemark.erasure_result import ErasureResult
 from tidemark.stream_config import StreamConfig
@@ -13,7 +14,7 @@ from tidemark_cli.param_usage_error import usage_error
 
 
 def erase_dag_id(stream: StreamConfig) -> str:
-    return f"tidemark_erase__{stream.name}"
+    return triggered_dag_id("erase", stream)
 
 
 def erase_params(stream: StreamConfig, where: str | None, by: str | None, reason: str | None) -> ErasureRequest:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 from rich.console import Console
 
+from tidemark.dag_ids import triggered_dag_id
 from tidemark.recovery_request import RecoveryRequest, RecoveryRequestError, parse_recovery_form
 from tidemark.recovery_result import RecoveryResult
 from tidemark.stream_config import StreamConfig
@@ -13,7 +14,7 @@ from tidemark_cli.param_usage_error import usage_error
 
 
 def recover_dag_id(stream: StreamConfig) -> str:
-    return f"tidemark_recover__{stream.name}"
+    return triggered_dag_id("recover", stream)
 
 
 def recovery_params(

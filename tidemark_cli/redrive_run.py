@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 from rich.console import Console
 
+from tidemark.dag_ids import triggered_dag_id
 from tidemark.redrive_request import RedriveRequest, RedriveRequestError, parse_redrive_form
 from tidemark.redrive_result import RedriveResult
 from tidemark.stream_config import StreamConfig
@@ -13,7 +14,7 @@ from tidemark_cli.param_usage_error import usage_error
 
 
 def redrive_dag_id(stream: StreamConfig) -> str:
-    return f"tidemark_redrive__{stream.name}"
+    return triggered_dag_id("redrive", stream)
 
 
 def redrive_params(stream: StreamConfig, reason: str | None, hours: str | None) -> RedriveRequest:

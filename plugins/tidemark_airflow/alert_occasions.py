@@ -53,9 +53,10 @@ class QualityFindings:
 
 @dataclass(frozen=True)
 class RecoveryLost:
-    """The recover task failed with offsets LOST (its result, pushed before it failed)."""
+    """The recover task failed with offsets LOST (its result, pushed before it failed).
+    ``stream`` None: the request's (a family's recover DAG, the stream a param of the run)."""
 
-    stream: str
+    stream: str | None
     validate_task_id: str = "validate"
 
     def __call__(self, context: Any) -> Alarm | None:
@@ -64,7 +65,8 @@ class RecoveryLost:
         request = ti.xcom_pull(task_ids=self.validate_task_id)
         if not result or not request:
             return None
-        return recovery_lost_alarm(self.stream, request, result, task_identity(context))
+        stream = self.stream or (request.get("stream") if isinstance(request, dict) else None) or "unknown"
+        return recovery_lost_alarm(stream, request, result, task_identity(context))
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ class TouchedHours(msgspec.Struct, frozen=True):
     event_hours: tuple[str, ...]
 
 
-def recheck_touched_hours(stream: StreamConfig, conf_path: str, result: Any):
-    """The ``touched_hours`` and ``recheck`` tasks after the task whose output is ``result``."""
+def recheck_touched_hours(stream: StreamConfig, conf_path: str, result: Any, stream_name: str | None = None):
+    """The ``touched_hours`` and ``recheck`` tasks after the task whose output is ``result``.
+    ``stream_name``: the stream to check when it is not ``stream``'s name (a family's DAG: the
+    run's param; ``stream`` is then the family's template, for the timeout and the connection)."""
     from airflow.sdk import task
 
     from tidemark_airflow.quality_operator import QualityCheckOperator
@@ -37,7 +39,7 @@ def recheck_touched_hours(stream: StreamConfig, conf_path: str, result: Any):
     return QualityCheckOperator(
         execution_timeout=reader_timeout(stream),
         task_id="recheck",
-        stream=stream.name,
+        stream=stream_name or stream.name,
         conf_path=conf_path,
         hours=touched_hours(result),
         reconcile=False,

@@ -15,19 +15,23 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import task
 
+from tidemark.dag_ids import triggered_dag_id
+
 if TYPE_CHECKING:
     from tidemark.recovery_request import RecoveryRequest
+    from tidemark.stream_config import StreamConfig
 
 # Reads a task's result (its XCom) as its own type and returns the recoveries it asks for;
 # ValueError naming the result when it is not one.
 RequestsIn = Callable[[Any], "tuple[RecoveryRequest, ...]"]
 
 
-def trigger_recovery(stream: str, result: Any, requests_in: RequestsIn | None = None) -> Any:
+def trigger_recovery(stream: StreamConfig, result: Any, requests_in: RequestsIn | None = None) -> Any:
     """Tasks ``recovery_requests`` (the requests of ``result``, an XComArg of a task's typed
     result, read by ``requests_in``: by default a quality summary's, ``backfill_requests`` for the
     backfill's comparison with live) and ``trigger_recovery`` (one tidemark_recover__<stream> run
-    per request, mapped). Call inside a DAG; returns the mapped trigger task."""
+    per request, mapped; a family member's go to its family's recover DAG, the request naming the
+    member). Call inside a DAG; returns the mapped trigger task."""
     requests_of = requests_in or quality_requests
 
     @task
@@ -41,7 +45,7 @@ def trigger_recovery(stream: str, result: Any, requests_in: RequestsIn | None = 
         return [request.to_json() for request in requests]
 
     return TriggerDagRunOperator.partial(
-        task_id="trigger_recovery", trigger_dag_id=f"tidemark_recover__{stream}"
+        task_id="trigger_recovery", trigger_dag_id=triggered_dag_id("recover", stream)
     ).expand(conf=recovery_requests(result))
 
 

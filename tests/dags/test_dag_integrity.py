@@ -184,8 +184,11 @@ import json
 from airflow.dag_processing.dagbag import DagBag
 bag = DagBag(dag_folder={str(REPO / "dags")!r})
 topics = bag.get_dag("tidemark_topics__shops")
+recover = bag.get_dag("tidemark_recover__family__shops")
 print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}, "dag_ids": sorted(bag.dag_ids),
-  "schedule": topics.timetable.expression, "tasks": topics.task_ids, "family": topics.get_task("refresh").family}}))
+  "schedule": topics.timetable.expression, "tasks": topics.task_ids, "family": topics.get_task("refresh").family,
+  "recover_stream": recover.params.get_param("stream").schema, "recover_operator_stream": recover.get_task("recover").stream,
+  "restart": recover.get_task("restart_live").trigger_dag_id}}))
 """
     result = run_python({**airflow_environment, "TIDEMARK_CONF": str(conf)}, script)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -197,5 +200,16 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
     )
     assert "tidemark_persist__shops_eu" not in described["dag_ids"], "a bounded family's members persist in its DAG"
     assert not any("other" in dag_id for dag_id in described["dag_ids"])
-    assert [d for d in described["dag_ids"] if "family__" in d] == ["tidemark_persist__family__shops"]
+    # One DAG per family for what is triggered with a stream: the member is the run's param.
+    assert [d for d in described["dag_ids"] if "family__" in d] == [
+        "tidemark_accept_lost__family__shops",
+        "tidemark_erase__family__shops",
+        "tidemark_persist__family__shops",
+        "tidemark_recover__family__shops",
+        "tidemark_redrive__family__shops",
+    ]
+    assert not any(d.startswith(("tidemark_recover__shops", "tidemark_erase__shops")) for d in described["dag_ids"])
+    assert described["recover_stream"]["enum"] == ["shops_eu", "shops_us"]
+    assert described["recover_operator_stream"] == "{{ params.stream }}"
+    assert described["restart"] == "tidemark_persist__family__shops"
     assert (described["schedule"], described["tasks"], described["family"]) == ("*/2 * * * *", ["refresh"], "shops")

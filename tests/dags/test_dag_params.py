@@ -52,3 +52,43 @@ def test_malformed_params_fail_before_any_work_naming_the_param(malformed_runs, 
     assert run.returncode == 1, run.output[-3000:]
     assert f"param '{param}'" in run.output, run.output[-3000:]
     assert "spark-submit" not in run.output, "nothing may be submitted before the params are valid"
+
+
+def test_a_familys_dags_take_the_member_as_a_param_and_refuse_any_other_before_any_work(airflow_environment, tmp_path):
+    import yaml
+
+    from tidemark.stream_families import stream_name_for
+    from tidemark.topic_listing import refreshed, write_listing
+
+    single = yaml.safe_load(write_stream_config(tmp_path, "127.0.0.1:9", "unused", 4).read_text())
+    shape = single["streams"]["telemetry"]
+    del shape["source"]["topic"], shape["source"]["partitions"]
+    conf = tmp_path / "family.yaml"
+    conf.write_text(yaml.safe_dump({"families": {"vans": {"match": r"vans\..+", **shape}}}))
+    write_listing(
+        tmp_path / "listings" / "vans.json",
+        refreshed(None, "vans", "127.0.0.1:9", {"vans.eu": 4, "vans.us": 2}, 0, stream_name_for),
+    )
+    runs = dags_test_many(
+        {**airflow_environment, "TIDEMARK_CONF": str(conf)},
+        [
+            [
+                "tidemark_recover__family__vans",
+                "--conf",
+                json.dumps({"stream": "vans_us", "partition": 3, "ranges": "0-10", "reason": "x"}),
+            ],
+            [
+                "tidemark_erase__family__vans",
+                "--conf",
+                json.dumps({"stream": "vans_eu", "where": "", "requested_by": "a"}),
+            ],
+        ],
+    )
+    for run in runs:
+        assert run.returncode == 1 and "spark-submit" not in run.output, run.output[-3000:]
+    # A stream that is not a member is refused by Airflow itself (the param's enum), before the run
+    # exists; tests/unit/test_family_drivers.py holds the validate task's own refusal.
+    partition_of_the_member, where = runs
+    # vans.us has 2 partitions: the member's own source is checked, not the family's template's.
+    assert "param 'partition'" in partition_of_the_member.output, partition_of_the_member.output[-3000:]
+    assert "param 'where'" in where.output, where.output[-3000:]

@@ -28,3 +28,42 @@ def test_a_drivers_result_names_the_members_that_failed_and_crosses_processes_as
     assert [m.stream for m in result.failed()] == ["b"]
     assert FamilyPersistResult.decode(result.encode()) == result
     assert FamilyPersistResult.from_json(result.to_json()) == result
+
+
+def test_a_triggered_dag_acts_on_its_stream_or_on_a_member_of_its_family_only(tmp_path):
+    import copy
+
+    import yaml
+
+    from tidemark.stream_config import read_streams_file
+    from tidemark.stream_families import stream_name_for
+    from tidemark.topic_listing import refreshed, write_listing
+    from tidemark_airflow.dag_target import STREAM_PARAM, triggered_dag_targets
+
+    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
+    telemetry = yaml.safe_load((repo / "conf" / "streams.yaml").read_text())["streams"]["telemetry"]
+    shape = copy.deepcopy(telemetry)
+    del shape["source"]["topic"], shape["source"]["partitions"]
+    conf = tmp_path / "streams.yaml"
+    conf.write_text(
+        yaml.safe_dump({"streams": {"telemetry": telemetry}, "families": {"vans": {"match": "vans.*", **shape}}})
+    )
+    write_listing(
+        tmp_path / "listings" / "vans.json", refreshed(None, "vans", "b:1", {"vans.eu": 1}, 0, stream_name_for)
+    )
+    environ = {"TIDEMARK_LAKE_ROOT": "/l", "TIDEMARK_CHECKPOINT_ROOT": "/c"}
+    own, family = triggered_dag_targets("erase", read_streams_file(conf, environ))
+
+    assert (own.dag_id, own.stream_name, own.refusal("telemetry", "erases from")) == (
+        "tidemark_erase__telemetry",
+        "telemetry",
+        None,
+    )
+    assert own.refusal("vans_eu", "erases from") == "param 'stream': this DAG erases from 'telemetry', not 'vans_eu'"
+    assert (family.dag_id, family.stream_name, family.members) == (
+        "tidemark_erase__family__vans",
+        STREAM_PARAM,
+        ("vans_eu",),
+    )
+    assert family.refusal("vans_eu", "erases from") is None
+    assert family.refusal("telemetry", "erases from") == "param 'stream': 'telemetry' is not a member of family 'vans'"
