@@ -1,4 +1,5 @@
-"""Quality DAGs: one per stream in conf/streams.yaml, named tidemark_quality__<stream>.
+"""Quality DAGs: one per stream in conf/streams.yaml, named tidemark_quality__<stream>, and one per
+stream family for all its members, named tidemark_quality__family__<family>.
 
 Wiring only. Parsing reads the configuration file and nothing else: no Spark, no network.
 """
@@ -9,16 +10,17 @@ import os
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import dag, task
+from airflow.sdk import AssetAny, dag, task
 from airflow.timetables.assets import AssetOrTimeSchedule
 from airflow.timetables.trigger import CronTriggerTimetable
 
-from tidemark.stream_config import StreamConfig, load_streams
-from tidemark_airflow.alert_occasions import QualityFindings, UnsealedHours
+from tidemark.stream_config import DeclaredFamily, StreamConfig, load_streams, read_streams_file
+from tidemark_airflow.alert_occasions import FamilyChecksFailed, FamilyUnsealedHours, QualityFindings, UnsealedHours
 from tidemark_airflow.alerts import alarm_callbacks
+from tidemark_airflow.family_quality_operator import FamilyQualityOperator
 from tidemark_airflow.quality_operator import QualityCheckOperator
 from tidemark_airflow.reader_timeout import reader_timeout
-from tidemark_airflow.recovery_trigger import trigger_recovery
+from tidemark_airflow.recovery_trigger import family_quality_requests, trigger_recovery
 from tidemark_airflow.sealed_hour_assets import sealed_hours_asset
 
 CONF_PATH = os.environ.get("TIDEMARK_CONF", str(Path(__file__).resolve().parents[1] / "conf" / "streams.yaml"))
@@ -138,5 +140,131 @@ def _judge(result: dict) -> None:
         )
 
 
-for _stream in load_streams(CONF_PATH).values():
-    globals()[f"tidemark_quality__{_stream.name}"] = quality_dag(_stream)
+def family_quality_dag(family: DeclaredFamily):
+    name, template = family.rule.name, family.template
+
+    @dag(
+        dag_id=f"tidemark_quality__family__{name}",
+        # Per sealed hour of any member, and on the members' quality schedule (a stalled member's
+        # hours stop sealing: no event would ever come).
+        schedule=AssetOrTimeSchedule(
+            timetable=CronTriggerTimetable(template.quality.schedule, timezone="UTC"),
+            assets=AssetAny(*(sealed_hours_asset(member) for member in family.members)),
+        ),
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=["tidemark", "quality", "family", name],
+        doc_md=_family_doc(family),
+    )
+    def family_quality():
+        @task
+        def hours_to_check(triggering_asset_events=None) -> dict[str, list[str]]:
+            """Every hour of every triggering event, by the member that sealed it."""
+            hours: dict[str, set[str]] = {}
+            for events in (triggering_asset_events or {}).values():
+                for event in events:
+                    extra = event.extra or {}
+                    if extra.get("stream") and extra.get("hour"):
+                        hours.setdefault(extra["stream"], set()).add(extra["hour"])
+            return {member: sorted(asked) for member, asked in hours.items()}
+
+        check = FamilyQualityOperator(
+            execution_timeout=reader_timeout(template),
+            task_id="check",
+            family=name,
+            members=list(family.members),
+            conf_path=CONF_PATH,
+            hours=hours_to_check(),
+            conn_id=template.persist.spark_conn_id,
+        )
+
+        triggered = trigger_recovery(template, check.output, requests_in=family_quality_requests)
+
+        @task(trigger_rule="all_done", on_failure_callback=alarm_callbacks(template, FamilyChecksFailed()))
+        def verdict(result: dict) -> None:
+            """Fails naming every member with a partition not OK (or WARN), or whose check failed."""
+            _judge_family(result)
+
+        verdict_task = verdict(check.output)
+        triggered >> verdict_task
+
+        if template.alerts:
+
+            @task(trigger_rule="all_done")
+            def alarms(result: dict | None, **context) -> dict:
+                """Each checked member's alarms, as a stream's ``alarms`` task sends them (its own memory)."""
+                from tidemark_airflow.quality_alarms import send_due_alarms
+
+                streams = load_streams(CONF_PATH)
+                summaries = (result or {}).get("summaries", {})
+                return {
+                    member: send_due_alarms(streams[member], summary, context)
+                    for member, summary in sorted(summaries.items())
+                    if member in streams
+                }
+
+            alarms(check.output)
+
+        if template.alerts and template.alerts.unsealed_hour_after_ms:
+
+            @task(on_failure_callback=alarm_callbacks(template, FamilyUnsealedHours()))
+            def seal_deadline(ti=None) -> dict:
+                """Fails, for each member's alarm, when a member's hour is not sealed within alerts.unsealed_hour_after."""
+                from airflow.sdk.exceptions import AirflowFailException
+
+                from tidemark_airflow.alert_occasions import SEAL_DEADLINE_KEY
+                from tidemark_airflow.seal_deadline import seal_deadline_figures
+
+                streams = load_streams(CONF_PATH)
+                figures = {
+                    member: seal_deadline_figures(streams[member]) for member in family.members if member in streams
+                }
+                overdue = {member: f for member, f in figures.items() if f["overdue_ms"]}
+                if overdue:
+                    ti.xcom_push(key=SEAL_DEADLINE_KEY, value=overdue)
+                    raise AirflowFailException(
+                        f"members with event-time hours not sealed in time (alerts.unsealed_hour_after): {', '.join(sorted(overdue))}"
+                    )
+                return {"members": len(figures)}
+
+            seal_deadline()
+
+    return family_quality()
+
+
+def _family_doc(family: DeclaredFamily) -> str:
+    return f"""
+### Quality of the {len(family.members)} members of family `{family.rule.name}`
+One tick checks every member that needs it, as `tidemark_quality__<stream>` checks a stream: the
+hours its sealed-hours events name, every sealed hour without a report, its stall and retention.
+A look without Great Expectations leaves out the members whose tables no commit changed since
+a check that passed and whose log holds nothing new: their answer stands. The members checked
+are checked one after another in one process (Great Expectations started once). Each member has
+its own reports, recovery requests (to `tidemark_recover__family__{family.rule.name}`), alarm memory
+and alarms; a member whose check fails fails alone, and the verdict names it.
+"""
+
+
+def _judge_family(result: dict) -> None:
+    """AirflowFailException naming each member whose check failed or has a partition not passing."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    problems = [f"{member['stream']}: the check failed ({member['error']})" for member in result.get("failed", [])]
+    for member, summary in sorted(result.get("summaries", {}).items()):
+        try:
+            _judge(summary)
+        except AirflowFailException as error:
+            problems.append(f"{member}: {error}")
+    if problems:
+        raise AirflowFailException(" | ".join(problems))
+
+
+_declared = read_streams_file(CONF_PATH)
+_in_family_dags = {member for family in _declared.families.values() for member in family.members}
+for _stream in _declared.streams.values():
+    if _stream.name not in _in_family_dags:
+        globals()[f"tidemark_quality__{_stream.name}"] = quality_dag(_stream)
+for _family in _declared.families.values():
+    if _family.members:
+        globals()[f"tidemark_quality__family__{_family.rule.name}"] = family_quality_dag(_family)

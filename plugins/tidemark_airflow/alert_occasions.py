@@ -128,3 +128,59 @@ class UnsealedHours:
             figures["now_ms"],
             task_identity(context),
         )
+
+
+@dataclass(frozen=True)
+class FamilyChecksFailed:
+    """A family's quality verdict failed: for each member whose check itself failed (the check
+    task's ``failed``), an alarm saying nothing was checked for it. Members in an alarm status
+    are the ``alarms`` task's to tell, as for a stream."""
+
+    check_task_id: str = "check"
+
+    def __call__(self, context: Any) -> list[Alarm]:
+        task = task_identity(context)
+        result = context["ti"].xcom_pull(task_ids=self.check_task_id)
+        if not result:
+            return [
+                Alarm(
+                    QUALITY,
+                    context["dag"].dag_id,
+                    f"the family's quality check ({self.check_task_id}) failed: nothing was checked",
+                    task,
+                    details={"what_now": f"see the log of task {self.check_task_id} of this run"},
+                )
+            ]
+        return [
+            Alarm(
+                QUALITY,
+                member["stream"],
+                f"the quality check ({self.check_task_id}) failed: nothing was checked",
+                task,
+                details={"error": member["error"], "what_now": f"see the log of task {self.check_task_id} of this run"},
+            )
+            for member in result.get("failed", [])
+        ]
+
+
+@dataclass(frozen=True)
+class FamilyUnsealedHours:
+    """A family's seal deadline task found members with hours not sealed within the bound (their
+    figures in XCom, by member): one alarm per member."""
+
+    def __call__(self, context: Any) -> list[Alarm]:
+        ti = context["ti"]
+        overdue = ti.xcom_pull(task_ids=ti.task_id, key=SEAL_DEADLINE_KEY) or {}
+        task = task_identity(context)
+        return [
+            unsealed_hour_alarm(
+                member,
+                figures["overdue_ms"],
+                figures["newest_sealed_ms"],
+                figures["bound_ms"],
+                figures["now_ms"],
+                task,
+            )
+            for member, figures in sorted(overdue.items())
+            if figures.get("overdue_ms")
+        ]

@@ -62,3 +62,10 @@ def backfill_requests(result: Any) -> tuple[RecoveryRequest, ...]:
     from tidemark.backfill_result import backfill_result_from
 
     return backfill_result_from(result, "the backfill task's result").recovery_requests
+
+
+def family_quality_requests(result: Any) -> tuple[RecoveryRequest, ...]:
+    """The recovery requests of a family's quality task (tidemark_airflow.family_quality_operator):
+    every checked member's, each naming its member."""
+    summaries = (result or {}).get("summaries", {})
+    return tuple(request for name in sorted(summaries) for request in quality_requests(summaries[name]))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import logging
 import os
 import sys
@@ -31,6 +30,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from spark_jobs.persist.job import persist_named_stream  # noqa: E402
 from tidemark.family_persist_result import FamilyPersistResult, MemberOutcome  # noqa: E402
+from tidemark.kept_output import KeptOutput  # noqa: E402
 from tidemark.typed_file import write_typed_file  # noqa: E402
 
 log = logging.getLogger("tidemark.persist")
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 def persist_member(conf: str, name: str, result_dir: Path) -> MemberOutcome:
     """One member persisted as spark_jobs/persist/job.py persists a stream; its failure, whatever
     it is, is its outcome (its traceback logged), never the next member's."""
-    said = _Tee(sys.stderr)
+    said = KeptOutput(sys.stderr)
     started = time.monotonic()
     try:
         with contextlib.redirect_stderr(said):
@@ -87,25 +87,6 @@ def persist_member(conf: str, name: str, result_dir: Path) -> MemberOutcome:
 
 def _seconds(started: float) -> float:
     return round(time.monotonic() - started, 1)
-
-
-class _Tee(io.TextIOBase):
-    """Writes through to ``target`` and keeps what was written, for the member's error line."""
-
-    def __init__(self, target):
-        self._target = target
-        self._kept = io.StringIO()
-
-    def write(self, text: str) -> int:
-        self._kept.write(text)
-        return self._target.write(text)
-
-    def flush(self) -> None:
-        self._target.flush()
-
-    def last_line(self) -> str | None:
-        lines = [line for line in self._kept.getvalue().splitlines() if line.strip()]
-        return lines[-1] if lines else None
 
 
 if __name__ == "__main__":

@@ -195,9 +195,8 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
     described = json.loads(result.stdout.strip().splitlines()[-1])
     assert described["errors"] == {}
     assert "tidemark_topics__shops" in described["dag_ids"]
-    assert {"tidemark_persist__family__shops", "tidemark_quality__shops_eu", "tidemark_quality__shops_us"} <= set(
-        described["dag_ids"]
-    )
+    assert {"tidemark_sweep__shops_eu", "tidemark_maintenance__shops_us"} <= set(described["dag_ids"])
+    assert "tidemark_quality__shops_eu" not in described["dag_ids"], "a family's members are checked in its DAG"
     assert "tidemark_persist__shops_eu" not in described["dag_ids"], "a bounded family's members persist in its DAG"
     assert not any("other" in dag_id for dag_id in described["dag_ids"])
     # One DAG per family for what is triggered with a stream: the member is the run's param.
@@ -205,6 +204,7 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
         "tidemark_accept_lost__family__shops",
         "tidemark_erase__family__shops",
         "tidemark_persist__family__shops",
+        "tidemark_quality__family__shops",
         "tidemark_recover__family__shops",
         "tidemark_redrive__family__shops",
     ]

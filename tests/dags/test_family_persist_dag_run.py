@@ -1,9 +1,10 @@
-"""`airflow dags test` runs a family's persist tick end to end: the family declared in a few lines,
-its members listed by a refresh from the real broker, one look for all of them, at most
+"""`airflow dags test` runs a family's persist and quality ticks end to end: the family declared in a
+few lines, its members listed by a refresh from the real broker, one look for all of them, at most
 ``max_drivers`` spark-submits for the members with work, every record of every member persisted
 exactly once; a member whose topic was deleted fails alone (the verdict names it, its own alarm
 goes out) while the others persist and keep their sealed-hour events; the next tick with nothing
-new starts no Spark."""
+new starts no Spark. The quality tick checks every member in one process, the deleted topic's
+member failing alone; the next one checks only what changed or did not pass."""
 
 from __future__ import annotations
 
@@ -71,7 +72,9 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
 
-    tick, idle = dags_test_many(environment, [["tidemark_persist__family__fleet"]] * 2)
+    tick, idle, quality, quality_again = dags_test_many(
+        environment, [["tidemark_persist__family__fleet"]] * 2 + [["tidemark_quality__family__fleet"]] * 2
+    )
 
     output = tick.output
     assert tick.returncode != 0, "the verdict fails the tick for the deleted topic's member"
@@ -80,9 +83,11 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
     assert "1 members failed, each alone (4 persisted): fleet_gone: " in output
     for member in ("fleet_north", "fleet_south", "fleet_east", "fleet_west"):
         assert f"Stream {member}: " in output and "newly sealed hours" in output
-    # One alarm per tick for the deleted topic's member (both ticks fail for it), none for the others.
-    assert [p.body["stream"] for p in receivers.posts] == ["fleet_gone", "fleet_gone"]
-    post = receivers.posts[0]
+    # One alarm per persist tick for the deleted topic's member (both fail for it), none for the
+    # others; the quality ticks' come after.
+    persist_posts = [p for p in receivers.posts if p.body["kind"] == "persist_failed"]
+    assert [p.body["stream"] for p in persist_posts] == ["fleet_gone", "fleet_gone"]
+    post = persist_posts[0]
     assert (post.body["kind"], post.body["dag_id"], post.body["task_id"]) == (
         "persist_failed",
         "tidemark_persist__family__fleet",
@@ -99,3 +104,17 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
 
     assert "Family fleet: 1 of 5 members have work, 4 nothing new" in idle.output, idle.output[-5000:]
     assert "Stream fleet_gone: running the job" in idle.output
+
+    # Quality: every member checked in one process; the deleted topic's member fails alone.
+    assert quality.returncode != 0, quality.output[-5000:]
+    assert "Family fleet: 5 of 5 members to check, 0 unchanged" in quality.output, quality.output[-5000:]
+    assert "Family fleet: 4 checked in one process" in quality.output and ", 1 failed" in quality.output
+    assert "fleet_gone: the check failed" in quality.output
+    for member in ("fleet_north", "fleet_south", "fleet_east", "fleet_west"):
+        assert f"{member}: partition" not in quality.output, f"{member} passes"
+    quality_posts = [p.body for p in receivers.posts if p.body["kind"] == "quality"]
+    assert {p["stream"] for p in quality_posts} == {"fleet_gone"}, quality_posts
+    # The next tick: nothing changed for the four, whose checks passed; the failing one again.
+    assert "Family fleet: 1 of 5 members to check, 4 unchanged" in quality_again.output, quality_again.output[-5000:]
+    # Its check never completed, so nothing is remembered of it: it is checked at every tick.
+    assert "Stream fleet_gone: checking: no check remembered yet" in quality_again.output

@@ -1,0 +1,108 @@
+"""Check a family's members at one quality tick: a look without Great Expectations decides which
+members need a check (connectors.quality_look), and one child process checks them one after
+another (expectations/family_quality_run.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tidemark_airflow.spark_job_operator import TidemarkSparkJobOperator, reports_root
+
+
+class FamilyQualityOperator(TidemarkSparkJobOperator):
+    """Checks the members of ``family`` (``members``: its members when the DAG was parsed) that
+    need it: ``hours`` ({member: [ISO hour starts]}, templated: the sealed-hours events of the
+    run) plus every member whose tables changed, whose log holds records its lake lacks, or
+    whose last check did not pass (tidemark.quality_look). Logs one line per member checked and
+    why, and one for the rest.
+
+    Returns ``{"summaries": {member: its QualitySummary as JSON}, "failed": [{"stream", "error"}],
+    "unchanged": [members]}``: a member whose check failed is in ``failed`` and the others'
+    summaries stand; the DAG's verdict fails for it."""
+
+    template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
+
+    def __init__(self, *, family: str, members: list[str], conf_path: str, hours: Any = None, **kwargs: Any) -> None:
+        super().__init__(stream=members[0], conf_path=conf_path, job="expectations/family_quality_run.py", **kwargs)
+        self.family = family
+        self.members = list(members)
+        self.hours = hours
+
+    def execute(self, context: Any) -> dict:
+        from airflow.sdk.exceptions import AirflowException
+
+        from connectors.quality_look import members_to_check
+        from tidemark.family_quality_request import FamilyQualityRequest, FamilyQualityResult, MemberCheck
+        from tidemark.quality_summary import quality_summary_builtins, read_quality_summary
+        from tidemark.stream_config import read_streams_file
+        from tidemark_airflow.quality_operator import run_logged
+
+        started = time.monotonic()
+        self.load_stream()
+        self.apply_connections()  # the lake's and the family's Kafka settings, for the look and the checks
+        declared = read_streams_file(self.conf_path)
+        streams = [declared.streams[name] for name in self.members if name in declared.streams]
+        hours = {name: list(asked) for name, asked in (self.hours or {}).items()}
+        reports = reports_root()
+        looked = members_to_check(streams, reports, hours)
+        due = [name for name, (reason, _) in looked.items() if reason is not None]
+        for name in due:
+            self.log.info("Stream %s: checking: %s", name, looked[name][0])
+        unchanged = [name for name in looked if name not in due]
+        self.log.info(
+            "Family %s: %d of %d members to check, %d unchanged since a check that passed; looked in %.1f s",
+            self.family,
+            len(due),
+            len(looked),
+            len(unchanged),
+            time.monotonic() - started,
+        )
+        if not due:
+            return {"summaries": {}, "failed": [], "unchanged": unchanged}
+        run_name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{context['dag_run'].run_id}.{self.task_id}")
+        request = FamilyQualityRequest(
+            run_name,
+            tuple(MemberCheck(name, tuple(sorted(set(hours.get(name, ())))), looked[name][1]) for name in due),
+        )
+        with tempfile.TemporaryDirectory(prefix=f"tidemark-quality-{self.family}-") as folder:
+            request_path = Path(folder) / "request.json"
+            request_path.write_bytes(request.encode())
+            command = [
+                sys.executable, self.application,
+                "--conf", self.conf_path,
+                "--request", str(request_path),
+                "--report-dir", str(reports),
+                "--result-dir", folder,
+            ]  # fmt: skip
+            code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log)
+            if code != 0:
+                raise AirflowException(
+                    f"The quality checks of family {self.family} did not run (exit {code}):\n" + "\n".join(tail)
+                )
+            result = FamilyQualityResult.decode((Path(folder) / "result.json").read_bytes())
+            summaries = {
+                outcome.stream: quality_summary_builtins(read_quality_summary(Path(folder) / outcome.result_file))
+                for outcome in result.members
+                if outcome.exit_code == 0
+            }
+        failed = [
+            {"stream": outcome.stream, "error": outcome.error or f"exit {outcome.exit_code}"}
+            for outcome in result.members
+            if outcome.exit_code != 0
+        ]
+        for member in failed:
+            self.log.error("Stream %s: the check failed: %s", member["stream"], member["error"])
+        self.log.info(
+            "Family %s: %d checked in one process in %.1f s, %d failed",
+            self.family,
+            len(summaries),
+            result.seconds,
+            len(failed),
+        )
+        return {"summaries": summaries, "failed": failed, "unchanged": unchanged}
