@@ -20,7 +20,7 @@ from tidemark_airflow.alert_occasions import FamilyMembersFailed, PersistFailed
 from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.family_look_operator import FamilyPersistLookOperator
 from tidemark_airflow.family_persist_operator import FamilyPersistOperator
-from tidemark_airflow.family_verdict import FamilyPersistVerdictOperator
+from tidemark_airflow.family_verdict import FamilyVerdictOperator
 from tidemark_airflow.persist_operator import PersistStreamOperator
 from tidemark_airflow.sealed_hour_assets import sealed_hours_alias, sealed_hours_asset
 
@@ -105,7 +105,7 @@ others' runs and sealed-hour events go on, and `verdict` fails naming it and rai
             retries=1,
             retry_delay=timedelta(minutes=1),
         ).expand(streams=groups.output)
-        drivers >> FamilyPersistVerdictOperator(
+        drivers >> FamilyVerdictOperator(
             task_id="verdict", on_failure_callback=alarm_callbacks(template, FamilyMembersFailed())
         )
 

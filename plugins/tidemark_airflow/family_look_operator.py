@@ -1,5 +1,5 @@
-"""The first task of a family's persist tick: which members have anything to do, decided without
-Spark for all of them at once (connectors.family_look)."""
+"""The first task of a family's persist or maintenance tick: which members have anything to do,
+decided without Spark for all of them at once, dealt into the drivers that will do it."""
 
 from __future__ import annotations
 
@@ -13,15 +13,17 @@ from airflow.sdk import BaseOperator
 _RUN_SWITCHES = ("TIDEMARK_CHAOS_FREEZE", "TIDEMARK_CHAOS_THROTTLE", "TIDEMARK_CRASH_AT")
 
 
-class FamilyPersistLookOperator(BaseOperator):
+class FamilyLookOperator(BaseOperator):
     """Looks at every member of ``family`` in ``members`` (its members when the DAG was parsed:
-    the persist task's outlets are theirs) and returns those whose persist job must run, dealt
-    into at most ``max_drivers`` groups (a list of lists of names, in the members' order, dealt
-    round-robin): the persist task maps one driver over each group. Logs one line per member
-    that has work and one line for the rest. A member the look cannot judge has work: its own
-    run decides and, if it fails, fails alone."""
+    the drivers' outlets are theirs) and returns those whose job must run, dealt into at most
+    ``max_drivers`` groups (a list of lists of names, in the members' order, dealt round-robin):
+    the next task maps one driver over each group. Logs one line per member that has work and
+    one line for the rest. A member the look cannot judge has work: its own run decides and, if
+    it fails, fails alone. Subclasses say what "work" is (``_reasons``)."""
 
     ui_color = "#e8f4ea"
+    # What the members' job does, for the log lines.
+    work = "job"
 
     def __init__(self, *, family: str, members: list[str], conf_path: str, max_drivers: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -33,10 +35,13 @@ class FamilyPersistLookOperator(BaseOperator):
     def execute(self, context: Any) -> list[list[str]]:
         return dealt(self._with_work(), self.max_drivers)
 
+    def _reasons(self, streams: list) -> dict[str, str | None]:
+        """Each member's work (one sentence), None for nothing to do, by name."""
+        raise NotImplementedError
+
     def _with_work(self) -> list[str]:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from connectors.family_look import look_before_persisting_family
         from tidemark.stream_config import StreamConfigError, read_streams_file
 
         started = time.monotonic()
@@ -50,20 +55,20 @@ class FamilyPersistLookOperator(BaseOperator):
             self.log.info("Family %s: no longer members (excluded since the DAG was parsed): %s", self.family, gone)
         switches = [name for name in _RUN_SWITCHES if os.environ.get(name, "").strip()]
         if switches:
-            self.log.info("Family %s: %s is set: every member runs its job", self.family, switches[0])
+            self.log.info("Family %s: %s is set: every member runs its %s", self.family, switches[0], self.work)
             return [stream.name for stream in streams]
         if not self._connections_applied(declared.families[self.family].template):
             return [stream.name for stream in streams]
-        looks = look_before_persisting_family(streams)
-        with_work = [name for name, look in looks.items() if not look.nothing_new]
+        reasons = self._reasons(streams)
+        with_work = [name for name, reason in reasons.items() if reason is not None]
         for name in with_work:
-            self.log.info("Stream %s: running the job: %s", name, looks[name].reason)
+            self.log.info("Stream %s: running the %s: %s", name, self.work, reasons[name])
         self.log.info(
             "Family %s: %d of %d members have work, %d nothing new (no Spark job for them); looked in %.1f s",
             self.family,
             len(with_work),
-            len(looks),
-            len(looks) - len(with_work),
+            len(reasons),
+            len(reasons) - len(with_work),
             time.monotonic() - started,
         )
         return with_work
@@ -84,6 +89,35 @@ class FamilyPersistLookOperator(BaseOperator):
             )
             return False
         return True
+
+
+class FamilyPersistLookOperator(FamilyLookOperator):
+    """Work: records the ledger lacks, or a partition whose status the clock changes
+    (tidemark.nothing_new), for all members with one Kafka client (connectors.family_look)."""
+
+    work = "job"
+
+    def _reasons(self, streams: list) -> dict[str, str | None]:
+        from connectors.family_look import look_before_persisting_family
+
+        looks = look_before_persisting_family(streams)
+        return {name: None if look.nothing_new else look.reason for name, look in looks.items()}
+
+
+class FamilyMaintenanceLookOperator(FamilyLookOperator):
+    """Work: a sealed hour or small table to compact, a claim to settle, a file to vacuum
+    (connectors.maintenance_look), member by member."""
+
+    work = "maintenance"
+
+    def _reasons(self, streams: list) -> dict[str, str | None]:
+        from connectors.maintenance_look import look_before_maintaining
+
+        reasons = {}
+        for stream in streams:
+            look = look_before_maintaining(stream)
+            reasons[stream.name] = None if look.nothing_to_do else look.reason
+        return reasons
 
 
 def dealt(members: list[str], drivers: int) -> list[list[str]]:

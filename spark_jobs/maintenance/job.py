@@ -48,11 +48,22 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_json_logging()
     args = parse_args(argv)
+    code, result = maintain_named_stream(args.conf, args.stream, vacuum=not args.no_vacuum)
+    if code == 0 and args.result:
+        args.result.write_bytes(result.encode())
+    return code
+
+
+def maintain_named_stream(conf: str, name: str, vacuum: bool = True) -> tuple[int, MaintenanceResult | None]:
+    """Maintain stream ``name`` of the configuration at ``conf``: (exit status, its result when
+    it is 0; the summary printed). 2 with one line on stderr for a stream the file does not
+    declare or one with no events table yet. In a driver that maintains several streams
+    (spark_jobs/maintenance/family_job.py) the first stream's session serves the next ones."""
     try:
-        stream = load_stream(args.conf, args.stream)
+        stream = load_stream(conf, name)
     except (StreamConfigError, ValueError) as error:
         print(f"maintenance: {error}", file=sys.stderr)
-        return 2
+        return 2, None
     from connectors.spark_session import lake_spark_session
     from spark_jobs.lake.table_creation import delta_table_exists
 
@@ -63,12 +74,10 @@ def main(argv: list[str] | None = None) -> int:
             "nothing to maintain before its first persist run",
             file=sys.stderr,
         )
-        return 2
-    result = run_maintenance(spark, stream, vacuum=not args.no_vacuum)
-    if args.result:
-        args.result.write_bytes(result.encode())
+        return 2, None
+    result = run_maintenance(spark, stream, vacuum=vacuum)
     print(result.summary())
-    return 0
+    return 0, result
 
 
 def run_maintenance(spark, stream: StreamConfig, vacuum: bool = True) -> MaintenanceResult:

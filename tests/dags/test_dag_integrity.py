@@ -195,7 +195,7 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
     described = json.loads(result.stdout.strip().splitlines()[-1])
     assert described["errors"] == {}
     assert "tidemark_topics__shops" in described["dag_ids"]
-    assert {"tidemark_sweep__shops_eu", "tidemark_maintenance__shops_us"} <= set(described["dag_ids"])
+    assert {"tidemark_sweep__shops_eu", "tidemark_backfill__shops_us"} <= set(described["dag_ids"])
     assert "tidemark_quality__shops_eu" not in described["dag_ids"], "a family's members are checked in its DAG"
     assert "tidemark_persist__shops_eu" not in described["dag_ids"], "a bounded family's members persist in its DAG"
     assert not any("other" in dag_id for dag_id in described["dag_ids"])
@@ -203,6 +203,7 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
     assert [d for d in described["dag_ids"] if "family__" in d] == [
         "tidemark_accept_lost__family__shops",
         "tidemark_erase__family__shops",
+        "tidemark_maintenance__family__shops",
         "tidemark_persist__family__shops",
         "tidemark_quality__family__shops",
         "tidemark_recover__family__shops",

@@ -4,7 +4,8 @@ few lines, its members listed by a refresh from the real broker, one look for al
 exactly once; a member whose topic was deleted fails alone (the verdict names it, its own alarm
 goes out) while the others persist and keep their sealed-hour events; the next tick with nothing
 new starts no Spark. The quality tick checks every member in one process, the deleted topic's
-member failing alone; the next one checks only what changed or did not pass."""
+member failing alone; the next one checks only what changed or did not pass. The maintenance
+tick runs a driver only for the member the look finds work for."""
 
 from __future__ import annotations
 
@@ -72,15 +73,18 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
 
-    tick, idle, quality, quality_again = dags_test_many(
-        environment, [["tidemark_persist__family__fleet"]] * 2 + [["tidemark_quality__family__fleet"]] * 2
+    tick, idle, quality, quality_again, maintenance = dags_test_many(
+        environment,
+        [["tidemark_persist__family__fleet"]] * 2
+        + [["tidemark_quality__family__fleet"]] * 2
+        + [["tidemark_maintenance__family__fleet"]],
     )
 
     output = tick.output
     assert tick.returncode != 0, "the verdict fails the tick for the deleted topic's member"
     assert "Family fleet: 5 of 5 members have work" in output, output[-5000:]
     assert output.count("spark-submit") <= 2 * 2, "at most max_drivers drivers (each logs its command once or twice)"
-    assert "1 members failed, each alone (4 persisted): fleet_gone: " in output
+    assert "1 members failed, each alone (4 succeeded): fleet_gone: " in output
     for member in ("fleet_north", "fleet_south", "fleet_east", "fleet_west"):
         assert f"Stream {member}: " in output and "newly sealed hours" in output
     # One alarm per persist tick for the deleted topic's member (both fail for it), none for the
@@ -118,3 +122,12 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
     assert "Family fleet: 1 of 5 members to check, 4 unchanged" in quality_again.output, quality_again.output[-5000:]
     # Its check never completed, so nothing is remembered of it: it is checked at every tick.
     assert "Stream fleet_gone: checking: no check remembered yet" in quality_again.output
+
+    # Maintenance: nothing due for the four (an hour or two of a few files each); the deleted
+    # topic's member has no tables, so its look cannot judge it: its driver says so, alone.
+    assert "Family fleet: 1 of 5 members have work, 4 nothing new" in maintenance.output, maintenance.output[-5000:]
+    assert maintenance.returncode != 0
+    assert (
+        "1 members failed, each alone (0 succeeded): fleet_gone: maintenance: stream 'fleet_gone' has no events table"
+        in (maintenance.output)
+    )

@@ -1,9 +1,9 @@
 """How a family's tick is dealt into drivers (tidemark_airflow.family_look_operator.dealt) and what
-one driver's result says (tidemark.family_persist_result)."""
+one driver's result says (tidemark.family_driver_result)."""
 
 from __future__ import annotations
 
-from tidemark.family_persist_result import FamilyPersistResult, MemberOutcome
+from tidemark.family_driver_result import FamilyDriverResult, MemberOutcome
 from tidemark_airflow.family_look_operator import dealt
 
 
@@ -18,7 +18,7 @@ def test_members_with_work_are_dealt_round_robin_into_at_most_max_drivers_groups
 
 
 def test_a_drivers_result_names_the_members_that_failed_and_crosses_processes_as_one_value():
-    result = FamilyPersistResult(
+    result = FamilyDriverResult(
         (
             MemberOutcome("a", 0, 3.5, summary_file="a.json"),
             MemberOutcome("b", 2, 0.4, error="persist: topic 'b' does not exist on 127.0.0.1:9092"),
@@ -26,8 +26,8 @@ def test_a_drivers_result_names_the_members_that_failed_and_crosses_processes_as
         4.1,
     )
     assert [m.stream for m in result.failed()] == ["b"]
-    assert FamilyPersistResult.decode(result.encode()) == result
-    assert FamilyPersistResult.from_json(result.to_json()) == result
+    assert FamilyDriverResult.decode(result.encode()) == result
+    assert FamilyDriverResult.from_json(result.to_json()) == result
 
 
 def test_a_triggered_dag_acts_on_its_stream_or_on_a_member_of_its_family_only(tmp_path):
