@@ -14,6 +14,11 @@ manager's own work (writing the serialized DAGs to the database) is not in it.
 
 The same parse is measured with the family's members declared one by one under ``streams:``
 (what a deployment without families writes), side by side, in the same run.
+
+Then the watermark page's index with every member's last quality check remembered (one STALL
+among them): the page app (tidemark_airflow.watermark_page) served by uvicorn on loopback and
+loaded in headless Chromium (``--chromium``, default: the one on the PATH), five times: the
+time until the page's load event, and the rows shown.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import json
 import os
 import platform
 import resource
+import shutil
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", type=int, default=200)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser"))
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tidemark-many-streams-") as folder:
@@ -64,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{name}: {figures[name]['dags']} DAGs, one parse cycle {figures[name]['wall_s']:.1f} s wall")
             for f in files:
                 print(f"  {f['file']:32} {f['dags']:5} DAGs {f['wall_s']:7.2f} s wall {f['cpu_s']:7.2f} CPU-s")
+        page = _page_load(family_conf, folder / "reports", args.topics, args.chromium)
+        print(
+            f"\nthe page's index of {page['rows']} streams in Chromium: {page['load_s']} s (median of 5, each {page['each_s']})"
+        )
 
     result = {
         "benchmark": "many_streams",
@@ -72,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         "topics": args.topics,
         "partitions": args.partitions,
         "parse_cycle": figures,
+        "page_index": page,
         "parse_cycle_ratio_family_to_declared": round(
             figures["family"]["wall_s"] / figures["declared one by one"]["wall_s"], 2
         ),
@@ -141,6 +154,53 @@ def _declared_conf(folder: Path, topics: int, partitions: int) -> Path:
         streams[topic.replace(".", "_")] = stream
     (folder / "streams.yaml").write_text(yaml.safe_dump({"streams": streams}))
     return folder / "streams.yaml"
+
+
+def _page_load(conf: Path, reports: Path, topics: int, chromium: str | None) -> dict:
+    """The index page with ``topics`` members remembered, loaded five times in Chromium."""
+    import statistics
+
+    import uvicorn
+    from playwright.sync_api import sync_playwright
+
+    from stack.ports import free_port
+    from tidemark.quality_look import LastCheck, WorstPartition, remember_check
+    from tidemark_airflow.watermark_page import create_app
+
+    if chromium is None:
+        raise SystemExit("headless Chromium is needed for the page's figure (apt-get install chromium)")
+    for index, topic in enumerate(_topics(topics)):
+        status = "STALL" if index == topics // 2 else "OK"
+        worst = WorstPartition(index % 4, status, index * 10, f"{status}: as measured")
+        remember_check(
+            reports, topic.replace(".", "_"), LastCheck({}, status == "OK", int(time.time() * 1000), 4, worst)
+        )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(str(conf), reports, require_login=False), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    loads = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page()
+            for _ in range(5):
+                started = time.monotonic()
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
+                loads.append(round(time.monotonic() - started, 3))
+            rows = page.locator("#streams tbody tr").count()
+            first = page.locator("#streams tbody tr").first.get_attribute("data-status")
+            browser.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    return {"rows": rows, "first_row_status": first, "load_s": statistics.median(loads), "each_s": loads}
 
 
 def _parse_in_child(path: Path, conf: Path) -> dict:

@@ -6,9 +6,8 @@
 Great Expectations takes seconds to import; a member's checks take a fraction of that. Each member
 is checked exactly as ``quality_run.py --stream <member> --hours ... --reconcile`` checks a stream
 (its own reports, Data Docs and damage memory under ``REPORTS/<member>/``), and fails alone: its
-exit status and last line are its outcome, and the next member is checked. After each completed
-check, the member's memory (tidemark.quality_look.LastCheck) records the table versions the look
-read and whether the check passed.
+exit status and last line are its outcome, and the next member is checked. Each completed check
+leaves the member's memory (tidemark.quality_look.LastCheck), as every quality run does.
 
 Writes ``DIR/result.json`` (tidemark.family_quality_request.FamilyQualityResult) and each checked
 member's summary as ``DIR/<member>.json``. Exit status 0 when the result was written; 2 for bad
@@ -34,11 +33,7 @@ from tidemark.family_quality_request import (  # noqa: E402
     MemberCheckOutcome,
 )
 from tidemark.kept_output import KeptOutput  # noqa: E402
-from tidemark.quality_look import LastCheck, remember_check  # noqa: E402
-from tidemark.quality_summary import read_quality_summary  # noqa: E402
 from tidemark.typed_file import write_typed_file  # noqa: E402
-
-PASSING = ("OK", "WARN")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,9 +72,6 @@ def _check(member: MemberCheck, run_name: str, args: argparse.Namespace) -> Memb
         return MemberCheckOutcome(member.stream, 1, _since(started), error=f"{type(error).__name__}: {error}")
     if code != 0:
         return MemberCheckOutcome(member.stream, code, _since(started), error=said.last_line() or f"exit {code}")
-    summary = read_quality_summary(args.result_dir / result_file)
-    passed = all(p.status.value in PASSING and not p.failed_checks for p in summary.partitions)
-    remember_check(args.report_dir, member.stream, LastCheck(dict(member.versions), passed, int(time.time() * 1000)))
     return MemberCheckOutcome(member.stream, 0, _since(started), result_file=result_file)
 
 

@@ -71,6 +71,7 @@ from tidemark.event_time_text import parse_event_time
 from tidemark.hour_report import HourReport, write_hour_report
 from tidemark.log_position import PositionType
 from tidemark.offset_coverage import OffsetRange, merge_ranges
+from tidemark.quality_look import last_check_of, remember_check
 from tidemark.quality_summary import write_quality_summary
 from tidemark.stream_config import StreamConfig, StreamConfigError, load_stream
 from tidemark.structured_log import configure_json_logging
@@ -578,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
         return asked
     args, stream, sweep = asked.args, asked.stream, asked.args.sweep
     from connectors.kafka_clients import KafkaRefusedError
+    from connectors.quality_look import table_versions
 
     try:
         now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
@@ -594,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             return _refuse(f"stream {stream.name!r}: {error}")
         except KafkaRefusedError as error:  # credentials, certificate or protocol: retrying cannot help
             return _refuse(f"stream {stream.name!r}: {error}")
+        versions = None if sweep else table_versions(stream)  # what this check reads, before it reads
         with _reading_around_missing_files(spark, files_missing):
             result = run_quality(
                 lake,
@@ -608,6 +611,8 @@ def main(argv: list[str] | None = None) -> int:
                 sweep=sweep,
             )
         remember_checked(args.report_dir, stream.name, found, args.run_name, now_ms)
+        if versions is not None:
+            remember_check(args.report_dir, stream.name, last_check_of(result.summary(), versions, now_ms))
     except QualityTablesMissingError as error:
         return _refuse(str(error))
     except Exception as error:  # noqa: BLE001 - the exit status is the contract with Airflow

@@ -8,12 +8,10 @@ from tidemark.result_value import ResultValue
 
 class MemberCheck(ResultValue, frozen=True):
     """Check ``stream``: its ``hours`` (ISO-8601 UTC hour starts) plus every sealed hour without a
-    report yet, and its stall and retention; ``versions``: its watched tables' versions read by
-    the look (tidemark.quality_look), remembered with the outcome."""
+    report yet, and its stall and retention."""
 
     stream: str
     hours: tuple[str, ...] = ()
-    versions: dict[str, int] = {}
 
 
 class FamilyQualityRequest(ResultValue, frozen=True):

@@ -14,8 +14,9 @@ says which:
 - its log holds records its ledger lacks, or its log or ledger could not be judged
   (tidemark.nothing_new: the persist look).
 
-The memory of a member's last check is one small file beside its reports
-(``<report_dir>/<member>/last_check.json``), written by the run that checked it.
+The memory of a stream's last check is one small file beside its reports
+(``<report_dir>/<stream>/last_check.json``), written by the quality run that checked it
+(expectations/quality_run.py, for every stream, a family's member or not).
 """
 
 from __future__ import annotations
@@ -31,14 +32,27 @@ from tidemark.typed_file import write_typed_file
 WATCHED_TABLES = ("ledger", "events", "seals")
 
 
+class WorstPartition(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The partition a check found worst (highest status, then largest lag): its status, its lag
+    in positions (None when unknown) and the sentence behind the status."""
+
+    partition: int
+    status: str
+    lag: int | None
+    reason: str
+
+
 class LastCheck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A member's last completed quality check: the version of each watched table it read (-1: the
-    table did not exist), whether it passed (every partition OK or WARN, no check failed), and
-    when (UTC ms)."""
+    """A stream's last completed quality check: the version of each watched table it read (-1: the
+    table did not exist), whether it passed (every partition OK or WARN, no check failed), when
+    (UTC ms), how many partitions it judged and the worst of them (None: none judged). The
+    page and ``tidemark status`` list many streams from these, one line each."""
 
     versions: dict[str, int]
     passed: bool
     checked_at_ms: int
+    partitions: int = 0
+    worst: WorstPartition | None = None
 
 
 def check_reason(
@@ -62,6 +76,23 @@ def check_reason(
     if log_has_news is not None:
         return log_has_news
     return None
+
+
+def last_check_of(summary, versions: Mapping[str, int], now_ms: int) -> LastCheck:
+    """The memory of a completed check whose tidemark.quality_summary.QualitySummary is
+    ``summary``, having read the tables at ``versions``, at ``now_ms``."""
+    from tidemark.quality_status import QualityStatus
+
+    partitions = summary.partitions
+    passed = all(p.status in (QualityStatus.OK, QualityStatus.WARN) and not p.failed_checks for p in partitions)
+    worst = max(partitions, key=lambda p: (p.status.severity, p.lag or 0, -p.partition), default=None)
+    return LastCheck(
+        dict(versions),
+        passed,
+        now_ms,
+        len(partitions),
+        None if worst is None else WorstPartition(worst.partition, worst.status.value, worst.lag, worst.reason),
+    )
 
 
 def last_check_path(report_dir: str | Path, stream: str) -> Path:

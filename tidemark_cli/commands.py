@@ -275,22 +275,47 @@ def config_reference(write: bool) -> int:
     return 0
 
 
-@cli.command(short_help="Show each partition of a stream: position, lag, watermark, status.")
-@stream_argument
-def status(stream: StreamConfig) -> int:
+@cli.command(short_help="Show each partition of a stream, or every stream in a line, worst first.")
+@click.argument("stream", required=False, metavar="[STREAM]")
+@click.option(
+    "--filter", "text", default="", help="Without STREAM: only streams whose name, family or status has this."
+)
+@click.pass_context
+def status(context: click.Context, stream: str | None, text: str) -> int:
     """Each partition of STREAM: read position, log end, lag, partition watermark, status (a
     stall status STOP, STALL, LAGGING or WARN before ACTIVE or IDLE, in colour), when its oldest
     unread record leaves the log, late and quarantined records; under G and the last sealed hour.
-
     Read from the lake's Delta tables and the log, without Spark: the watermark page's figures.
+
+    Without STREAM, when several streams are configured (a family's members among them): every
+    stream in one line, worst first: its worst partition's quality status and lag as its last
+    quality check found them, and when that was.
 
     \b
     Example:
       tidemark status telemetry
+      tidemark status --filter shops
     """
-    from tidemark_cli.stream_status import print_status, read_overview
+    from tidemark.stream_config import load_streams
+    from tidemark_cli.stream_status import print_glances, print_status, read_overview
 
-    print_status(_console, read_overview(stream))
+    conf = configuration_path(context)
+    streams = load_streams(conf)
+    if stream is None and len(streams) == 1:
+        stream = next(iter(streams))
+    if stream is None:
+        from tidemark.stream_glance import stream_glances
+
+        glances = stream_glances({name: s.family for name, s in streams.items()}, tidemark_home() / "reports", text)
+        print_glances(_console, glances, len(streams))
+        return 0
+    if stream not in streams:
+        raise click.BadParameter(
+            f"unknown stream {stream!r}; the known streams are: {', '.join(sorted(streams))} (configured in {conf})",
+            context,
+            param_hint="'STREAM'",
+        )
+    print_status(_console, read_overview(streams[stream]))
     return 0
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 STATUS_STYLES = {
     "NO LEDGER ROWS": "dim",  # tidemark.stream_overview.NO_LEDGER: the live job has not read it yet
+    "NOT CHECKED": "dim",  # tidemark.stream_glance.NOT_CHECKED: no quality check has completed yet
     "ACTIVE": "green",
     "IDLE": "cyan",
     "OK": "bold green",

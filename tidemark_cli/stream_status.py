@@ -107,3 +107,22 @@ def _deadline(deadline_ms: int | None, lag: int | None) -> str:
     if not lag:
         return "nothing unread"
     return "unknown" if deadline_ms is None else _time(deadline_ms, 16)
+
+
+def print_glances(console: Console, glances, total: int) -> None:
+    """Every stream in one line (tidemark.stream_glance.StreamGlance), worst first: status in its
+    colour, the worst partition and its lag, why, when it was checked."""
+    say = partial(console.print, soft_wrap=True)
+    shown = f"{len(glances)} of {total} streams" if len(glances) != total else f"{total} streams"
+    say(Text.assemble((shown, "bold"), ", worst first, each as its last quality check found it:"))
+    width = max((len(g.stream) for g in glances), default=6)
+    for g in glances:
+        partition = "" if g.partition is None else f"partition {g.partition}"
+        lag = "" if g.lag is None else f"lag {g.lag:,}"
+        say(
+            Text.assemble(
+                f"{g.stream:<{width}}  ",
+                status_text(g.status),
+                f"  {partition:<14}{lag:<14}{_time(g.checked_at_ms, 16) if g.checked_at_ms else 'never':<17}  {g.reason}",
+            )
+        )

@@ -68,7 +68,7 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
         run_name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{context['dag_run'].run_id}.{self.task_id}")
         request = FamilyQualityRequest(
             run_name,
-            tuple(MemberCheck(name, tuple(sorted(set(hours.get(name, ())))), looked[name][1]) for name in due),
+            tuple(MemberCheck(name, tuple(sorted(set(hours.get(name, ()))))) for name in due),
         )
         with tempfile.TemporaryDirectory(prefix=f"tidemark-quality-{self.family}-") as folder:
             request_path = Path(folder) / "request.json"

@@ -10,6 +10,7 @@ from html import escape
 from urllib.parse import quote
 
 from tidemark.event_time_text import format_event_time
+from tidemark.stream_glance import StreamGlance
 from tidemark.stream_overview import ATTENTION, NO_LEDGER, StreamOverview
 from tidemark_airflow.quality_reports import QualityRunReport, StreamReports
 from tidemark_airflow.watermark_chart import line_chart
@@ -23,6 +24,9 @@ tr.attention td{background:#fde2e1} .status{font-weight:600;padding:1px 6px;bord
 .status-ACTIVE{background:#e3f2e1;color:#225c1c} .status-IDLE{background:#eee;color:#555}
 .status-STOP,.status-STALL{background:#d62728;color:#fff} .status-LAGGING{background:#ff7f0e;color:#fff}
 .status-WARN{background:#ffd34d;color:#333} .status-none{background:#eee;color:#777}
+.status-OK{background:#e3f2e1;color:#225c1c} .status-HOLE{background:#9c27b0;color:#fff}
+.status-LOST{background:#4a148c;color:#fff} .status-NOT_CHECKED{background:#eee;color:#777}
+#filter{font:inherit;padding:4px 8px;width:320px;margin:8px 0}
 .chart{margin:16px 0} figcaption{font-weight:600} .legend{display:flex;flex-wrap:wrap;gap:10px;font-size:12px}
 .key i{display:inline-block;width:14px;height:4px;margin-right:4px;vertical-align:middle}
 .key.attention{font-weight:700;color:#d62728} .note{background:#fff6d6;padding:6px 10px;border-left:4px solid #e0b000}
@@ -42,10 +46,45 @@ def page(title: str, body: str) -> str:
     return f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>'
 
 
-def index_page(streams: list[str], prefix: str) -> str:
-    """``prefix``: where the page app is mounted (e.g. /tidemark), for absolute links."""
-    items = "".join(f'<li><a href="{escape(prefix)}/streams/{quote(name)}">{escape(name)}</a></li>' for name in streams)
-    return page("tidemark streams", f"<h1>tidemark: watermarks per stream</h1><ul>{items}</ul>")
+def index_page(glances: list[StreamGlance], prefix: str, text: str = "", total: int | None = None) -> str:
+    """Every stream in one line, worst first (tidemark.stream_glance), with a filter: ``text``
+    filtered them on the server (``?q=``), and typing in the box filters the rows in place.
+    ``prefix``: where the page app is mounted (e.g. /tidemark), for absolute links."""
+    rows = "".join(
+        f'<tr data-stream="{escape(g.stream)}" data-status="{escape(g.status)}"'
+        f' class="{"attention" if g.severity >= _ATTENTION_SEVERITY else ""}">'
+        f'<td class=text><a href="{escape(prefix)}/streams/{quote(g.stream)}">{escape(g.stream)}</a></td>'
+        f"<td class=text>{escape(g.family or '')}</td>"
+        f"<td class=text><span class='status status-{escape(g.status.replace(' ', '_'))}'>{escape(g.status)}</span></td>"
+        f"<td>{'–' if g.partition is None else g.partition}</td><td>{_number(g.lag)}</td>"
+        f"<td>{g.partitions}</td><td class=text>{escape(g.reason)}</td><td class=text>{_time(g.checked_at_ms)}</td></tr>"
+        for g in glances
+    )
+    counts: dict[str, int] = {}
+    for g in glances:
+        counts[g.status] = counts.get(g.status, 0) + 1
+    tally = " · ".join(f"{count} {status}" for status, count in counts.items())
+    shown = (
+        f"{len(glances)} of {total} streams"
+        if total is not None and total != len(glances)
+        else f"{len(glances)} streams"
+    )
+    return page(
+        "tidemark streams",
+        "<h1>tidemark: streams, worst first</h1>"
+        f'<p class="meta" id="tally">{shown}: {escape(tally) or "none"} · each as its last quality check found it</p>'
+        f'<form method="get"><input id="filter" name="q" value="{escape(text)}" placeholder="filter: name, family or status"'
+        ' autofocus oninput="tidemarkFilter(this.value)"></form>'
+        '<table id="streams"><thead><tr><th class=text>stream</th><th class=text>family</th><th class=text>worst status</th>'
+        "<th>partition</th><th>lag</th><th>partitions</th><th class=text>why</th><th class=text>checked at</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        "<script>function tidemarkFilter(t){t=t.toLowerCase();for(const r of document.querySelectorAll('#streams tbody tr'))"
+        "{r.hidden=t&&!r.textContent.toLowerCase().includes(t)}}</script>",
+    )
+
+
+# STALL and worse stand out in the index (as ATTENTION does on a stream's page).
+_ATTENTION_SEVERITY = 3
 
 
 def problem_page(title: str, message: str) -> str:

@@ -15,6 +15,7 @@ from expectations.quality_summary import summary_folder, write_summary
 from harness.cli_environment import cli_home  # noqa: F401 (fixture)
 from tidemark.offset_coverage import OffsetRange
 from tidemark.recovery_request import RecoveryRequest
+from tidemark.stream_glance import NOT_CHECKED
 from tidemark.stream_overview import NO_LEDGER
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.commands import main
@@ -117,8 +118,9 @@ def test_a_status_has_the_same_colour_wherever_it_is_shown():
     assert status_text("STOP").style == "bold white on red"
     assert status_text("ok").style == STATUS_STYLES["OK"] == "bold green"
     assert status_text("SOMETHING_NEW").style == "" and status_text("SOMETHING_NEW").plain == "SOMETHING_NEW"
-    # Every quality status, both reader statuses and the overview's "no ledger rows" have a colour.
-    assert set(STATUS_STYLES) == {status.value for status in QualityStatus} | {"ACTIVE", "IDLE", NO_LEDGER}
+    # Every quality status, both reader statuses, the overview's "no ledger rows" and a stream never
+    # checked (tidemark.stream_glance) have a colour.
+    assert set(STATUS_STYLES) == {status.value for status in QualityStatus} | {"ACTIVE", "IDLE", NO_LEDGER, NOT_CHECKED}
 
 
 def test_a_run_asked_for_by_name_and_a_run_that_is_not_there(two_runs):
