@@ -596,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             return _refuse(f"stream {stream.name!r}: {error}")
         except KafkaRefusedError as error:  # credentials, certificate or protocol: retrying cannot help
             return _refuse(f"stream {stream.name!r}: {error}")
-        versions = None if sweep else table_versions(stream)  # what this check reads, before it reads
+        versions = None if sweep else _versions_or_none(stream, table_versions)  # before it reads them
         with _reading_around_missing_files(spark, files_missing):
             result = run_quality(
                 lake,
@@ -711,6 +711,16 @@ def _reading_around_missing_files(spark, missing: bool):  # spark None: no sessi
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+def _versions_or_none(stream: StreamConfig, table_versions) -> dict[str, int] | None:
+    """The watched tables' versions (tidemark.quality_look), or None when they cannot be read: the
+    check runs all the same, and leaves no memory (its stream is then checked at every tick)."""
+    try:
+        return table_versions(stream)
+    except Exception as error:  # noqa: BLE001 - the memory is an optimisation, never a reason to fail
+        log.warning({"event": "quality_versions_unread", "stream": stream.name, "error": str(error)})
+        return None
 
 
 def _refuse(message: str) -> int:
