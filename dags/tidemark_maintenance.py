@@ -78,13 +78,7 @@ stream; `verdict` fails naming any member whose maintenance failed (the others' 
 """,
     )
     def family_maintenance():
-        groups = FamilyMaintenanceLookOperator(
-            task_id="look",
-            family=name,
-            members=list(family.members),
-            conf_path=CONF_PATH,
-            max_drivers=family.rule.max_drivers,
-        )
+        groups = FamilyMaintenanceLookOperator.for_family(family, CONF_PATH, task_id="look")
         drivers = FamilyMaintenanceOperator.partial(
             task_id="maintain", conf_path=CONF_PATH, conn_id=template.persist.spark_conn_id
         ).expand(streams=groups.output)

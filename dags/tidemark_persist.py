@@ -89,13 +89,7 @@ others' runs and sealed-hour events go on, and `verdict` fails naming it and rai
 """,
     )
     def persist_family():
-        groups = FamilyPersistLookOperator(
-            task_id="look",
-            family=name,
-            members=list(family.members),
-            conf_path=CONF_PATH,
-            max_drivers=family.rule.max_drivers,
-        )
+        groups = FamilyPersistLookOperator.for_family(family, CONF_PATH, task_id="look")
         drivers = FamilyPersistOperator.partial(
             task_id="persist",
             conf_path=CONF_PATH,

@@ -32,6 +32,17 @@ class FamilyLookOperator(BaseOperator):
         self.conf_path = conf_path
         self.max_drivers = max_drivers
 
+    @classmethod
+    def for_family(cls, family, conf_path: str, **kwargs: Any):
+        """The look of a tidemark.stream_config.DeclaredFamily: its members as parsed, its driver bound."""
+        return cls(
+            family=family.rule.name,
+            members=list(family.members),
+            conf_path=conf_path,
+            max_drivers=family.rule.max_drivers,
+            **kwargs,
+        )
+
     def execute(self, context: Any) -> list[list[str]]:
         return dealt(self._with_work(), self.max_drivers)
 
