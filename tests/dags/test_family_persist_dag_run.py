@@ -73,11 +73,11 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
     }
 
-    tick, idle, quality, quality_again, maintenance = dags_test_many(
+    tick, idle, quality, quality_again, maintenance, topics = dags_test_many(
         environment,
         [["tidemark_persist__family__fleet"]] * 2
         + [["tidemark_quality__family__fleet"]] * 2
-        + [["tidemark_maintenance__family__fleet"]],
+        + [["tidemark_maintenance__family__fleet"], ["tidemark_topics__fleet"]],
     )
 
     output = tick.output
@@ -130,4 +130,10 @@ def test_a_family_tick_persists_every_member_in_few_drivers_and_a_deleted_topic_
     assert (
         "1 members failed, each alone (0 succeeded): fleet_gone: maintenance: stream 'fleet_gone' has no events table"
         in (maintenance.output)
+    )
+
+    # The refresh DAG lists the cluster again: the deleted topic is kept, marked missing.
+    assert topics.returncode == 0, topics.output[-5000:]
+    assert "Topics of family fleet: " in topics.output and "topic gone (runs fail until excluded): fleet_gone" in (
+        topics.output
     )
