@@ -33,6 +33,20 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
         self.family = family
         self.members = list(members)
         self.hours = hours
+        self._process = None  # the checks' child process, while it runs
+
+    def _track(self, process) -> None:
+        self._process = process
+
+    def on_kill(self) -> None:
+        """Stop the checks' child process (a timeout, a person marking the task failed)."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - still running after 10 s: kill it
+                process.kill()
 
     def execute(self, context: Any) -> dict:
         from airflow.sdk.exceptions import AirflowException
@@ -80,7 +94,7 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
                 "--report-dir", str(reports),
                 "--result-dir", folder,
             ]  # fmt: skip
-            code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log)
+            code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log, self._track)
             if code != 0:
                 raise AirflowException(
                     f"The quality checks of family {self.family} did not run (exit {code}):\n" + "\n".join(tail)
