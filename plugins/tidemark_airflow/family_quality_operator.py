@@ -40,13 +40,9 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
 
     def on_kill(self) -> None:
         """Stop the checks' child process (a timeout, a person marking the task failed)."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - still running after 10 s: kill it
-                process.kill()
+        from tidemark_airflow.quality_operator import stop_child
+
+        stop_child(self._process)
 
     def execute(self, context: Any) -> dict:
         from airflow.sdk.exceptions import AirflowException

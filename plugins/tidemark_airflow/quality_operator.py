@@ -121,19 +121,25 @@ class QualityCheckOperator(TidemarkSparkJobOperator):
 
     def on_kill(self) -> None:
         """Stop the child process of a regular run; a sweep's spark-submit as the provider stops it."""
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        if stop_child(self._process):
             return
         if self.sweep:
             super().on_kill()
 
 
 TAIL_LINES = 20  # lines of the run's output a failure's message repeats
+
+
+def stop_child(process: subprocess.Popen | None) -> bool:
+    """Terminate ``process`` when it still runs (killed after 10 s); whether there was one to stop."""
+    if process is None or process.poll() is not None:
+        return False
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    return True
 
 
 def run_logged(command: list[str], environment: dict[str, str], log, track=None) -> tuple[int, list[str]]:
