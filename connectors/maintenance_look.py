@@ -43,7 +43,15 @@ class MaintenanceLook:
 
 
 def look_before_maintaining(stream: StreamConfig) -> MaintenanceLook:
+    from connectors.lake_storage import is_delta_table
+
     try:
+        if not is_delta_table(stream.table_path("events")):
+            # What the job would answer, without its JVM: a stream whose topic never had a run
+            # (or is gone) must not start a driver every hour to say it.
+            return MaintenanceLook(
+                True, "no events table yet: nothing to maintain before the stream's first persist run"
+            )
         due = hours_to_compact(
             files_per_hour(stream.table_path("events")), sealed_hours(stream), stream.maintenance.compact_min_files
         )
