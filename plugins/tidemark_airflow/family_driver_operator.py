@@ -4,6 +4,7 @@ application (spark_jobs/family_driver.py), and each member's own result read bac
 from __future__ import annotations
 
 import tempfile
+from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ class FamilyDriverOperator(TidemarkSparkJobOperator):
     def _before(self, context: Any) -> None:
         """Checks before the driver is submitted (raise to fail the task)."""
 
+    @abstractmethod
     def _succeeded(self, outcome, path: Path, stream, context: Any) -> str | None:
         """A member's own result at ``path``, read and acted on; a reason when it cannot be
         trusted (the member then counts as failed), else None."""
-        raise NotImplementedError

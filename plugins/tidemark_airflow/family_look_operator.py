@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from abc import abstractmethod
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -46,9 +47,9 @@ class FamilyLookOperator(BaseOperator):
     def execute(self, context: Any) -> list[list[str]]:
         return dealt(self._with_work(), self.max_drivers)
 
+    @abstractmethod
     def _reasons(self, streams: list) -> dict[str, str | None]:
         """Each member's work (one sentence), None for nothing to do, by name."""
-        raise NotImplementedError
 
     def _with_work(self) -> list[str]:
         from airflow.sdk.exceptions import AirflowFailException
