@@ -88,10 +88,7 @@ stream; `verdict` fails naming any member whose maintenance failed (the others' 
 
 
 _declared = read_streams_file(CONF_PATH)
-_in_family_dags = {member for family in _declared.families.values() for member in family.members}
-for _stream in _declared.streams.values():
-    if _stream.name not in _in_family_dags:
-        globals()[f"tidemark_maintenance__{_stream.name}"] = maintenance_dag(_stream)
-for _family in _declared.families.values():
-    if _family.members:
-        globals()[f"tidemark_maintenance__family__{_family.rule.name}"] = family_maintenance_dag(_family)
+for _stream in _declared.outside_families():
+    globals()[f"tidemark_maintenance__{_stream.name}"] = maintenance_dag(_stream)
+for _family in _declared.families_with_members():
+    globals()[f"tidemark_maintenance__family__{_family.rule.name}"] = family_maintenance_dag(_family)

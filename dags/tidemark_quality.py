@@ -261,10 +261,7 @@ def _judge_family(result: dict) -> None:
 
 
 _declared = read_streams_file(CONF_PATH)
-_in_family_dags = {member for family in _declared.families.values() for member in family.members}
-for _stream in _declared.streams.values():
-    if _stream.name not in _in_family_dags:
-        globals()[f"tidemark_quality__{_stream.name}"] = quality_dag(_stream)
-for _family in _declared.families.values():
-    if _family.members:
-        globals()[f"tidemark_quality__family__{_family.rule.name}"] = family_quality_dag(_family)
+for _stream in _declared.outside_families():
+    globals()[f"tidemark_quality__{_stream.name}"] = quality_dag(_stream)
+for _family in _declared.families_with_members():
+    globals()[f"tidemark_quality__family__{_family.rule.name}"] = family_quality_dag(_family)

@@ -5,6 +5,7 @@
 
 Great Expectations takes seconds to import; a member's checks take a fraction of that. Each member
 is checked exactly as ``quality_run.py --stream <member> --hours ... --reconcile`` checks a stream
+(or, for a sweep request, ``--sweep``: spark-submitted, one Spark session for every member)
 (its own reports, Data Docs and damage memory under ``REPORTS/<member>/``), and fails alone: its
 exit status and last line are its outcome, and the next member is checked. Each completed check
 leaves the member's memory (tidemark.quality_look.LastCheck), as every quality run does.
@@ -45,12 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     request = FamilyQualityRequest.decode(args.request.read_bytes())
     started = time.monotonic()
-    outcomes = tuple(_check(member, request.run_name, args) for member in request.members)
+    outcomes = tuple(_check(member, request.run_name, request.sweep, args) for member in request.members)
     write_typed_file(args.result_dir / "result.json", FamilyQualityResult(outcomes, _since(started)), atomic=True)
     return 0
 
 
-def _check(member: MemberCheck, run_name: str, args: argparse.Namespace) -> MemberCheckOutcome:
+def _check(member: MemberCheck, run_name: str, sweep: bool, args: argparse.Namespace) -> MemberCheckOutcome:
     started = time.monotonic()
     result_file = f"{member.stream}.json"
     argv = [
@@ -60,7 +61,7 @@ def _check(member: MemberCheck, run_name: str, args: argparse.Namespace) -> Memb
         "--gx-dir", str(args.report_dir / member.stream / "gx"),
         "--run-name", run_name,
         "--result", str(args.result_dir / result_file),
-        "--reconcile",
+        "--sweep" if sweep else "--reconcile",
     ]  # fmt: skip
     if member.hours:
         argv += ["--hours", ",".join(member.hours)]

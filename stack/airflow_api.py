@@ -71,11 +71,14 @@ class AirflowApi:
         body = {"logical_date": None, **({"conf": conf} if conf else {}), **({"dag_run_id": run_id} if run_id else {})}
         return self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"]
 
-    def return_value(self, dag_id: str, run_id: str, task_id: str):
-        """What task ``task_id`` of the run returned (its XCom ``return_value``), or None."""
+    def return_value(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1):
+        """What task ``task_id`` of the run returned (its XCom ``return_value``; ``map_index``: of
+        a mapped task's instance), or None."""
         try:
             entry = self._call(
-                "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
+                "GET",
+                f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
+                + (f"?map_index={map_index}" if map_index >= 0 else ""),
             )
         except StackError:
             return None

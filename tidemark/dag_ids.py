@@ -22,7 +22,7 @@ def persist_dag_id(stream: StreamConfig) -> str:
 # The DAGs a person (or another DAG) triggers with a stream in the run's conf: a family has one of
 # each for all its members, the stream a param, instead of one per member (at 200 members, 800
 # DAGs of params forms the dag-processor would serialize at every parse).
-FAMILY_TRIGGERED_KINDS = ("recover", "redrive", "erase", "accept_lost")
+FAMILY_TRIGGERED_KINDS = ("recover", "redrive", "erase", "accept_lost", "backfill")
 
 
 def triggered_dag_id(kind: str, stream: StreamConfig) -> str:
@@ -38,3 +38,10 @@ def triggered_dag_id(kind: str, stream: StreamConfig) -> str:
 def family_triggered_dag_id(kind: str, family: str) -> str:
     """The DAG of ``kind`` for every member of ``family``."""
     return f"tidemark_{kind}__family__{family}"
+
+
+def sweep_dag_id(stream: StreamConfig) -> str:
+    """The DAG whose runs sweep ``stream``: its family's for a member, else its own."""
+    if stream.family is not None:
+        return f"tidemark_sweep__family__{stream.family}"
+    return f"tidemark_sweep__{stream.name}"

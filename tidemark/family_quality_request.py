@@ -16,10 +16,14 @@ class MemberCheck(ResultValue, frozen=True):
 
 class FamilyQualityRequest(ResultValue, frozen=True):
     """The members one runner checks, one after another, in one process (Great Expectations
-    imported once), each as expectations/quality_run.py checks a stream."""
+    imported once, and for a sweep one Spark session), each as expectations/quality_run.py checks
+    a stream."""
 
     run_name: str
     members: tuple[MemberCheck, ...]
+    # A sweep (quality_run.py --sweep): completeness of every hour the log retains, read with
+    # Spark, one session for all the members; no hours given.
+    sweep: bool = False
 
 
 class MemberCheckOutcome(ResultValue, frozen=True):

@@ -740,6 +740,15 @@ class DeclaredStreams:
     streams: dict[str, StreamConfig]
     families: dict[str, DeclaredFamily]
 
+    def outside_families(self) -> list[StreamConfig]:
+        """The streams no family has as a member: those whose DAGs are their own."""
+        members = {member for family in self.families.values() for member in family.members}
+        return [stream for name, stream in self.streams.items() if name not in members]
+
+    def families_with_members(self) -> list[DeclaredFamily]:
+        """The families with at least one member listed: those with DAGs for their members."""
+        return [family for family in self.families.values() if family.members]
+
 
 def read_streams_file(path: str | Path, environ: Mapping[str, str] | None = None) -> DeclaredStreams:
     """Read and validate a streams file, families expanded from their cached listings.

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from tidemark.backfill_request import BackfillRequest, BackfillRequestError, parse_backfill_request
 from tidemark.backfill_result import backfill_result_from
+from tidemark.dag_ids import triggered_dag_id
 from tidemark.event_time_text import format_event_time
 from tidemark.reconciliation import HourComparison
 from tidemark.stream_config import StreamConfig
@@ -16,7 +17,7 @@ from tidemark_cli.param_usage_error import usage_error
 
 
 def backfill_dag_id(stream: StreamConfig) -> str:
-    return f"tidemark_backfill__{stream.name}"
+    return triggered_dag_id("backfill", stream)
 
 
 def backfill_params(
@@ -59,6 +60,8 @@ def backfill_params(
         "shadow_name": request.shadow or "",
         "compare": request.compare,
     }
+    if stream.family is not None:  # its family's DAG backfills the member its run names
+        conf["stream"] = stream.name
     return request, conf
 
 

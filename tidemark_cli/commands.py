@@ -375,7 +375,11 @@ def backfill(
         f"Run {escape(run_id)}: {connection.run_url(dag_id, run_id)}",
         soft_wrap=True,
     )
-    return _follow(connection, dag_id, run_id, "backfill", "backfill", print_backfill_result) if wait else 0
+    if not wait:
+        return 0
+    # A family's backfill DAG maps its backfill task over the members it backfills: this one only.
+    result_index = 0 if stream.family is not None else -1
+    return _follow(connection, dag_id, run_id, "backfill", "backfill", print_backfill_result, result_index)
 
 
 @cli.command(short_help="Replay offset ranges of a partition through the recover DAG.")
@@ -603,7 +607,15 @@ def main(argv: list[str] | None = None) -> int:
     return code if isinstance(code, int) else 0
 
 
-def _follow(connection, dag_id: str, run_id: str, progress_task: str | None, result_task: str, print_result) -> int:
+def _follow(
+    connection,
+    dag_id: str,
+    run_id: str,
+    progress_task: str | None,
+    result_task: str,
+    print_result,
+    result_map_index: int = -1,
+) -> int:
     from tidemark_cli.run_display import follow_run, interrupted, print_failure
     from tidemark_cli.run_follower import RunFollower
 
@@ -612,10 +624,10 @@ def _follow(connection, dag_id: str, run_id: str, progress_task: str | None, res
     except KeyboardInterrupt:
         return interrupted(_console, connection, dag_id, run_id)
     if snapshot.state == "success":
-        print_result(_console, connection.api.return_value(dag_id, run_id, result_task))
+        print_result(_console, connection.api.return_value(dag_id, run_id, result_task, result_map_index))
         _console.print(f"[bold green]The run succeeded.[/] {connection.run_url(dag_id, run_id)}", soft_wrap=True)
         return 0
-    result = connection.api.return_value(dag_id, run_id, result_task)
+    result = connection.api.return_value(dag_id, run_id, result_task, result_map_index)
     if result:
         print_result(_console, result)
     print_failure(_console, connection, dag_id, run_id, snapshot)

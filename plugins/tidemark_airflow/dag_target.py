@@ -69,9 +69,7 @@ class DagTarget:
 
 def triggered_dag_targets(kind: str, declared: DeclaredStreams) -> list[DagTarget]:
     """One target per declared stream, and one per family with members."""
-    members = {name for family in declared.families.values() for name in family.members}
-    targets = [DagTarget(kind, stream) for name, stream in declared.streams.items() if name not in members]
-    for name, family in declared.families.items():
-        if family.members:
-            targets.append(DagTarget(kind, family.template, name, family.members))
+    targets = [DagTarget(kind, stream) for stream in declared.outside_families()]
+    for family in declared.families_with_members():
+        targets.append(DagTarget(kind, family.template, family.rule.name, family.members))
     return targets

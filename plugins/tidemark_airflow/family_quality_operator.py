@@ -24,30 +24,47 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
 
     Returns ``{"summaries": {member: its QualitySummary as JSON}, "failed": [{"stream", "error"}],
     "unchanged": [members]}``: a member whose check failed is in ``failed`` and the others'
-    summaries stand; the DAG's verdict fails for it."""
+    summaries stand; the DAG's verdict fails for it.
+
+    ``sweep``: the family's sweep instead. Every member with an events table is swept (a member
+    before its first persist run has nothing to sweep: "unchanged"), one after another in one
+    spark-submit (one Spark session for all), each as a stream's sweep; no hours."""
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
 
-    def __init__(self, *, family: str, members: list[str], conf_path: str, hours: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        family: str,
+        members: list[str],
+        conf_path: str,
+        hours: Any = None,
+        sweep: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(stream=members[0], conf_path=conf_path, job="expectations/family_quality_run.py", **kwargs)
+        if sweep and hours is not None:
+            raise ValueError("a sweep checks every hour the log retains: give it no hours")
         self.family = family
         self.members = list(members)
         self.hours = hours
+        self.sweep = sweep
         self._process = None  # the checks' child process, while it runs
 
     def _track(self, process) -> None:
         self._process = process
 
     def on_kill(self) -> None:
-        """Stop the checks' child process (a timeout, a person marking the task failed)."""
+        """Stop the checks' child process (a timeout, a person marking the task failed); a
+        sweep's spark-submit as the provider stops it."""
         from tidemark_airflow.quality_operator import stop_child
 
-        stop_child(self._process)
+        if not stop_child(self._process) and self.sweep:
+            super().on_kill()
 
     def execute(self, context: Any) -> dict:
         from airflow.sdk.exceptions import AirflowException
 
-        from connectors.quality_look import members_to_check
         from tidemark.family_quality_request import FamilyQualityRequest, FamilyQualityResult, MemberCheck
         from tidemark.quality_summary import quality_summary_builtins, read_quality_summary
         from tidemark.stream_config import read_streams_file
@@ -60,17 +77,15 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
         streams = [declared.streams[name] for name in self.members if name in declared.streams]
         hours = {name: list(asked) for name, asked in (self.hours or {}).items()}
         reports = reports_root()
-        looked = members_to_check(streams, reports, hours)
-        due = [name for name, (reason, _) in looked.items() if reason is not None]
-        for name in due:
-            self.log.info("Stream %s: checking: %s", name, looked[name][0])
-        unchanged = [name for name in looked if name not in due]
+        due, unchanged = self._sweep_look(streams) if self.sweep else self._look(streams, reports, hours)
         self.log.info(
-            "Family %s: %d of %d members to check, %d unchanged since a check that passed; looked in %.1f s",
+            "Family %s: %d of %d members to %s, %d %s; looked in %.1f s",
             self.family,
             len(due),
-            len(looked),
+            len(due) + len(unchanged),
+            "sweep" if self.sweep else "check",
             len(unchanged),
+            "without a lake yet" if self.sweep else "unchanged since a check that passed",
             time.monotonic() - started,
         )
         if not due:
@@ -79,22 +94,26 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
         request = FamilyQualityRequest(
             run_name,
             tuple(MemberCheck(name, tuple(sorted(set(hours.get(name, ()))))) for name in due),
+            sweep=self.sweep,
         )
         with tempfile.TemporaryDirectory(prefix=f"tidemark-quality-{self.family}-") as folder:
             request_path = Path(folder) / "request.json"
             request_path.write_bytes(request.encode())
-            command = [
-                sys.executable, self.application,
+            arguments = [
                 "--conf", self.conf_path,
                 "--request", str(request_path),
                 "--report-dir", str(reports),
                 "--result-dir", folder,
             ]  # fmt: skip
-            code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log, self._track)
-            if code != 0:
-                raise AirflowException(
-                    f"The quality checks of family {self.family} did not run (exit {code}):\n" + "\n".join(tail)
-                )
+            if self.sweep:  # Spark reads the lakes: spark-submit, as every Spark job goes
+                self.submit(context, arguments)
+            else:
+                command = [sys.executable, self.application, *arguments]
+                code, tail = run_logged(command, {**os.environ, **(self.env_vars or {})}, self.log, self._track)
+                if code != 0:
+                    raise AirflowException(
+                        f"The quality checks of family {self.family} did not run (exit {code}):\n" + "\n".join(tail)
+                    )
             result = FamilyQualityResult.decode((Path(folder) / "result.json").read_bytes())
             summaries = {
                 outcome.stream: quality_summary_builtins(read_quality_summary(Path(folder) / outcome.result_file))
@@ -116,3 +135,20 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
             len(failed),
         )
         return {"summaries": summaries, "failed": failed, "unchanged": unchanged}
+
+    def _look(self, streams: list, reports: Path, hours: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+        """The members whose answer could have changed (connectors.quality_look), and the rest."""
+        from connectors.quality_look import members_to_check
+
+        looked = members_to_check(streams, reports, hours)
+        due = [name for name, (reason, _) in looked.items() if reason is not None]
+        for name in due:
+            self.log.info("Stream %s: checking: %s", name, looked[name][0])
+        return due, [name for name in looked if name not in due]
+
+    def _sweep_look(self, streams: list) -> tuple[list[str], list[str]]:
+        """The members with an events table, and those without one yet."""
+        from connectors.lake_storage import is_delta_table
+
+        due = [stream.name for stream in streams if is_delta_table(stream.table_path("events"))]
+        return due, [stream.name for stream in streams if stream.name not in due]

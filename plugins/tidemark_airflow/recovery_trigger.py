@@ -26,15 +26,19 @@ if TYPE_CHECKING:
 RequestsIn = Callable[[Any], "tuple[RecoveryRequest, ...]"]
 
 
-def trigger_recovery(stream: StreamConfig, result: Any, requests_in: RequestsIn | None = None) -> Any:
+def trigger_recovery(
+    stream: StreamConfig, result: Any, requests_in: RequestsIn | None = None, trigger_rule: str = "all_success"
+) -> Any:
     """Tasks ``recovery_requests`` (the requests of ``result``, an XComArg of a task's typed
     result, read by ``requests_in``: by default a quality summary's, ``backfill_requests`` for the
     backfill's comparison with live) and ``trigger_recovery`` (one tidemark_recover__<stream> run
     per request, mapped; a family member's go to its family's recover DAG, the request naming the
-    member). Call inside a DAG; returns the mapped trigger task."""
+    member). ``trigger_rule`` "all_done" for a mapped ``result`` (a family's members, one task
+    each): the members whose task succeeded are recovered though another's failed. Call inside a
+    DAG; returns the mapped trigger task."""
     requests_of = requests_in or quality_requests
 
-    @task
+    @task(trigger_rule=trigger_rule)
     def recovery_requests(result: Any) -> list[dict]:
         from airflow.sdk.exceptions import AirflowFailException
 
@@ -69,3 +73,13 @@ def family_quality_requests(result: Any) -> tuple[RecoveryRequest, ...]:
     every checked member's, each naming its member."""
     summaries = (result or {}).get("summaries", {})
     return tuple(request for name in sorted(summaries) for request in quality_requests(summaries[name]))
+
+
+def each_members(requests_of: RequestsIn) -> RequestsIn:
+    """``requests_of`` over the results of a task mapped over a family's members (one per member
+    whose task succeeded), every member's requests in one tuple."""
+
+    def requests(results: Any) -> tuple[RecoveryRequest, ...]:
+        return tuple(request for result in (results or ()) if result is not None for request in requests_of(result))
+
+    return requests

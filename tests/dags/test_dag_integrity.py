@@ -185,32 +185,49 @@ from airflow.dag_processing.dagbag import DagBag
 bag = DagBag(dag_folder={str(REPO / "dags")!r})
 topics = bag.get_dag("tidemark_topics__shops")
 recover = bag.get_dag("tidemark_recover__family__shops")
+backfill = bag.get_dag("tidemark_backfill__family__shops")
+sweep = bag.get_dag("tidemark_sweep__family__shops")
 print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}, "dag_ids": sorted(bag.dag_ids),
   "schedule": topics.timetable.expression, "tasks": topics.task_ids, "family": topics.get_task("refresh").family,
   "recover_stream": recover.params.get_param("stream").schema, "recover_operator_stream": recover.get_task("recover").stream,
-  "restart": recover.get_task("restart_live").trigger_dag_id}}))
+  "restart": recover.get_task("restart_live").trigger_dag_id,
+  "backfill_stream": backfill.params.get_param("stream").schema, "backfill_tasks": sorted(backfill.task_ids),
+  "backfill_bound": backfill.get_task("backfill").partial_kwargs.get("max_active_tis_per_dagrun"),
+  "sweep_tasks": sorted(sweep.task_ids), "sweep_schedule": sweep.timetable.summary,
+  "sweep_family": sweep.get_task("sweep").family, "sweep_sweeps": sweep.get_task("sweep").sweep,
+  "sweep_recover": sweep.get_task("trigger_recovery").partial_kwargs.get("trigger_dag_id")}}))
 """
     result = run_python({**airflow_environment, "TIDEMARK_CONF": str(conf)}, script)
     assert result.returncode == 0, result.stderr[-3000:]
     described = json.loads(result.stdout.strip().splitlines()[-1])
     assert described["errors"] == {}
     assert "tidemark_topics__shops" in described["dag_ids"]
-    assert {"tidemark_sweep__shops_eu", "tidemark_backfill__shops_us"} <= set(described["dag_ids"])
+    assert not any(d.startswith(("tidemark_sweep__shops", "tidemark_backfill__shops")) for d in described["dag_ids"])
     assert "tidemark_quality__shops_eu" not in described["dag_ids"], "a family's members are checked in its DAG"
     assert "tidemark_persist__shops_eu" not in described["dag_ids"], "a bounded family's members persist in its DAG"
     assert not any("other" in dag_id for dag_id in described["dag_ids"])
     # One DAG per family for what is triggered with a stream: the member is the run's param.
     assert [d for d in described["dag_ids"] if "family__" in d] == [
         "tidemark_accept_lost__family__shops",
+        "tidemark_backfill__family__shops",
         "tidemark_erase__family__shops",
         "tidemark_maintenance__family__shops",
         "tidemark_persist__family__shops",
         "tidemark_quality__family__shops",
         "tidemark_recover__family__shops",
         "tidemark_redrive__family__shops",
+        "tidemark_sweep__family__shops",
     ]
     assert not any(d.startswith(("tidemark_recover__shops", "tidemark_erase__shops")) for d in described["dag_ids"])
     assert described["recover_stream"]["enum"] == ["shops_eu", "shops_us"]
     assert described["recover_operator_stream"] == "{{ params.stream }}"
     assert described["restart"] == "tidemark_persist__family__shops"
+    # The daily reconciliation: one DAG for the family, a task per member, at most max_drivers
+    # (default 4) at a time. The sweep: one task, one driver, for every member.
+    assert described["backfill_stream"]["enum"] == ["", "shops_eu", "shops_us"]
+    assert described["backfill_tasks"] == ["backfill", "recovery_requests", "trigger_recovery", "validate", "verdict"]
+    assert described["backfill_bound"] == 4
+    assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
+    assert (described["sweep_family"], described["sweep_sweeps"]) == ("shops", True)
+    assert described["sweep_recover"] == "tidemark_recover__family__shops"
     assert (described["schedule"], described["tasks"], described["family"]) == ("*/2 * * * *", ["refresh"], "shops")

@@ -82,13 +82,20 @@ def test_a_familys_dags_take_the_member_as_a_param_and_refuse_any_other_before_a
                 "--conf",
                 json.dumps({"stream": "vans_eu", "where": "", "requested_by": "a"}),
             ],
+            # No member named: every member's request is checked, vans_us's partitions its own.
+            [
+                "tidemark_backfill__family__vans",
+                "--conf",
+                json.dumps({"start": "2026-11-21T09:00:00Z", "end": "2026-11-21T10:00:00Z", "partitions": "3"}),
+            ],
         ],
     )
     for run in runs:
         assert run.returncode == 1 and "spark-submit" not in run.output, run.output[-3000:]
     # A stream that is not a member is refused by Airflow itself (the param's enum), before the run
     # exists; tests/unit/test_family_drivers.py holds the validate task's own refusal.
-    partition_of_the_member, where = runs
+    partition_of_the_member, where, backfill = runs
     # vans.us has 2 partitions: the member's own source is checked, not the family's template's.
     assert "param 'partition'" in partition_of_the_member.output, partition_of_the_member.output[-3000:]
     assert "param 'where'" in where.output, where.output[-3000:]
+    assert "stream vans_us: " in backfill.output and "param 'partitions'" in backfill.output, backfill.output[-3000:]

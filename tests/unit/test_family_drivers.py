@@ -67,3 +67,22 @@ def test_a_triggered_dag_acts_on_its_stream_or_on_a_member_of_its_family_only(tm
     )
     assert family.refusal("vans_eu", "erases from") is None
     assert family.refusal("telemetry", "erases from") == "param 'stream': 'telemetry' is not a member of family 'vans'"
+
+
+def test_the_recoveries_of_a_task_mapped_over_members_are_every_succeeded_members():
+    from tidemark.recovery_request import RecoveryRequest
+    from tidemark_airflow.recovery_trigger import each_members
+
+    def requests_of(result):
+        return tuple(RecoveryRequest.from_json(request) for request in result["asks"])
+
+    one = RecoveryRequest.from_json(
+        {"stream": "a", "partition": 0, "ranges": [{"start": 1, "end": 5}], "reason": "hole"}
+    ).to_json()
+    two = RecoveryRequest.from_json(
+        {"stream": "b", "partition": 1, "ranges": [{"start": 7, "end": 9}], "reason": "hole"}
+    ).to_json()
+    # A member whose task failed left no result (None): the others' requests still go out.
+    found = each_members(requests_of)([{"asks": [one]}, None, {"asks": []}, {"asks": [two]}])
+    assert [(r.stream, r.partition) for r in found] == [("a", 0), ("b", 1)]
+    assert each_members(requests_of)(None) == ()

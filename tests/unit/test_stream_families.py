@@ -212,7 +212,7 @@ def test_the_guides_example_loads_as_it_says(tmp_path):
 
 
 def test_a_stream_may_not_say_it_is_a_member_and_dag_ids_follow_membership(tmp_path):
-    from tidemark.dag_ids import persist_dag_id
+    from tidemark.dag_ids import persist_dag_id, sweep_dag_id, triggered_dag_id
 
     path = _file(
         tmp_path,
@@ -229,5 +229,11 @@ def test_a_stream_may_not_say_it_is_a_member_and_dag_ids_follow_membership(tmp_p
     streams = load_streams(path, ENV)
     assert persist_dag_id(streams["orders_eu"]) == "tidemark_persist__family__orders"
     assert persist_dag_id(streams["x"]) == "tidemark_persist__x"
+    assert triggered_dag_id("backfill", streams["orders_eu"]) == "tidemark_backfill__family__orders"
+    assert triggered_dag_id("backfill", streams["x"]) == "tidemark_backfill__x"
+    assert (sweep_dag_id(streams["orders_eu"]), sweep_dag_id(streams["x"])) == (
+        "tidemark_sweep__family__orders",
+        "tidemark_sweep__x",
+    )
     continuous = _file(tmp_path, {"orders": {"match": "orders.*", "persist": {"mode": "continuous"}}})
     assert persist_dag_id(load_streams(continuous, ENV)["orders_eu"]) == "tidemark_persist__orders_eu"
