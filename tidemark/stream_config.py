@@ -517,6 +517,12 @@ class PersistSettings(_Section):
     trigger_interval_ms: PositiveMilliseconds = msgspec.field(default=30_000, name="trigger_interval")
     # The row budget of one micro-batch, over all partitions.
     max_records_per_batch: PositiveNumber = 200_000
+    # available_now: the most batches one run persists (a first run's batch that registers the
+    # partitions aside), then it ends and the next scheduled run goes on from there. None:
+    # everything the log holds when the run starts.
+    # A family's turn: a member with a large backlog leaves its driver to the next member after
+    # this many batches, so no member waits for another's whole catch-up.
+    max_batches_per_run: PositiveNumber | None = None
     # The Airflow Spark connection spark-submit runs the jobs with.
     spark_conn_id: Text = "spark_default"
     # The driver heap of the jobs that read the stream in batches (MiB); None: sized to the row

@@ -46,6 +46,9 @@ class LogSourceOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     connection: LogConnection
     starting: Literal["earliest", "latest"] = "earliest"
     max_records_per_batch: Count | None = None
+    # The most batches this query plans, but those that register partitions or pass over an
+    # accepted loss (a live available_now run's turn); None: no bound.
+    max_batches: Count | None = None
     alignment: bool = True
     max_out_of_orderness_ms: Milliseconds = 0
     max_drift_ms: PositiveMilliseconds = 900_000

@@ -113,6 +113,9 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         self._run_end = None
         # When the log stopped answering a continuous run (ms), None while it answers.
         self._unreachable_since: int | None = None
+        # Batches this query planned, but those that register partitions or pass over an accepted
+        # loss (options.max_batches bounds them).
+        self._planned_batches = 0
 
     # -- planning (driver) ---------------------------------------------------------------------
     def _driver_log(self):
@@ -217,6 +220,8 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         skips = self._refuse_retention_loss(previous)
         if skips:
             return self._offset(self._passed_over(previous, skips))
+        if self._turn_is_over():
+            return start
         positions = previous.positions()
         target = None
         if previous.global_watermark_ms is not None and self._options.alignment:
@@ -229,8 +234,15 @@ class LogReader(PlannedReading, DataSourceStreamReader, SupportsTriggerAvailable
         planned = self._switched(previous, planned, log_ends)
         if planned is previous:
             return start
+        self._planned_batches += 1
         self._log_open_transactions(previous, planned)
         return self._offset(planned)
+
+    def _turn_is_over(self) -> bool:
+        """True once this query planned ``max_batches`` batches: the run ends as if the log held
+        nothing more, and its next run goes on from there (the job says so: run_pipeline)."""
+        limit = self._options.max_batches
+        return limit is not None and self._planned_batches >= limit
 
     def _registered(self, previous: SourceState, first: dict[int, int]) -> SourceState:
         """``previous`` with partitions new to the log (added to a topic, made by a reshard)

@@ -185,6 +185,7 @@ def run_persist(
         frozen_partitions=frozen_partitions,
         crash_points=crash_points,
         injected_throttling=injected_throttling,
+        max_batches=stream.persist.max_batches_per_run if mode == "available_now" else None,
     )
     return run_pipeline(lake_spark_session(f"tidemark-persist-{stream.name}", session_conf), stream, run)
 

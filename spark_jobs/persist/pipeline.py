@@ -51,6 +51,9 @@ class PersistRun:
     frozen_partitions: tuple[int, ...] = ()
     shadow: str | None = None
     crash_points: tuple[CrashPoint, ...] = ()
+    # The most batches this run plans (persist.max_batches_per_run, live available_now runs
+    # only; the batch that registers new partitions is not counted); None: all the log holds.
+    max_batches: int | None = None
     # A test's chaos switch for Kinesis: the fraction of GetRecords calls answered with a
     # throttling error (0 in production; TIDEMARK_CHAOS_THROTTLE, see throttling_from_environment).
     injected_throttling: float = 0.0
@@ -64,6 +67,8 @@ class PersistRun:
             raise ValueError("the live mode reads whole partitions; backfill and recovery need offset_bounds")
         if self.shadow is not None and self.mode != "backfill":
             raise ValueError("only a backfill writes to a shadow table set")
+        if self.max_batches is not None and (self.mode, self.trigger) != ("live", "available_now"):
+            raise ValueError("only a live available_now run ends after max_batches: the others end where they must")
 
 
 def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ) -> tuple[int, ...]:
@@ -148,6 +153,7 @@ def source_options(
         connection=connection,
         starting=stream.source.starting,
         max_records_per_batch=run.max_records_per_batch,
+        max_batches=run.max_batches,
         alignment=run.align and stream.source.log_timestamp_is_event_time,
         max_out_of_orderness_ms=tolerances.max_out_of_orderness_ms,
         max_drift_ms=tolerances.max_drift_ms,
@@ -219,6 +225,9 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     if start.claim is not None:
         _release(claims, start.claim, run, persist_batch.read_to, stream)
     summary = _summary(stream, run, tables, persist_batch, query, start.resumed is not None)
+    if run.max_batches is not None and persist_batch.batches >= run.max_batches:
+        # The source planned no more (spark_jobs.log_source.reader): what is left is the next run's.
+        log.info({"event": "run_budget_spent", "stream": stream.name, "batches": persist_batch.batches})
     log.info(
         {
             "event": "query_finished",

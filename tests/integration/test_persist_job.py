@@ -16,6 +16,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from harness.persist_job import (
+    batches_persisted,
     committed_versions,
     continuous_persist,
     produce,
@@ -221,3 +222,35 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
     assert appends and all(int(commit.operationMetrics["numOutputRows"]) > 0 for commit in appends), [
         (commit.version, commit.operationMetrics) for commit in appends
     ]
+
+
+def test_a_run_persists_at_most_its_budget_of_batches_and_the_next_run_goes_on(kafka_broker, spark, tmp_path):
+    """persist.max_batches_per_run: a member's turn in its family's driver. Each run ends after its
+    budget (the first run's batch that registers the partitions aside); the runs together persist
+    every record exactly once."""
+    topic = "persist_turns"
+    kafka_broker.create_topic(topic, 1)
+    now_ms = int(time.time() * 1000)
+    records = [
+        (0, telemetry_value(f"van-{i % 3}", _recent_ms(now_ms, i, 80)), _recent_ms(now_ms, i, 80)) for i in range(80)
+    ]
+    produce(kafka_broker.bootstrap, topic, records)
+    conf = write_stream_config(
+        tmp_path, kafka_broker.bootstrap, topic, 1, max_records_per_batch=20, max_batches_per_run=2
+    )
+    events_path = str(tmp_path / "lake" / "telemetry" / "events")
+
+    counts = []
+    for run in range(4):
+        log = tmp_path / f"persist-{run}.log"
+        run_persist(conf, "--mode", "available_now", log=log)
+        data_batches = [b for b in batches_persisted(log) if b["records"]]
+        assert len(data_batches) <= 2, data_batches
+        counts.append(spark.read.format("delta").load(events_path).count())
+        if counts[-1] == len(records):
+            break
+        assert '"run_budget_spent"' in log.read_text()
+    assert counts[0] <= 40 < len(records), counts
+    assert counts == sorted(counts) and counts[-1] == len(records), counts
+    events = spark.read.format("delta").load(events_path)
+    assert events.select("source_partition", "source_offset").distinct().count() == len(records)
