@@ -49,7 +49,7 @@ from pathlib import Path
 # spark-submit runs this file as a script; make the project importable when it is not installed.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from expectations import completeness, gaps, late_and_quarantine, retention, stall, uniqueness
+from expectations import completeness, decoding, gaps, late_and_quarantine, retention, stall, uniqueness
 from expectations.check_family import FamilyOutcome, Finding, not_run
 from expectations.checked_hours import hour_report_path, unchecked_sealed_hours
 from expectations.damage_scan import DamageFound, find_damage, remember_checked, sweep_damage, sweep_hours
@@ -178,6 +178,7 @@ class _RunFacts:
     volume_facts: list
     retention_facts: list
     stall_facts: list
+    decoding_facts: list
 
 
 def _gather_facts(
@@ -243,6 +244,8 @@ def _gather_facts(
             dict(log_bounds),
             finished_partitions(entries),
         )
+    with stages.time("decoding"):
+        decoding_facts = decoding.facts(entries, partitions, settings.stall_rules().window)
     return _RunFacts(
         hours_ms,
         entries,
@@ -259,6 +262,7 @@ def _gather_facts(
         volume_facts,
         retention_facts,
         stall_facts,
+        decoding_facts,
     )
 
 
@@ -304,6 +308,7 @@ def _validate(
         (uniqueness.family(), facts.uniqueness_facts),
         (late_and_quarantine.family(settings), facts.volume_facts),
         (stall.family(position_type), [] if sweep else facts.stall_facts),
+        (decoding.family(settings), [] if sweep else facts.decoding_facts),
     ]
     outcomes: dict[str, FamilyOutcome] = {}
     checks = []
@@ -338,6 +343,7 @@ def _findings(outcomes: dict[str, FamilyOutcome], facts: _RunFacts, settings, sw
         *uniqueness.findings(outcomes[uniqueness.NAME], facts.uniqueness_facts),
         *late_and_quarantine.findings(outcomes[late_and_quarantine.NAME], facts.volume_facts, settings),
         *stall.findings(outcomes[stall.NAME], [] if sweep else facts.stall_facts),
+        *decoding.findings(outcomes[decoding.NAME], [] if sweep else facts.decoding_facts),
     ]
 
 

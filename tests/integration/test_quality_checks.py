@@ -229,8 +229,9 @@ def _complete_partition(lake: LakeWriter, partition: int, read_ms: int = NOW - 5
     LAGGING,
     UNDERCOUNTED,
     GROWING_LAG,
-) = range(15)
-PARTITIONS = 15
+    UNDECODABLE,
+) = range(16)
+PARTITIONS = 16
 DELETED_OFFSETS = [10, 11, 12, 60]
 
 
@@ -326,6 +327,11 @@ def cases(spark, tmp_path_factory, gx_dir):
         )
     bounds[GROWING_LAG] = Bounds(0, 120)
 
+    # Not one record could be decoded: all 10 in quarantine, no event time in the range (limit 3).
+    for offset in range(10):
+        lake.quarantined(UNDECODABLE, offset)
+    lake.range(UNDECODABLE, 0, 10, 10, None, NOW - 5 * MINUTE)
+
     lake.seal(H - HOUR, H + HOUR)
     lake.seal(H, H + 2 * HOUR - 10 * MINUTE)
     lake.write()
@@ -362,6 +368,7 @@ def test_each_partition_gets_the_status_its_case_implies(cases):
         LAGGING: QualityStatus.LAGGING,
         UNDERCOUNTED: QualityStatus.WARN,
         GROWING_LAG: QualityStatus.WARN,
+        UNDECODABLE: QualityStatus.STALL,
     }
     failed = {p.partition: p.failed_checks for p in cases["result"].partitions if p.failed_checks}
     assert failed == {
@@ -377,13 +384,14 @@ def test_each_partition_gets_the_status_its_case_implies(cases):
         QUARANTINED: ("late_and_quarantine",),
         LAGGING: ("stall",),
         UNDERCOUNTED: ("completeness",),
+        UNDECODABLE: ("decoding",),
     }, "a growing lag is a warning: it fails no check"
 
 
 def test_every_check_family_fails_on_the_cases_stream(cases):
     checks = {c.name: (c.ran, c.success) for c in cases["result"].checks}
     assert checks == dict.fromkeys(
-        ("completeness", "retention", "gaps", "uniqueness", "late_and_quarantine", "stall"), (True, False)
+        ("completeness", "retention", "gaps", "uniqueness", "late_and_quarantine", "stall", "decoding"), (True, False)
     )
     rules = {c.name: (c.failed_rules, c.warned_rules) for c in cases["result"].checks}
     assert rules == {
@@ -393,6 +401,7 @@ def test_every_check_family_fails_on_the_cases_stream(cases):
         "uniqueness": (("one_row_per_offset",), ()),
         "late_and_quarantine": (("late_within_limit", "quarantined_within_limit"), ()),
         "stall": (("reading_progresses",), ("lag_not_growing",)),
+        "decoding": (("records_decodable",), ()),
     }
     assert cases["result"].success is False
 
@@ -537,6 +546,17 @@ def test_a_lag_that_grows_across_the_window_warns_without_failing(cases):
         "WARN: lag grew in each of 3 rows, from 40 to 90 offsets, while the position moved from 10 to 30",
     )
     assert GROWING_LAG not in {r.partition for r in cases["result"].recovery_requests}
+
+
+def test_a_partition_that_decodes_nothing_is_a_stall_and_asks_no_replay(cases):
+    """Every record in quarantine: no hour carries it, so only the decoding check can see it."""
+    undecodable = cases["result"].partition(UNDECODABLE)
+    assert (undecodable.quarantined, undecodable.failed_checks) == (10, ("decoding",))
+    assert undecodable.reasons == (
+        "STALL: its newest 1 live batches read 10 records and not one could be decoded (all in quarantine, "
+        "each with its reason): its event time does not advance",
+    )
+    assert UNDECODABLE not in {r.partition for r in cases["result"].recovery_requests}, "a replay decodes nothing"
 
 
 def test_json_and_html_summaries_hold_every_partition_and_link_data_docs(cases):
@@ -742,6 +762,7 @@ def test_the_command_line_checks_the_sealed_hours_without_a_report_then_none(spa
         "uniqueness": False,
         "late_and_quarantine": False,
         "stall": True,
+        "decoding": True,
     }
     assert [p["status"] for p in second["partitions"]] == ["OK"] * 3
 
@@ -871,6 +892,7 @@ def test_the_sweep_finds_rows_whose_file_was_deleted_by_hand_which_no_commit_sho
         "uniqueness": False,
         "late_and_quarantine": False,
         "stall": False,
+        "decoding": False,
     }
     assert [(d["table"], d["operation"], d["kind"], d["hours"]) for d in swept["damage"]] == [
         ("events", "FILES MISSING", "files_missing", ["2026-11-22T01:00:00Z"])
