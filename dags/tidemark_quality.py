@@ -194,15 +194,9 @@ def family_quality_dag(family: DeclaredFamily):
             @task(trigger_rule="all_done")
             def alarms(result: dict | None, **context) -> dict:
                 """Each checked member's alarms, as a stream's ``alarms`` task sends them (its own memory)."""
-                from tidemark_airflow.quality_alarms import send_due_alarms
+                from tidemark_airflow.quality_alarms import send_members_alarms
 
-                streams = load_streams(CONF_PATH)
-                summaries = (result or {}).get("summaries", {})
-                return {
-                    member: send_due_alarms(streams[member], summary, context)
-                    for member, summary in sorted(summaries.items())
-                    if member in streams
-                }
+                return send_members_alarms(CONF_PATH, result, context)
 
             alarms(check.output)
 

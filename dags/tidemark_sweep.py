@@ -14,7 +14,7 @@ from airflow.sdk import dag, task
 from airflow.timetables.trigger import CronTriggerTimetable
 
 from tidemark.dag_ids import sweep_dag_id
-from tidemark.stream_config import DeclaredFamily, StreamConfig, load_streams, read_streams_file
+from tidemark.stream_config import DeclaredFamily, StreamConfig, read_streams_file
 from tidemark_airflow.alert_occasions import FamilyChecksFailed, QualityFindings
 from tidemark_airflow.alerts import alarm_callbacks
 from tidemark_airflow.family_quality_operator import FamilyQualityOperator
@@ -145,14 +145,9 @@ yet (no persist run so far) has nothing to sweep.
             @task(trigger_rule="all_done")
             def alarms(result: dict | None, **context) -> dict:
                 """Each swept member's alarms, as a stream's sweep sends them (its own memory)."""
-                from tidemark_airflow.quality_alarms import send_due_alarms
+                from tidemark_airflow.quality_alarms import send_members_alarms
 
-                streams = load_streams(CONF_PATH)
-                return {
-                    member: send_due_alarms(streams[member], summary, context, checker="sweep")
-                    for member, summary in sorted((result or {}).get("summaries", {}).items())
-                    if member in streams
-                }
+                return send_members_alarms(CONF_PATH, result, context, checker="sweep")
 
             alarms(results)
 

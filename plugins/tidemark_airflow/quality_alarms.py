@@ -63,3 +63,16 @@ def send_due_alarms(
         "messages": [alarm.subject for alarm in alarms],
         "delivered": delivered,
     }
+
+
+def send_members_alarms(conf_path: str, result: Any, context: Any, checker: str = "quality") -> dict:
+    """``send_due_alarms`` for each member a family's check or sweep summarised (``result``:
+    {"summaries": {member: summary}, ...}), each with its own memory; by member."""
+    from tidemark.stream_config import load_streams
+
+    streams = load_streams(conf_path)
+    return {
+        member: send_due_alarms(streams[member], summary, context, checker=checker)
+        for member, summary in sorted((result or {}).get("summaries", {}).items())
+        if member in streams
+    }
