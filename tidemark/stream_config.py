@@ -705,8 +705,11 @@ class StreamFamily(_Section):
     # ``tidemark refresh-topics``): a new topic is persisted from the next refresh on, from its
     # ``source.starting_offsets``.
     refresh: CronExpression = "*/5 * * * *"
-    # The most members whose persist jobs run at once (one spark-submit and driver JVM each): a
-    # tick in which every member has work starts this many and queues the rest.
+    # The most drivers (spark-submits, one JVM each) a tick of the family starts at once: the
+    # members with work are dealt into this many groups, each persisted one after another in one
+    # driver (maintenance too; the daily reconciliation runs this many backfills at a time). At
+    # most the cores Spark's jobs may use: past that, a driver's Python workers can miss Spark's
+    # fixed 10-second window to connect back, and those members fail their turn.
     max_drivers: PositiveNumber = 4
 
 
