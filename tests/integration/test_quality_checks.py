@@ -551,7 +551,7 @@ def test_a_lag_that_grows_across_the_window_warns_without_failing(cases):
 def test_a_partition_that_decodes_nothing_is_a_stall_and_asks_no_replay(cases):
     """Every record in quarantine: no hour carries it, so only the decoding check can see it."""
     undecodable = cases["result"].partition(UNDECODABLE)
-    assert (undecodable.quarantined, undecodable.failed_checks) == (10, ("decoding",))
+    assert (undecodable.status, undecodable.failed_checks) == (QualityStatus.STALL, ("decoding",))
     assert undecodable.reasons == (
         "STALL: its newest 1 live batches read 10 records and not one could be decoded (all in quarantine, "
         "each with its reason): its event time does not advance",
