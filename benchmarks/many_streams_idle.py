@@ -47,6 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-drivers", type=int, default=2)
     parser.add_argument("--warmup-minutes", type=float, default=5.0, help="after the first ticks")
     parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument(
+        "--parse-interval", type=int, help="[dag_processor] min_file_process_interval, s (default: Airflow's, 30)"
+    )
+    parser.add_argument(
+        "--parse-only",
+        action="store_true",
+        help="leave every DAG paused: no run, only the dag-processor's parsing (and the services' idling)",
+    )
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -57,14 +65,20 @@ def main(argv: list[str] | None = None) -> int:
         environment = _environment(home)
         conf = _family_conf(Path(folder), environment, args.max_drivers)
         environment["TIDEMARK_CONF"] = str(conf)
+        if args.parse_interval:
+            environment["AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL"] = str(args.parse_interval)
         try:
             _tidemark(environment, "up")
             _create_topics(environment["TIDEMARK_KAFKA_BOOTSTRAP"], args.topics, args.partitions)
             _tidemark(environment, "refresh-topics", "shops")
-            unpaused = _unpause_all(environment)
-            print(f"{unpaused} DAGs unpaused; waiting for a persist and a quality tick to finish", flush=True)
-            _wait_for_first_ticks(home / "airflow" / "airflow.db")
-            print(f"first ticks done; {args.warmup_minutes:g} minutes more", flush=True)
+            if args.parse_only:
+                _unpause_all(environment, unpause=False)
+                print(f"every DAG parsed and left paused; {args.warmup_minutes:g} minutes more", flush=True)
+            else:
+                unpaused = _unpause_all(environment)
+                print(f"{unpaused} DAGs unpaused; waiting for a persist and a quality tick to finish", flush=True)
+                _wait_for_first_ticks(home / "airflow" / "airflow.db")
+                print(f"first ticks done; {args.warmup_minutes:g} minutes more", flush=True)
             time.sleep(args.warmup_minutes * 60)
 
             started_at = datetime.now(UTC)
@@ -74,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             after = _cpu_by_component(_roots(home))
             window_s = (datetime.now(UTC) - started_at).total_seconds()
             runs = _dag_runs(home / "airflow" / "airflow.db", started_at)
-            parse_interval = environment.get("AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL")
+            parse_interval = environment.get("AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL") or 30
         finally:
             _tidemark(environment, "down", check=False)
 
@@ -89,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "max_drivers": args.max_drivers,
         "window_seconds": round(window_s),
         "warmup_minutes": args.warmup_minutes,
-        "min_file_process_interval_s": int(parse_interval) if parse_interval else None,
+        "dags_paused": args.parse_only,
+        "min_file_process_interval_s": int(parse_interval),
         "machine": {"cores": os.cpu_count()},
         "cpu_seconds": used,
         "cpu_seconds_per_hour": per_hour,
@@ -139,8 +154,8 @@ def _create_topics(bootstrap: str, topics: int, partitions: int) -> None:
         future.result()
 
 
-def _unpause_all(environment: dict[str, str]) -> int:
-    """The family's scheduled DAGs unpaused, once the dag-processor has parsed them."""
+def _unpause_all(environment: dict[str, str], unpause: bool = True) -> int:
+    """The family's scheduled DAGs unpaused (``unpause``), once the dag-processor has parsed them."""
     os.environ.update(environment)  # the CLI's login reads the stack's home and port from there
     from tidemark_cli.airflow_connection import connect_to_airflow
 
@@ -148,7 +163,8 @@ def _unpause_all(environment: dict[str, str]) -> int:
     scheduled = [f"tidemark_{kind}__family__shops" for kind in ("persist", "quality", "sweep", "maintenance")]
     for dag_id in [*scheduled, "tidemark_topics__shops"]:
         api.wait_for_dag(dag_id, timeout_s=600)
-        api.unpause(dag_id)
+        if unpause:
+            api.unpause(dag_id)
     return len(scheduled) + 1
 
 
