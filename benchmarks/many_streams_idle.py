@@ -33,6 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from stack.environment import DAG_FILE_PARSE_INTERVAL_S  # noqa: E402  (after the path is set)
+
 RESULTS = REPO / "benchmarks" / "results" / "many_streams_idle.json"
 TIDEMARK = str(Path(sys.executable).parent / "tidemark")
 AIRFLOW_PARTS = ("airflow scheduler", "airflow dag-processor", "airflow triggerer")
@@ -48,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-minutes", type=float, default=5.0, help="after the first ticks")
     parser.add_argument("--minutes", type=float, default=20.0)
     parser.add_argument(
-        "--parse-interval", type=int, help="[dag_processor] min_file_process_interval, s (default: Airflow's, 30)"
+        "--parse-interval",
+        type=int,
+        help=f"[dag_processor] min_file_process_interval, s (default: the stack's, {DAG_FILE_PARSE_INTERVAL_S})",
     )
     parser.add_argument(
         "--parse-only",
@@ -88,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             after = _cpu_by_component(_roots(home))
             window_s = (datetime.now(UTC) - started_at).total_seconds()
             runs = _dag_runs(home / "airflow" / "airflow.db", started_at)
-            parse_interval = environment.get("AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL") or 30
+            parse_interval = (
+                environment.get("AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL") or DAG_FILE_PARSE_INTERVAL_S
+            )
         finally:
             _tidemark(environment, "down", check=False)
 

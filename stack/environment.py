@@ -58,6 +58,11 @@ LOOPBACK_KINESIS_CONN_ID = "tidemark_kinesis_loopback"
 SPARK_DEFAULT_CONNECTION = json.dumps({"conn_type": "spark", "host": "local[*]"})
 
 
+# How often the embedded stack's dag-processor parses each DAG file, s (Airflow's default is 30);
+# why: at the setting below.
+DAG_FILE_PARSE_INTERVAL_S = 120
+
+
 def tidemark_home(repo_root: Path | None = None, environ: Mapping[str, str] | None = None) -> Path:
     """The state folder of the embedded stack: ``$TIDEMARK_HOME`` or ``<repo>/.tidemark``."""
     environ = os.environ if environ is None else environ
@@ -176,7 +181,7 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         # cost of an idle stack (a family of 200 idle members: the dag-processor 523 CPU-s an hour
         # at 30 s, 138 at 120 s; benchmarks/many_streams_idle.py --parse-only). An
         # edited streams file or a refreshed listing shows within 2 minutes; a new file at once.
-        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": str(DAG_FILE_PARSE_INTERVAL_S),
         # Component output goes to log files, where colour codes are noise.
         "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_DEFAULT_CONNECTION,
