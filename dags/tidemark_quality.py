@@ -236,7 +236,9 @@ A look without Great Expectations leaves out the members whose tables no commit 
 a check that passed and whose log holds nothing new: their answer stands. The members checked
 are checked one after another in one process (Great Expectations started once). Each member has
 its own reports, recovery requests (to `tidemark_recover__family__{family.rule.name}`), alarm memory
-and alarms; a member whose check fails fails alone, and the verdict names it.
+and alarms; a member whose check fails fails alone, and the verdict names it. A member with no
+events table yet (its first persist run has not ended, or its topic went before it) has nothing to
+check: it is named "not persisted yet" and fails nothing here; its persist tick fails and alarms.
 """
 
 

@@ -22,13 +22,18 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
     whose last check did not pass (tidemark.quality_look). Logs one line per member checked and
     why, and one for the rest.
 
-    Returns ``{"summaries": {member: its QualitySummary as JSON}, "failed": [{"stream", "error"}],
-    "unchanged": [members]}``: a member whose check failed is in ``failed`` and the others'
-    summaries stand; the DAG's verdict fails for it.
+    A member with no events table is not persisted yet (a new member before its first persist
+    run ends, a topic deleted before it): it has nothing to check, so it is not checked and fails
+    nothing here; its persist tick is where it fails and alarms, as for maintenance. Without this
+    a new family's first quality tick, which may come while its first persist tick still creates
+    the members' tables, failed and alarmed once for every member.
 
-    ``sweep``: the family's sweep instead. Every member with an events table is swept (a member
-    before its first persist run has nothing to sweep: "unchanged"), one after another in one
-    spark-submit (one Spark session for all), each as a stream's sweep; no hours."""
+    Returns ``{"summaries": {member: its QualitySummary as JSON}, "failed": [{"stream", "error"}],
+    "unchanged": [members], "not_persisted": [members]}``: a member whose check failed is in
+    ``failed`` and the others' summaries stand; the DAG's verdict fails for it.
+
+    ``sweep``: the family's sweep instead. Every member with an events table is swept, one after
+    another in one spark-submit (one Spark session for all), each as a stream's sweep; no hours."""
 
     template_fields = (*TidemarkSparkJobOperator.template_fields, "hours")
 
@@ -77,19 +82,28 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
         streams = [declared.streams[name] for name in self.members if name in declared.streams]
         hours = {name: list(asked) for name, asked in (self.hours or {}).items()}
         reports = reports_root()
-        due, unchanged = self._sweep_look(streams) if self.sweep else self._look(streams, reports, hours)
+        persisted, not_persisted = _split_by_events_table(streams)
+        if self.sweep:
+            due, unchanged = [stream.name for stream in persisted], []
+        else:
+            due, unchanged = self._look(persisted, reports, hours)
+        passed_before = "" if self.sweep else f", {len(unchanged)} unchanged since a check that passed"
         self.log.info(
-            "Family %s: %d of %d members to %s, %d %s; looked in %.1f s",
+            "Family %s: %d of %d members to %s%s, %d not persisted yet; looked in %.1f s",
             self.family,
             len(due),
-            len(due) + len(unchanged),
+            len(streams),
             "sweep" if self.sweep else "check",
-            len(unchanged),
-            "without a lake yet" if self.sweep else "unchanged since a check that passed",
+            passed_before,
+            len(not_persisted),
             time.monotonic() - started,
         )
+        if not_persisted:
+            self.log.info(
+                "Not persisted yet (no events table; their persist tick says why): %s", ", ".join(not_persisted)
+            )
         if not due:
-            return {"summaries": {}, "failed": [], "unchanged": unchanged}
+            return {"summaries": {}, "failed": [], "unchanged": unchanged, "not_persisted": not_persisted}
         run_name = re.sub(r"[^A-Za-z0-9_.:+-]", "_", f"{context['dag_run'].run_id}.{self.task_id}")
         request = FamilyQualityRequest(
             run_name,
@@ -134,7 +148,7 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
             result.seconds,
             len(failed),
         )
-        return {"summaries": summaries, "failed": failed, "unchanged": unchanged}
+        return {"summaries": summaries, "failed": failed, "unchanged": unchanged, "not_persisted": not_persisted}
 
     def _look(self, streams: list, reports: Path, hours: dict[str, list[str]]) -> tuple[list[str], list[str]]:
         """The members whose answer could have changed (connectors.quality_look), and the rest."""
@@ -146,9 +160,11 @@ class FamilyQualityOperator(TidemarkSparkJobOperator):
             self.log.info("Stream %s: checking: %s", name, looked[name][0])
         return due, [name for name in looked if name not in due]
 
-    def _sweep_look(self, streams: list) -> tuple[list[str], list[str]]:
-        """The members with an events table, and those without one yet."""
-        from connectors.lake_storage import is_delta_table
 
-        due = [stream.name for stream in streams if is_delta_table(stream.table_path("events"))]
-        return due, [stream.name for stream in streams if stream.name not in due]
+def _split_by_events_table(streams: list) -> tuple[list, list[str]]:
+    """The members with an events table, and the names of those without one yet."""
+    from connectors.lake_storage import is_delta_table
+
+    persisted = [stream for stream in streams if is_delta_table(stream.table_path("events"))]
+    names = {stream.name for stream in persisted}
+    return persisted, [stream.name for stream in streams if stream.name not in names]
