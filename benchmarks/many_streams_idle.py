@@ -3,18 +3,18 @@ triggerer spend an hour (issue 41: under 600 CPU-seconds for 200 idle streams).
 
     flock /tmp/tidemark-heavy.lock .venv/bin/python benchmarks/many_streams_idle.py \\
         [--topics 200] [--partitions 4] [--max-drivers 2] [--warmup-minutes 5] [--minutes 20] \\
-        [--results benchmarks/results/many_streams_idle.json]
+        [--results benchmarks/results/many_streams_idle.json] [--keep FOLDER]
 
 Starts the embedded stack (``tidemark up``) in a home of its own (the project's .tidemark/ is not
 touched; the jars are shared), with a streams file of one family of ``--topics`` topics: the
 topics are created empty on the stack's broker and the family's listing is written by
 ``tidemark refresh-topics``, as its refresh DAG would. The family's scheduled DAGs are unpaused
 but the daily reconciliation (``tidemark_backfill__family__<family>``: one backfill per member,
-``max_drivers`` at a time, once a day, not an idle hour's cost); the benchmark waits until a
-persist tick and a quality tick have finished (the first ones meet members without tables, and
-create them), then ``--warmup-minutes`` more, then measures the stack's CPU for ``--minutes``
+``max_drivers`` at a time, once a day, not an idle hour's cost); the benchmark waits until the
+first persist tick has finished (it creates every member's tables) and a quality tick started
+after it has too (every member's first real check), then ``--warmup-minutes`` more, then measures the stack's CPU for ``--minutes``
 exactly as benchmarks/stack_idle_cpu.py measures one idle stream (each component with everything
-it started), and stops the stack. The figure is the window's, scaled to an hour; the DAG runs
+it started), and stops the stack. ``--keep`` runs it in a folder that stays, task logs and all. The figure is the window's, scaled to an hour; the DAG runs
 that fell in the window are listed beside it.
 """
 
@@ -60,11 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         help="leave every DAG paused: no run, only the dag-processor's parsing (and the services' idling)",
     )
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="an empty folder to run the stack in and keep after it (its task logs, Airflow's database)",
+    )
     args = parser.parse_args(argv)
 
     from benchmarks.stack_idle_cpu import _cpu_by_component, _dag_runs, _roots
 
-    with tempfile.TemporaryDirectory(prefix="tidemark-many-idle-") as folder:
+    with _run_folder(args.keep) as folder:
         home = Path(folder) / "home"
         environment = _environment(home)
         conf = _family_conf(Path(folder), environment, args.max_drivers)
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"every DAG parsed and left paused; {args.warmup_minutes:g} minutes more", flush=True)
             else:
                 unpaused = _unpause_all(environment)
-                print(f"{unpaused} DAGs unpaused; waiting for a persist and a quality tick to finish", flush=True)
+                print(f"{unpaused} DAGs unpaused; waiting for every member's first persist and first check", flush=True)
                 _wait_for_first_ticks(home / "airflow" / "airflow.db")
                 print(f"first ticks done; {args.warmup_minutes:g} minutes more", flush=True)
             time.sleep(args.warmup_minutes * 60)
@@ -192,19 +197,36 @@ def _task_seconds(database: Path, since: datetime) -> dict[str, dict]:
     return {name: {"runs": count, "seconds": seconds} for name, count, seconds in rows}
 
 
-def _wait_for_first_ticks(database: Path, timeout_s: float = 3600) -> None:
-    """Until a run of the family's persist DAG and one of its quality DAG have succeeded."""
+def _run_folder(keep: Path | None):
+    """A temporary folder deleted after the run, or ``keep`` (made, and left in place)."""
+    import contextlib
+
+    if keep is None:
+        return tempfile.TemporaryDirectory(prefix="tidemark-many-idle-")
+    keep.mkdir(parents=True, exist_ok=False)
+    return contextlib.nullcontext(str(keep.resolve()))
+
+
+def _wait_for_first_ticks(database: Path, timeout_s: float = 5400) -> None:
+    """Until the family's first persist run has succeeded (it creates every member's tables) and
+    then a quality run that started after it ended (every member's first real check: a quality
+    tick during the first persist tick checks only the members persisted by then). The window
+    after that holds only what an idle hour holds."""
     import sqlite3
 
-    wanted = {"tidemark_persist__family__shops", "tidemark_quality__family__shops"}
+    persist, quality = "tidemark_persist__family__shops", "tidemark_quality__family__shops"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
-            done = {row[0] for row in connection.execute("SELECT dag_id FROM dag_run WHERE state = 'success'")}
-        if wanted <= done:
+            checked = connection.execute(
+                "SELECT COUNT(*) FROM dag_run AS q WHERE q.dag_id = ? AND q.state = 'success' AND q.start_date > "
+                "(SELECT MIN(p.end_date) FROM dag_run AS p WHERE p.dag_id = ? AND p.state = 'success')",
+                (quality, persist),
+            ).fetchone()[0]
+        if checked:
             return
         time.sleep(15)
-    raise SystemExit(f"no successful run of {sorted(wanted - done)} within {timeout_s / 60:.0f} minutes")
+    raise SystemExit(f"no {quality} run after a successful {persist} run within {timeout_s / 60:.0f} minutes")
 
 
 def _tidemark(environment: dict[str, str], *arguments: str, check: bool = True) -> None:
