@@ -112,18 +112,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _backlog(bootstrap: str, topics: int, partitions: int, records: int) -> list[str]:
-    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     names = [f"shop.{index:03d}" for index in range(topics)]
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names], operation_timeout=120).values():
         future.result()
+    produce_backlog(bootstrap, names, partitions, records)
+    return names
+
+
+def produce_backlog(bootstrap: str, names: list[str], partitions: int, records: int, span_ms: int = 3_600_000) -> None:
+    """``records`` telemetry records on each topic of ``names``, round-robin over its partitions,
+    their event times spread evenly over the last ``span_ms`` milliseconds."""
+    from confluent_kafka import Producer
+
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "enable.idempotence": True})
     now_ms = int(time.time() * 1000)
     for name in names:
         for index in range(records):
-            event_ms = now_ms - 3_600_000 + index * (3_600_000 // records)
+            event_ms = now_ms - span_ms + index * (span_ms // records)
             iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(event_ms / 1000)) + f".{event_ms % 1000:03d}Z"
             value = json.dumps(
                 {"device_id": f"{name}-{index % 7}", "event_time": iso, "lat": 52.0, "lon": 4.9, "battery": 50}
@@ -132,7 +140,6 @@ def _backlog(bootstrap: str, topics: int, partitions: int, records: int) -> list
             producer.poll(0)
     if producer.flush(120):
         raise SystemExit("the backlog was not all produced")
-    return names
 
 
 def _conf(folder: Path, bootstrap: str, max_drivers: int) -> Path:
