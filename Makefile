@@ -27,7 +27,10 @@ $(INSTALLED): pyproject.toml
 	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 	touch $(INSTALLED)
 
+# Spark's Python workers would import pyspark from its zip, compiling it in every one of them:
+# a .pth file in the venv points them at the compiled package (stack/compiled_pyspark.py).
 install: $(INSTALLED)
+	$(PY) -m stack.compiled_pyspark
 	$(TIDEMARK) jars
 
 up: install
