@@ -1,6 +1,7 @@
 """The look before a family's quality tick: each member's watched tables' versions (deltalake, no
 Spark), its last check's memory, and the persist look at its log (connectors.family_look, one
-Kafka client for all topics), judged by tidemark.quality_look."""
+Kafka client for all topics, in a process stopped at a deadline: connectors.bounded_family_look),
+judged by tidemark.quality_look."""
 
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ def members_to_check(
 ) -> dict[str, tuple[str | None, dict[str, int]]]:
     """Each member's reason to be checked now (None: its last answer stands) and its watched
     tables' versions now (empty when they could not be read), by name."""
-    from connectors.family_look import look_before_persisting_family
+    from connectors.bounded_family_look import look_before_persisting_family_bounded
 
-    looks = look_before_persisting_family(streams)
+    looks = look_before_persisting_family_bounded(streams)
     reasons = {}
     for stream in streams:
         try:

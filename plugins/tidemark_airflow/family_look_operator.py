@@ -105,14 +105,16 @@ class FamilyLookOperator(BaseOperator):
 
 class FamilyPersistLookOperator(FamilyLookOperator):
     """Work: records the ledger lacks, or a partition whose status the clock changes
-    (tidemark.nothing_new), for all members with one Kafka client (connectors.family_look)."""
+    (tidemark.nothing_new), for all members with one Kafka client (connectors.family_look), in
+    a process stopped at a deadline (connectors.bounded_family_look): a look hung in the Kafka
+    client must not hold the family's ticks."""
 
     work = "job"
 
     def _reasons(self, streams: list) -> dict[str, str | None]:
-        from connectors.family_look import look_before_persisting_family
+        from connectors.bounded_family_look import look_before_persisting_family_bounded
 
-        looks = look_before_persisting_family(streams)
+        looks = look_before_persisting_family_bounded(streams)
         return {name: None if look.nothing_new else look.reason for name, look in looks.items()}
 
 

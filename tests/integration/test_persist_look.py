@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from connectors.bounded_family_look import look_before_persisting_family_bounded
+from connectors.family_look import look_before_persisting_family
 from connectors.persist_look import look_before_persist
 from harness.persist_job import produce, run_persist, telemetry_value, write_stream_config
 from tidemark.stream_config import load_stream
@@ -37,6 +39,17 @@ def test_the_look_finds_nothing_new_only_when_the_job_would_plan_nothing(kafka_b
     grown = look_before_persist(stream)
     assert not grown.nothing_new
     assert grown.reason == "partition 1: the log ends at 11, past the ledger's offset 10"
+
+    # A family's look in a process of its own (connectors.bounded_family_look) answers what the
+    # look in this process answers; one that does not answer within its deadline is killed, and
+    # every member is answered "run the job", saying why.
+    now_ms = int(time.time() * 1000)
+    assert look_before_persisting_family_bounded([stream], now_ms=now_ms) == look_before_persisting_family(
+        [stream], now_ms=now_ms
+    )
+    stopped = look_before_persisting_family_bounded([stream], deadline_s=0.05)
+    assert not stopped["telemetry"].nothing_new
+    assert stopped["telemetry"].reason == "the look at the log did not answer within 0.05 s and was stopped"
 
     # A broker that does not answer: the job decides (and fails there, naming the broker).
     shutil.copytree(tmp_path / "lake", tmp_path / "away" / "lake")
