@@ -30,8 +30,9 @@ from tidemark.stream_config import StreamConfig
 
 _log = logging.getLogger("tidemark.family_look")
 
-# A look at 200 members of 4 partitions takes 3-16 s on the 2-core machine (a process start
-# included); a look past this is hung, not slow.
+# The look at 200 members of 4 partitions took about 3 s on the 2-core machine (the persist
+# look task of benchmarks/many_streams_idle.py), and starting the process about 1 s more: a look
+# past this deadline is hung, not slow.
 LOOK_DEADLINE_S = 120.0
 
 
