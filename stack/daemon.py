@@ -4,7 +4,9 @@ The broker and Airflow outlive the ``tidemark up`` that launched them, so they r
 detached: in a new session (leader of their own process group, out of reach of the
 terminal's Ctrl-C), stdin closed, stdout and stderr appended to a log file, pid in a pid file.
 Stopping signals the whole process group, so whatever the daemon spawned (Airflow's
-components, their task processes, spark-submit) goes down with it.
+components, their task processes, spark-submit) goes down with it, and the groups of its
+descendants that left it: Airflow's task processes lead groups of their own, and one left behind
+by a stop (a look hung in the Kafka client, 2026-11-29) spun at 100% of a core until killed.
 """
 
 from __future__ import annotations
@@ -80,10 +82,16 @@ class Daemon:
         pid = self.pid()
         if pid is None:
             return False
-        _signal_group(pid, signal.SIGTERM)
-        if not _wait_group_gone(pid, timeout_s):
-            _signal_group(pid, signal.SIGKILL)
-            _wait_group_gone(pid, 10.0)
+        # Asked before any signal: once a parent dies its children are re-parented to init and
+        # can no longer be told from anyone else's.
+        groups = [pid, *sorted(_descendant_groups(pid) - {pid})]
+        for group in groups:
+            _signal_group(group, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        for group in groups:
+            if not _wait_group_gone(group, max(0.0, deadline - time.monotonic())):
+                _signal_group(group, signal.SIGKILL)
+                _wait_group_gone(group, 10.0)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -161,6 +169,24 @@ def _group_members(pgid: int) -> list[int]:
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
             members.append(int(entry.name))
     return members
+
+
+def _descendant_groups(pid: int) -> set[int]:
+    """The process groups of every live process below ``pid`` (by parent pid, however deep)."""
+    if not Path("/proc").is_dir():
+        return set()
+    children: dict[int, list[tuple[int, int]]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if len(fields) > 2 and fields[0] not in ("Z", "X"):
+                children.setdefault(int(fields[1]), []).append((int(entry.name), int(fields[2])))
+    groups, below = set(), [pid]
+    while below:
+        for child, group in children.get(below.pop(), []):
+            groups.add(group)
+            below.append(child)
+    return groups
 
 
 def _signal_group(pgid: int, signum: int) -> None:
