@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep",
         type=Path,
-        help="an empty folder to run the stack in and keep after it (its task logs, Airflow's database)",
+        help="a folder that does not exist yet: the run makes it, runs the stack in it and keeps it "
+        "(its task logs, Airflow's database)",
     )
     args = parser.parse_args(argv)
 
