@@ -4,12 +4,9 @@ refused S3 call."""
 
 from __future__ import annotations
 
-import re
+from tidemark.failure_line import failure_line
 
 
 def one_line(error: Exception, most: int = 300) -> str:
-    """``<ErrorType>: <its first line>``, colours removed, at most ``most`` characters."""
-    lines = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
-    first = lines[0].strip() if lines else ""
-    text = f"{type(error).__name__}: {first}" if first else type(error).__name__
-    return text if len(text) <= most else text[: most - 1] + "…"
+    """``<ErrorType>: <why>`` (tidemark.failure_line), at most ``most`` characters."""
+    return failure_line(type(error).__name__, str(error), most)

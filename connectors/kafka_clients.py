@@ -35,19 +35,28 @@ class KafkaRefusedError(KafkaUnavailableError):
     lasting = True
 
 
+def access_denied_codes() -> frozenset:
+    """The errors with which the brokers refuse an authenticated connection a topic or the
+    cluster (their ACLs): retrying cannot help, as with a refused login."""
+    from confluent_kafka import KafkaError
+
+    return frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED})
+
+
 def _refusal_codes() -> frozenset:
     from confluent_kafka import KafkaError
 
-    return frozenset(
-        {
-            KafkaError._AUTHENTICATION,  # SASL: wrong password, unknown user, a token endpoint that refuses
-            KafkaError._SSL,  # untrusted or expired certificate, a PLAINTEXT listener spoken to in TLS
-            KafkaError.SASL_AUTHENTICATION_FAILED,
-            KafkaError.UNSUPPORTED_SASL_MECHANISM,
-            KafkaError.ILLEGAL_SASL_STATE,
-            KafkaError.TOPIC_AUTHORIZATION_FAILED,
-            KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-        }
+    return (
+        frozenset(
+            {
+                KafkaError._AUTHENTICATION,  # SASL: wrong password, unknown user, a token endpoint that refuses
+                KafkaError._SSL,  # untrusted or expired certificate, a PLAINTEXT listener spoken to in TLS
+                KafkaError.SASL_AUTHENTICATION_FAILED,
+                KafkaError.UNSUPPORTED_SASL_MECHANISM,
+                KafkaError.ILLEGAL_SASL_STATE,
+            }
+        )
+        | access_denied_codes()
     )
 
 
@@ -112,6 +121,14 @@ class Refusals:
     def check(self) -> None:
         if self._refused is not None:
             raise KafkaRefusedError(f"Kafka at {self._servers} refused {self._described}: {self._refused}")
+
+    def reading_refused(self, topic: str, error) -> KafkaRefusedError:
+        """The error for a read of ``topic`` the brokers refused (``error``, a KafkaError of
+        ``access_denied_codes``): one line naming the brokers, the topic and the connection."""
+        reason = re.sub(r"^\S+://\S+: ", "", error.str())
+        return KafkaRefusedError(
+            f"Kafka at {self._servers} refused {self._described} reading topic {topic!r}: {reason}"
+        )
 
 
 def client_settings(access, own: Mapping[str, object], refusals: Refusals | None = None) -> dict:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from connectors import kafka_lookups
-from connectors.kafka_clients import KafkaUnavailableError, Refusals, client_settings
+from connectors.kafka_clients import KafkaUnavailableError, Refusals, access_denied_codes, client_settings
 from tidemark.aligned_slices import LoggedRecord
 from tidemark.retention_loss import RetentionLossError
 
@@ -479,6 +479,7 @@ def read_ranges(
             lost=lambda p: _lost_while_reading(consumer, bootstrap_servers, topic, p, next_offsets[p], *todo[p]),
             check=refusals.check,
             answered=refusals.answered,
+            refused=lambda error: refusals.reading_refused(topic, error),
         )
         for fetch in fetches:
             received: dict[int, list[RawRecord]] = {}
@@ -517,6 +518,7 @@ def _fetches(
     lost,
     check=lambda: None,
     answered=lambda: None,
+    refused=None,
 ):
     """The consume loop of a reader with assigned partitions, shared by ``read_ranges`` and
     ``first_records``: yields one iterator per consume() call over its messages, as
@@ -530,8 +532,9 @@ def _fetches(
     after ``poll_s`` seconds. Raises TimeoutError(``silence()``) when nothing arrives for
     ``timeout_s`` seconds while a partition is open, ``lost(partition)`` (a RetentionLossError)
     when a partition's position is no longer retained, ``check()``'s error (a refused connection)
-    while nothing arrives, and KafkaException for any other error; ``answered()`` once anything
-    arrives.
+    while nothing arrives, ``refused(error)`` when the brokers refuse to let the connection read
+    the topic (its ACLs; KafkaException when None), and KafkaException for any other error;
+    ``answered()`` once anything arrives.
     """
     from confluent_kafka import TopicPartition
 
@@ -546,13 +549,13 @@ def _fetches(
         answered()
         waited_since = time.monotonic()
         fetched = set(open_partitions)
-        yield _open_messages(messages, open_partitions, lost)
+        yield _open_messages(messages, open_partitions, lost, refused)
         done = fetched.difference(open_partitions)
         if done:
             consumer.incremental_unassign([TopicPartition(topic, p) for p in sorted(done)])
 
 
-def _open_messages(messages, open_partitions, lost) -> Iterator[tuple[int, object]]:
+def _open_messages(messages, open_partitions, lost, refused=None) -> Iterator[tuple[int, object]]:
     """The messages of partitions still open, checked as they are reached (a partition the
     caller closed earlier in the same fetch is skipped, its errors included): see ``_fetches``."""
     from confluent_kafka import KafkaError, KafkaException
@@ -568,6 +571,8 @@ def _open_messages(messages, open_partitions, lost) -> Iterator[tuple[int, objec
             yield partition, None
         elif error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
             raise lost(partition)
+        elif refused is not None and error.code() in access_denied_codes():
+            raise refused(error)
         else:
             raise KafkaException(error)
 
@@ -647,6 +652,7 @@ def first_records(
             ),
             check=refusals.check,
             answered=refusals.answered,
+            refused=lambda error: refusals.reading_refused(topic, error),
         )
         for fetch in fetches:
             for partition, message in fetch:

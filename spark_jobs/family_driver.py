@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tidemark.failure_line import failure_line
 from tidemark.family_driver_result import FamilyDriverResult, MemberOutcome
 from tidemark.kept_output import KeptOutput
 from tidemark.typed_file import write_typed_file
@@ -70,7 +71,8 @@ def drive(argv: list[str] | None, job: str, run_member: MemberRun) -> int:
 
 def _member(conf: str, name: str, result_dir: Path, run_member: MemberRun) -> MemberOutcome:
     """One member run as its single-stream job runs it; its failure, whatever it is, is its
-    outcome (its traceback logged), never the next member's."""
+    outcome (the reason in one line, tidemark.failure_line; the traceback logged), never the
+    next member's."""
     said = KeptOutput(sys.stderr)
     started = time.monotonic()
     try:
@@ -78,7 +80,7 @@ def _member(conf: str, name: str, result_dir: Path, run_member: MemberRun) -> Me
             code, result = run_member(conf, name)
     except Exception as error:  # noqa: BLE001 - one member's failure must not end the others' runs
         log.exception("member %s failed", name)
-        return MemberOutcome(name, 1, _seconds(started), error=f"{type(error).__name__}: {error}".splitlines()[0])
+        return MemberOutcome(name, 1, _seconds(started), error=failure_line(type(error).__name__, str(error)))
     if code != 0:
         return MemberOutcome(name, code, _seconds(started), error=said.last_line() or f"exit status {code}")
     path = result_dir / f"{name}.json"

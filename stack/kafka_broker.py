@@ -19,6 +19,9 @@ client shows a certificate of the same CA). Their files live under ``$TIDEMARK_H
 (mode 0600): the CA (its key too, so that a test can issue certificates of its own), the
 broker's key and certificate, a client's key and certificate, and the SASL user's password. PLAINTEXT stays for the stack's own admin
 and for streams without a Kafka connection.
+
+A broker with ``sasl_port`` also authorizes with ACLs, as a secured cluster does: a topic without
+ACLs is open to every principal, and the PLAINTEXT principal is a super user.
 """
 
 from __future__ import annotations
@@ -392,6 +395,14 @@ class KafkaBroker:
         )
         return {
             **settings,
+            # ACLs, as a secured cluster has them (KRaft's StandardAuthorizer, ACLs kept in the
+            # metadata log). A topic without ACLs stays open to every principal, so nothing that
+            # reads without ACLs changes; the PLAINTEXT principal (the stack's own admin, the
+            # controller's listener) is a super user. A topic with a DENY for the SASL user is
+            # what a reader the ACLs refuse meets.
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found": "true",
+            "super.users": "User:ANONYMOUS",
             "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER",
             # Clients re-authenticate on their open connections when their token or session ages
             # (KIP-368), as managed clusters let them; without it a refreshed OAUTHBEARER token

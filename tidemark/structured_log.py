@@ -3,7 +3,10 @@ the quality run).
 
 A record logged with a dict as its message (``log.info({"event": "batch_persisted", ...})``) is
 merged into the line; any other message (py4j's, Spark's Python side, a library's) becomes
-``"msg"``, so every line parses. Values JSON cannot hold are written as their ``str()``. Nothing
+``"msg"``, so every line parses. A record with an exception (``log.exception``) carries its
+reason in one line as ``"error"`` (tidemark.failure_line: for a failed Spark query, the Python
+exception inside it) and the whole traceback as ``"traceback"``. Values JSON cannot hold are
+written as their ``str()``. Nothing
 here ever logs configuration values that could hold credentials: callers log events and figures.
 """
 
@@ -12,9 +15,12 @@ from __future__ import annotations
 import json
 import logging
 
+from tidemark.failure_line import failure_line
+
 
 class JsonLineFormatter(logging.Formatter):
-    """``{"level", "logger", **the dict message}`` or ``{"level", "logger", "msg"}``, one line."""
+    """``{"level", "logger", **the dict message}`` or ``{"level", "logger", "msg"}``, one line;
+    with ``"error"`` and ``"traceback"`` when the record carries an exception."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = {"level": record.levelname, "logger": record.name}
@@ -22,6 +28,10 @@ class JsonLineFormatter(logging.Formatter):
             line.update(record.msg)
         else:
             line["msg"] = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            line["error"] = failure_line(type(error).__name__, str(error))
+            line["traceback"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str)
 
 

@@ -145,10 +145,10 @@ def persist_named_stream(
     except RetentionLossError as error:
         print(f"persist: {error}", file=sys.stderr)
         return EXIT_LOST, None
-    except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
-        from spark_jobs.registry_outage import exit_for_outage
+    except Exception as error:  # a refusal, a registry that was down: one line (spark_jobs.query_failure); else raised
+        from spark_jobs.query_failure import exit_for_failure
 
-        return exit_for_outage("persist", stream.name, error), None
+        return exit_for_failure("persist", stream.name, error), None
     return 0, summary
 
 

@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                 encode_backfill_outcome(BackfillYielded(stream.name, request.target, yielded.yielded))
             )
         return EXIT_YIELDED
-    except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
-        from spark_jobs.registry_outage import exit_for_outage
+    except Exception as error:  # a refusal, a registry that was down: one line (spark_jobs.query_failure); else raised
+        from spark_jobs.query_failure import exit_for_failure
 
-        return exit_for_outage("backfill", stream.name, error)
+        return exit_for_failure("backfill", stream.name, error)
     if args.result:
         args.result.parent.mkdir(parents=True, exist_ok=True)
         args.result.write_bytes(encode_backfill_outcome(result))

@@ -126,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: yielded: {yielded}", file=sys.stderr)
         _write_result(args.result, RecoveryYielded(stream.name, request.partition, request.reason, yielded.yielded))
         return EXIT_YIELDED
-    except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
-        from spark_jobs.registry_outage import exit_for_outage
+    except Exception as error:  # a refusal, a registry that was down: one line (spark_jobs.query_failure); else raised
+        from spark_jobs.query_failure import exit_for_failure
 
-        return exit_for_outage("recover", stream.name, error)
+        return exit_for_failure("recover", stream.name, error)
     _write_result(args.result, result)
     if result.lost:
         log.error({"event": "offsets_lost", "stream": stream.name, **lost_report(stream, request.partition, result)})

@@ -78,10 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result = run_redrive(stream, request, crash_points)
-    except Exception as error:  # a schema registry that was down: one line, exit 1; else raised
-        from spark_jobs.registry_outage import exit_for_outage
+    except Exception as error:  # a refusal, a registry that was down: one line (spark_jobs.query_failure); else raised
+        from spark_jobs.query_failure import exit_for_failure
 
-        return exit_for_outage("redrive", stream.name, error)
+        return exit_for_failure("redrive", stream.name, error)
     if args.result:
         args.result.write_bytes(result.encode())
     return 0

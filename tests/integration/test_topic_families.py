@@ -1,12 +1,16 @@
 """A stream family against a real broker: its refresh lists the cluster's topics (over SASL_SSL,
 secured by the family's connection), new topics become members, a deleted one stays a member
-marked missing, and the streams file reads the members from the listing without asking a broker."""
+marked missing, and the streams file reads the members from the listing without asking a broker.
+A member whose topic the ACLs refuse to the family's user fails alone in its driver."""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -24,14 +28,15 @@ REPO = Path(__file__).resolve().parents[2]
 CONN_ID = "family_kafka"
 
 
-def _streams_file(tmp_path: Path, bootstrap: str) -> Path:
+def _streams_file(tmp_path: Path, bootstrap: str, family: str = "shops", starting_offsets: str = "latest") -> Path:
+    """A family over ``<family>.*`` (``<family>.test.*`` excluded) on the connection ``CONN_ID``."""
     shape = copy.deepcopy(yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())["streams"]["telemetry"])
     del shape["source"]["topic"], shape["source"]["partitions"], shape["offline_devices"]
-    shape["source"].update(bootstrap_servers=bootstrap, kafka_conn_id=CONN_ID, starting_offsets="latest")
+    shape["source"].update(bootstrap_servers=bootstrap, kafka_conn_id=CONN_ID, starting_offsets=starting_offsets)
     shape["lake"] = {"root": str(tmp_path / "lake"), "checkpoint_root": str(tmp_path / "checkpoints")}
     document = {
         "listings": "family-listings",
-        "families": {"shops": {"match": r"shops\..+", "exclude": [r"shops\.test\..*"], **shape}},
+        "families": {family: {"match": rf"{family}\..+", "exclude": [rf"{family}\.test\..*"], **shape}},
         "streams": {},
     }
     path = tmp_path / "streams.yaml"
@@ -81,3 +86,77 @@ def test_a_refresh_the_brokers_refuse_says_so_and_leaves_the_listing(kafka_broke
         refresh_family(path, "shops", environ=wrong, timeout_s=20)
     assert "wrong-S3cret" not in str(refused.value)
     assert (tmp_path / "family-listings" / "shops.json").read_bytes() == before
+
+
+def test_a_member_whose_topic_the_acls_refuse_fails_alone_and_the_member_after_it_persists(
+    kafka_broker, spark, tmp_path
+):
+    """Issue 41's "failing alone" for ACLs. The family's user may describe both topics (the refresh
+    lists both) but not read ``acl.locked``. In one driver, the locked member runs first and fails
+    with its own reason; the member after it persists every record once, so no client it meets
+    (the driver's, the reused Python workers') carries the refusal over. The look afterwards
+    still sends the locked member to its job (its next tick fails and alarms again) and finds
+    nothing new for the other."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    from connectors.family_look import look_before_persisting_family
+    from harness.persist_job import produce, run_in_process, telemetry_value
+    from spark_jobs.persist.family_job import main
+    from tidemark.family_driver_result import FamilyDriverResult
+
+    now_ms = int(time.time() * 1000)
+    times = [now_ms - 3_600_000 + i * 30_000 for i in range(100)]
+    for topic in ("acl.locked", "acl.open"):
+        kafka_broker.create_topic(topic, 2)
+        produce(
+            kafka_broker.bootstrap,
+            topic,
+            [(i % 2, telemetry_value(f"{topic}-{i % 3}", t), t) for i, t in enumerate(times)],
+        )
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    # Once a topic has an ACL, no one else is allowed by default: DESCRIBE (listing it, its
+    # offsets) is allowed explicitly, READ denied.
+    acls = [
+        AclBinding(
+            ResourceType.TOPIC,
+            "acl.locked",
+            ResourcePatternType.LITERAL,
+            f"User:{kafka_broker.sasl_user}",
+            "*",
+            operation,
+            permission,
+        )
+        for operation, permission in (
+            (AclOperation.DESCRIBE, AclPermissionType.ALLOW),
+            (AclOperation.READ, AclPermissionType.DENY),
+        )
+    ]
+    for future in admin.create_acls(acls).values():
+        future.result()
+    path = _streams_file(tmp_path, kafka_broker.sasl_bootstrap, family="acl", starting_offsets="earliest")
+    environ = {settings_variable(CONN_ID): json.dumps(kafka_broker.sasl_settings())}
+    assert refresh_family(path, "acl", environ=environ).members == ("acl_locked", "acl_open")
+
+    results = tmp_path / "driver"
+    results.mkdir()
+    argv = ["--conf", str(path), "--stream", "acl_locked", "--stream", "acl_open", "--result-dir", str(results)]
+    assert run_in_process(main, argv, tmp_path / "driver.log", environ) == 0
+    outcomes = {m.stream: m for m in FamilyDriverResult.decode((results / "result.json").read_bytes()).members}
+    driver_log = (tmp_path / "driver.log").read_text()
+    assert outcomes["acl_open"].exit_code == 0, driver_log[-5000:]
+    # Its reason is the refusal inside the failed query, in one line (the verdict and its alarm
+    # say it), and its exit status a refusal's: a retry cannot help.
+    locked = outcomes["acl_locked"]
+    assert locked.exit_code == 2 and locked.error.startswith("persist: stream 'acl_locked': Kafka at "), locked
+    assert "reading topic 'acl.locked': " in locked.error and "Topic authorization failed" in locked.error
+    assert "Traceback" not in driver_log and kafka_broker.sasl_password() not in driver_log
+
+    def offsets(member: str) -> list[tuple[int, int]]:
+        rows = spark.read.format("delta").load(str(tmp_path / "lake" / member / "events"))
+        return sorted((r.source_partition, r.source_offset) for r in rows.collect())
+
+    assert offsets("acl_open") == sorted((p, o) for p in (0, 1) for o in range(50)), "every record once"
+    with mock.patch.dict(os.environ, environ):
+        looks = look_before_persisting_family(list(load_streams(path, environ).values()))
+    assert looks["acl_open"].nothing_new, looks["acl_open"]
+    assert not looks["acl_locked"].nothing_new, "the locked member's next tick runs its job: it fails and alarms again"

@@ -67,3 +67,19 @@ def test_a_first_tls_refusal_is_not_said_before_an_answer_and_is_an_ordinary_err
     refusals.check()
     logged = [record.msg for record in caplog.records if record.name == "tidemark.kafka"]
     assert len(logged) == 1 and "SSL handshake failed" in logged[0]["error"]
+
+
+def test_a_read_the_acls_refuse_is_a_lasting_refusal_naming_the_topic_and_the_connection():
+    from connectors.kafka_clients import access_denied_codes
+
+    refusals = Refusals("b:9093", "SASL_SSL SCRAM-SHA-512 as user 'u' (connection 'prod')")
+    denied = _Error(
+        KafkaError.TOPIC_AUTHORIZATION_FAILED, "Fetch from broker 1 failed: Broker: Topic authorization failed"
+    )
+    assert denied.code() in access_denied_codes() and KafkaError._AUTHENTICATION not in access_denied_codes()
+    error = refusals.reading_refused("orders.eu", denied)
+    assert error.lasting, "retrying cannot help: a continuous run fails instead of waiting"
+    assert str(error) == (
+        "Kafka at b:9093 refused SASL_SSL SCRAM-SHA-512 as user 'u' (connection 'prod') reading topic 'orders.eu': "
+        "Fetch from broker 1 failed: Broker: Topic authorization failed"
+    )
