@@ -74,10 +74,19 @@ def test_an_empty_range_opens_no_reader(consumer):
 
 
 def test_another_kafka_error_is_raised_and_the_reader_closed(consumer):
-    consumer.script = [Message(0, error=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))]
+    consumer.script = [Message(0, error=KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))]
     with pytest.raises(KafkaException) as raised:
         list(read_ranges("b:1", TOPIC, {0: (0, 10)}, timeout_s=5))
-    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert raised.value.args[0].code() == KafkaError.NOT_LEADER_FOR_PARTITION
+    assert consumer.created[0].closed
+
+
+def test_a_read_the_acls_refuse_is_a_refusal_naming_the_topic_and_the_reader_closed(consumer):
+    from connectors.kafka_clients import KafkaRefusedError
+
+    consumer.script = [Message(0, error=KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))]
+    with pytest.raises(KafkaRefusedError, match="^Kafka at b:1 refused PLAINTEXT reading topic 't': "):
+        list(read_ranges("b:1", TOPIC, {0: (0, 10)}, timeout_s=5))
     assert consumer.created[0].closed
 
 
