@@ -101,8 +101,7 @@ class Refusals:
             self._tls_refusals += kind == "tls"
             refusal = not self._answered and (kind == "refused" or (kind == "tls" and self._tls_refusals >= 2))
             if refusal and self._refused is None:
-                # librdkafka prefixes the broker's address, which the message already names.
-                self._refused = re.sub(r"^\S+://\S+: ", "", error.str())
+                self._refused = _reason(error)
             # A first TLS refusal before any answer is not said: it is raised when it comes
             # again, and a handshake cut once by a broker going down is not worth a line.
             candidate = kind == "tls" and not self._answered
@@ -125,10 +124,15 @@ class Refusals:
     def reading_refused(self, topic: str, error) -> KafkaRefusedError:
         """The error for a read of ``topic`` the brokers refused (``error``, a KafkaError of
         ``access_denied_codes``): one line naming the brokers, the topic and the connection."""
-        reason = re.sub(r"^\S+://\S+: ", "", error.str())
         return KafkaRefusedError(
-            f"Kafka at {self._servers} refused {self._described} reading topic {topic!r}: {reason}"
+            f"Kafka at {self._servers} refused {self._described} reading topic {topic!r}: {_reason(error)}"
         )
+
+
+def _reason(error) -> str:
+    """librdkafka's text of ``error`` without the broker address it prefixes (the message names
+    the brokers already)."""
+    return re.sub(r"^\S+://\S+: ", "", error.str())
 
 
 def client_settings(access, own: Mapping[str, object], refusals: Refusals | None = None) -> dict:
