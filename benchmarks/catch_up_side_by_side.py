@@ -374,7 +374,7 @@ class Bench:
     def load_stream(self, conf: Path):
         from tidemark.stream_config import load_stream
 
-        return load_stream(conf, STREAM)
+        return load_stream(conf, STREAM, self.env)  # the jobs' environment: their lake, their checkpoints
 
     # runs: each returns its figures, or {"failed": reason}
 
