@@ -36,7 +36,8 @@ def parse_event_time(text: str) -> int:
         raise ValueError(f"{text!r} is not an ISO-8601 time; write e.g. 2026-11-22T09:00:00Z") from None
     if parsed.tzinfo is None:
         raise ValueError(f"{text!r} has no UTC offset; write e.g. {text}Z")
-    return (parsed - _EPOCH) // timedelta(milliseconds=1)
+    return (parsed - _EPOCH) // _MILLISECOND
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND = timedelta(milliseconds=1)  # made once: this runs once per record

@@ -50,6 +50,22 @@ class StepCounts:
         if self.max_event_time_ms is None or event_time_ms > self.max_event_time_ms:
             self.max_event_time_ms = event_time_ms
 
+    def add_many(self, route: str, count: int, min_event_time_ms: int | None, max_event_time_ms: int | None) -> None:
+        """Count ``count`` data records routed to ``route`` whose event times (valid records)
+        span [min_event_time_ms, max_event_time_ms]: as ``count`` calls of ``add``."""
+        self.data_records += count
+        if route == QUARANTINE:
+            self.quarantined += count
+            return
+        if route == LATE:
+            self.late += count
+        else:
+            self.records += count
+        if self.min_event_time_ms is None or min_event_time_ms < self.min_event_time_ms:
+            self.min_event_time_ms = min_event_time_ms
+        if self.max_event_time_ms is None or max_event_time_ms > self.max_event_time_ms:
+            self.max_event_time_ms = max_event_time_ms
+
     def to_text(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 
@@ -70,3 +86,19 @@ class StepCounter:
         if step is None:
             step = self.counts[key] = StepCounts(partition, seq)
         step.add(route, event_time_ms)
+
+    def add_many(
+        self,
+        partition: int,
+        seq: int,
+        route: str,
+        count: int,
+        min_event_time_ms: int | None,
+        max_event_time_ms: int | None,
+    ) -> None:
+        """``count`` records of (partition, seq) routed to ``route``: see StepCounts.add_many."""
+        key = (partition, seq)
+        step = self.counts.get(key)
+        if step is None:
+            step = self.counts[key] = StepCounts(partition, seq)
+        step.add_many(route, count, min_event_time_ms, max_event_time_ms)

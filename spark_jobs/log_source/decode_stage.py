@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import msgspec
 
-from tidemark.lateness import Lateness, LatenessClassifier
 from tidemark.live_routing import LiveRouting, RoutedRange
 from tidemark.log_position import KAFKA_OFFSETS, PositionType, position_value
 from tidemark.planned_range import RECORD_ROW, raw_record_schema
@@ -36,6 +35,7 @@ from tidemark.record_decoder import RecordDecoder, Rejection
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
 from tidemark.stream_config import PayloadSchema
 from tidemark.table_schemas import ddl
+from tidemark.typed_json import TypedJson
 
 _ARROW_TYPES = {"string": "string", "double": "float64", "long": "int64", "int": "int32", "boolean": "bool_"}
 _SQL_TYPES = {"string": "STRING", "double": "DOUBLE", "long": "BIGINT", "int": "INT", "boolean": "BOOLEAN"}
@@ -119,7 +119,9 @@ class BatchDecoder:
         # A registry format may find the schema's id in a header; JSON never reads them.
         self._reads_headers = payload.reads_registry
         self._reads_keys = bool(payload.key_fields)
-        self._lateness = LatenessClassifier(spec.allowed_lateness_ms)
+        self._allowed_lateness_ms = spec.allowed_lateness_ms
+        # The typed path of a JSON payload's valid records (None: every record takes RecordDecoder's).
+        self._typed = TypedJson.of(payload, spec.max_future_skew_ms)
         self._routing = LiveRouting(spec.live_routing) if spec.live_routing else None
         self._counter = StepCounter()
         self._field_names = [field.name for field in spec.payload.columns]
@@ -132,53 +134,117 @@ class BatchDecoder:
         return list(self._counter.counts.values())
 
     def decode(self, batch):
+        """``batch`` with its records decoded, routed and counted. A JSON stream's valid records
+        take the typed path (tidemark.typed_json); every other record takes RecordDecoder's,
+        which alone decides what is refused and why. Routes and counts are whole-batch Arrow
+        computations, the same for both."""
         import pyarrow as pa
 
         kinds = batch.column("row_kind").to_pylist()
         values = batch.column("value").to_pylist()
         read_times = batch.column("read_time_ms").to_pylist()
-        partitions = batch.column("source_partition").to_pylist()
-        steps = batch.column("step_id").to_pylist()
         routed_under = batch.column("global_watermark_ms").to_pylist()
         if self._routing is not None:
+            partitions = batch.column("source_partition").to_pylist()
             offsets = [position_value(offset) for offset in batch.column("source_offset").to_pylist()]
             for row, (partition, offset) in enumerate(zip(partitions, offsets)):
                 live = self._routing.global_watermark_at(partition, offset) if kinds[row] == RECORD_ROW else None
                 if live is not None:
                     routed_under[row] = live
-        headers = _header_pairs(batch) if self._reads_headers else [None] * len(kinds)
-        keys = batch.column("record_key").to_pylist() if self._reads_keys else [None] * len(kinds)
-        kept_values, event_times, routes, reasons, details = [], [], [], [], []
-        payload_columns = [[] for _ in self._field_names]
-        for row, (kind, value, read_time) in enumerate(zip(kinds, values, read_times)):
-            result = self._decoder.decode(value, read_time, headers[row], keys[row]) if kind == RECORD_ROW else None
-            if result is None or isinstance(result, Rejection):
-                kept_values.append(value)
-                event_times.append(None)
-                routes.append(QUARANTINE if result else None)
-                reasons.append(result.reason if result else None)
-                details.append(result.detail if result else None)
-                for column in payload_columns:
-                    column.append(None)
-                if result:
-                    self._counter.add(partitions[row], steps[row], QUARANTINE, None)
-            else:
-                late = self._lateness.classify(result.event_time_ms, routed_under[row]) is Lateness.LATE
-                route = LATE if late else EVENTS
-                kept_values.append(None)
-                event_times.append(result.event_time_ms)
-                routes.append(route)
-                reasons.append(None)
-                details.append(None)
-                for column, name in zip(payload_columns, self._field_names):
-                    column.append(result.values[name])
-                self._counter.add(partitions[row], steps[row], route, result.event_time_ms)
+        records = [kind == RECORD_ROW for kind in kinds]
+        event_times, payload_columns = self._typed_pass(values, read_times, records)
+        reasons, details = self._record_pass(batch, values, read_times, records, event_times, payload_columns)
+
+        valid = pa.array([t is not None for t in event_times], pa.bool_())
+        event_time_array = pa.array(event_times, pa.int64())
+        routed_array = pa.array(routed_under, pa.int64())
+        routes = self._routes(pa.array(records, pa.bool_()), valid, event_time_array, routed_array)
+        self._count(batch, routes, event_time_array)
+
         raw_columns = list(batch.columns)
-        raw_columns[batch.schema.get_field_index("value")] = pa.array(kept_values, pa.binary())
-        new_columns = [routed_under, event_times, routes, reasons, details] + payload_columns
-        arrays = raw_columns + [pa.array(c, t) for c, t in zip(new_columns, self._output_types)]
+        kept_values = pa.compute.if_else(valid, pa.nulls(len(kinds), pa.binary()), batch.column("value"))
+        raw_columns[batch.schema.get_field_index("value")] = kept_values
+        decoded = [
+            routed_array,
+            event_time_array,
+            routes,
+            pa.array(reasons, pa.string()),
+            pa.array(details, pa.string()),
+        ]
+        payload = [
+            # A column of a record refused after its values were typed holds nothing of it.
+            pa.compute.if_else(valid, pa.array(column, kind), pa.nulls(len(kinds), kind))
+            for column, kind in zip(payload_columns, self._output_types[len(_DECODED_COLUMNS) :])
+        ]
         names = list(batch.schema.names) + [name for name, _ in _DECODED_COLUMNS] + self._field_names
-        return pa.RecordBatch.from_arrays(arrays, names=names)
+        return pa.RecordBatch.from_arrays(raw_columns + decoded + payload, names=names)
+
+    def _typed_pass(self, values: list, read_times: list, records: list[bool]):
+        """The event times and payload columns the typed path decided (None where it did not)."""
+        count = len(values)
+        if self._typed is None:
+            return [None] * count, [[None] * count for _ in self._field_names]
+        typed = self._typed.decode([v if r else None for v, r in zip(values, records)], read_times)
+        return typed.event_times, typed.columns
+
+    def _record_pass(self, batch, values, read_times, records, event_times, payload_columns):
+        """RecordDecoder on every record the typed path left undecided: its event time and values
+        go into ``event_times`` and ``payload_columns``; returns the reject reasons and details."""
+        count = len(values)
+        reasons, details = [None] * count, [None] * count
+        undecided = [row for row in range(count) if records[row] and event_times[row] is None]
+        if not undecided:
+            return reasons, details
+        headers = _header_pairs(batch) if self._reads_headers else [None] * count
+        keys = batch.column("record_key").to_pylist() if self._reads_keys else [None] * count
+        for row in undecided:
+            result = self._decoder.decode(values[row], read_times[row], headers[row], keys[row])
+            if isinstance(result, Rejection):
+                reasons[row], details[row] = result.reason, result.detail
+                continue
+            event_times[row] = result.event_time_ms
+            for column, name in zip(payload_columns, self._field_names):
+                column[row] = result.values[name]
+        return reasons, details
+
+    def _routes(self, records, valid, event_times, routed_under):
+        """Each row's route: a refused record to quarantine, a valid one to late when its event
+        time is below the G it is routed under less the allowed lateness
+        (tidemark.lateness), else to events; a row that is no record has none."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        late_before = pc.subtract(routed_under, self._allowed_lateness_ms)
+        late = pc.fill_null(pc.less(event_times, late_before), False)
+        valid_route = pc.if_else(late, pa.scalar(LATE), pa.scalar(EVENTS))
+        refused_route = pc.if_else(records, pa.scalar(QUARANTINE), pa.scalar(None, pa.string()))
+        return pc.if_else(valid, valid_route, refused_route)
+
+    def _count(self, batch, routes, event_times) -> None:
+        """Add the batch's records to the counts per (partition, aligned step) and route."""
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                "row": pa.array(range(len(routes)), pa.int64()),
+                "partition": batch.column("source_partition"),
+                "step": batch.column("step_id"),
+                "route": routes,
+                "event_time": event_times,
+            }
+        ).filter(routes.is_valid())
+        grouped = table.group_by(["partition", "step", "route"], use_threads=False).aggregate(
+            [("row", "min"), ("row", "count"), ("event_time", "min"), ("event_time", "max")]
+        )
+        for group in sorted(grouped.to_pylist(), key=lambda group: group["row_min"]):  # first seen first
+            self._counter.add_many(
+                group["partition"],
+                group["step"],
+                group["route"],
+                group["row_count"],
+                group["event_time_min"],
+                group["event_time_max"],
+            )
 
 
 def _header_pairs(batch) -> list:

@@ -92,3 +92,35 @@ def test_each_record_is_routed_and_counted_per_partition_and_step():
         "07:00 and 07:30: a late record's event time counts, a reject has none"
     )
     assert StepCounts.from_text(step.to_text()) == step, "travels as the summary row's text"
+
+
+def test_the_typed_path_changes_no_row_and_no_count():
+    """The same mixed batch through the typed path and through RecordDecoder alone: the same
+    rows, the same counts (tidemark.typed_json only makes a valid JSON record cheaper)."""
+    payload = PayloadSchema(
+        "event_time",
+        "iso8601",
+        (PayloadField("device_id", "string", True), PayloadField("battery", "int", False)),
+        65_536,
+    )
+
+    def value(event_time, **fields):
+        return json.dumps({"event_time": event_time, "device_id": "d1", **fields}).encode()
+
+    rows = [
+        {"row_kind": RANGE_ROW, "source_partition": 1, "planned_range": "{}"},
+        _record(1, value("2025-11-22T07:30:00Z", battery=3)),
+        _record(2, value("2025-11-22T07:00:00Z")),  # late
+        _record(3, value("2025-11-22T07:30:00Z", battery=87.0)),  # the decoder's: an int written as 87.0
+        _record(4, value("2025-11-22T07:30:00Z", battery="x")),  # refused
+        _record(5, b"\xff"),
+        _record(6, None),
+        {**_record(7, value("2025-11-22T07:40:00Z")), "step_id": 8},
+    ]
+    spec = DecodeSpec(payload, 300_000, 600_000, (RoutedRange(1, 2, 3, LIVE_G),))
+    typed, plain = spec.decoder(), spec.decoder()
+    plain._typed = None  # every record through RecordDecoder
+
+    assert typed.decode(_raw(rows)).to_pylist() == plain.decode(_raw(rows)).to_pylist()
+    assert typed.step_counts() == plain.step_counts()
+    assert [c.data_records for c in typed.step_counts()] == [6, 1]
