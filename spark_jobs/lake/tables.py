@@ -32,6 +32,13 @@ from tidemark.write_claims import NO_WATERMARK_MS
 _log = logging.getLogger("tidemark.lake_tables")
 
 TABLES = ("events", "late", "quarantine", "ledger", "seals", "claims")
+# The tables a persist batch needs before it writes its events, in the order they are made:
+# the ledger first, so that a lake whose events hold a commit always has a ledger (a live run
+# that lost its checkpoint resumes from the ledger, and learns from it and the events what a
+# crashed run wrote: spark_jobs.persist.lake_resume); the events; the claims its overlap guard
+# reads. The others are needed only once the events are written (the seals) or when a batch
+# holds late or refused records.
+FIRST_NEEDED = ("ledger", "events", "claims")
 
 # A commit that lost to a concurrent one (Delta's optimistic concurrency) is retried this many
 # times against what the table then holds; each retry waits a little longer (seconds, doubled).
@@ -86,9 +93,10 @@ class LakeTables:
         work, which in a fresh JVM costs seconds of class loading."""
         return delta_table_exists(self._spark, self.path(table))
 
-    def ensure(self) -> set[str]:
+    def ensure(self, tables: tuple[str, ...] | None = None) -> set[str]:
         """Create the tables that do not exist yet, and bring those an older tidemark made to
-        today's layout; returns the names of those it created.
+        today's layout; returns the names of those it created. ``tables``: only these, in this
+        order (a name the set lacks, the claims of a shadow set, is passed over); None: all.
 
         Every job that writes or reads them calls it before its first look at any of them, so a
         table more than one job touches exists before they can race on it: the stream's claims
@@ -106,7 +114,8 @@ class LakeTables:
             layouts["claims"] = (claims_columns(self.positions), ())
         # One after the other: created concurrently they took as long (measured on 2 cores: the
         # first Delta commit of a session loads Delta's classes, and the others wait for it).
-        return {table for table, layout in layouts.items() if self._ensure_table(table, *layout)}
+        names = [table for table in (tables or layouts) if table in layouts]
+        return {table for table in names if self._ensure_table(table, *layouts[table])}
 
     def _ensure_table(self, table: str, columns: list[tuple[str, str]], partitioning: tuple[str, ...]) -> bool:
         """Create ``table`` if it does not exist (True), else add what an older tidemark's lacks (False)."""

@@ -121,7 +121,9 @@ class PersistBatch:
     concurrent writer and were run again. ``checkpoint``: the query's
     checkpoint, where a batch's planned ranges are read before it is written (see
     spark_jobs.streaming_checkpoint). ``tables_ready``: the tables' creation, still under way
-    when the query starts; every batch waits for it. ``crash``: the test's crash point
+    when the query starts; every batch waits for it before it writes anything but its events,
+    and for ``first_tables_ready`` (the tables it touches before: spark_jobs.lake.tables.FIRST_NEEDED)
+    before it starts. ``crash``: the test's crash point
     (tidemark.crash_points), told of each batch and each commit.
     """
 
@@ -139,6 +141,7 @@ class PersistBatch:
         checkpoint: str | None = None,
         replayed_batch: int | None = None,
         tables_ready: Future | None = None,
+        first_tables_ready: Future | None = None,
         crash: CrashSwitch | None = None,
         erasures=None,
     ):
@@ -163,23 +166,38 @@ class PersistBatch:
         self._checkpoint = checkpoint
         self._replayed_batch = replayed_batch
         self._tables_ready = tables_ready
+        self._first_tables_ready = first_tables_ready or tables_ready
         self._crash = crash or CrashSwitch(None)
         self._erasures = erasures
+        self._tables_waited_s = 0.0  # this batch's wait for its tables (s)
 
     def __call__(self, raw, micro_batch_id: int) -> None:
         started = time.monotonic()
-        if self._tables_ready is not None:
-            self._tables_ready.result()  # raises what went wrong creating or upgrading the tables
+        self._tables_waited_s = 0.0
+        self._wait_for_tables(self._first_tables_ready)
         writer = f"tidemark:{self._stream.name}:{self._mode}:{self._identity.get()}"
         self._crash.batch_started()
         replay = micro_batch_id == self._replayed_batch
+        records_started, waited_before = time.monotonic(), self._tables_waited_s
         written = self._write_records(raw, writer, micro_batch_id, replay)
+        records_s = time.monotonic() - records_started - (self._tables_waited_s - waited_before)
         batch = next(iter(written.ranges.values()))
         stats = partition_totals(written.step_stats)
         sealed = self._newly_sealed(batch, written.ranges) if self._mode == "live" else []
+        self._wait_for_tables()  # the seals and the ledger
+        commits_started = time.monotonic()
         watermarks = self._commit_seals_and_ledger(raw.sparkSession, written, sealed, writer, micro_batch_id, replay)
+        commits_s = time.monotonic() - commits_started
         if self._feedback_dir:
             write_feedback(self._feedback_dir, batch.plan_seq, watermarks)
+        # Where the batch's time went (s): waiting for its tables to be made (a new lake's first
+        # batch), its records (the source's read and decode inside the events write, and the
+        # late and quarantine writes: read_and_write), its seals and ledger commits.
+        phases = {
+            "tables_wait": round(self._tables_waited_s, 2),
+            "read_and_write": round(records_s, 2),
+            "seals_and_ledger": round(commits_s, 2),
+        }
 
         self.batches += 1
         for partition, planned in written.ranges.items():
@@ -190,7 +208,8 @@ class PersistBatch:
         self.insert_only_batches += int(written.insert_only)
         if self._progress is not None:
             self._progress(written.ranges, written.totals)
-        log.info(self._persisted_line(written, stats, sealed, micro_batch_id, replay, time.monotonic() - started))
+        seconds = time.monotonic() - started
+        log.info(self._persisted_line(written, stats, sealed, micro_batch_id, replay, seconds, phases))
 
     def _write_records(self, raw, writer: str, micro_batch_id: int, replay: bool) -> _RecordsWritten:
         """Decide how the batch writes (plain append, insert-only, what it leaves out for claimers)
@@ -252,6 +271,7 @@ class PersistBatch:
         micro_batch_id: int,
         replay: bool,
         seconds: float,
+        phases: dict[str, float],
     ) -> dict:
         """The batch's ``batch_persisted`` log line: what a person reads of it."""
         ranges, left_out = written.ranges, written.left_out
@@ -284,6 +304,7 @@ class PersistBatch:
             **(_offsets_without_data(ranges, stats) if self._tables.positions.dense else {}),
             **_held_by_open_transaction(ranges),
             "seconds": round(seconds, 2),
+            "seconds_by_phase": phases,
         }
 
     def _newly_sealed(self, batch: PlannedRange, ranges: dict[int, PlannedRange]) -> list[int]:
@@ -358,6 +379,7 @@ class PersistBatch:
             rows = _summary_rows(raw)
         ranges, step_stats = read_batch_summary(rows)
         totals = route_totals(step_stats)
+        self._wait_for_tables()
         self._write_rare_routes(raw, totals, lambda frame, table: self._append(frame, table, writer))
         return ranges, step_stats, totals
 
@@ -369,6 +391,7 @@ class PersistBatch:
         positions it skipped."""
         from pyspark import StorageLevel
 
+        self._wait_for_tables()  # the rare path: it may write to any of them, insert-only
         decoded = raw.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             ranges, step_stats = read_batch_summary(_summary_rows(decoded))
@@ -406,6 +429,19 @@ class PersistBatch:
         finally:
             decoded.unpersist()
         return ranges, step_stats, totals, insert_only, left_out, erased
+
+    def _wait_for_tables(self, ready: Future | None = None) -> None:
+        """Wait for the tables ``ready`` stands for (default: every table of the set, made
+        while the first batch read and wrote its events), counting the wait; raises what went
+        wrong creating or upgrading them."""
+        ready = ready or self._tables_ready
+        if ready is None:
+            return
+        waiting = time.monotonic()
+        try:
+            ready.result()
+        finally:
+            self._tables_waited_s += time.monotonic() - waiting
 
     def _append(self, frame, table: str, writer: str) -> None:
         """One plain append commit of the batch (see LakeTables.append)."""

@@ -178,7 +178,7 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     source.max_partitions (``check_topic_partitions``) before it started Spark."""
     from spark_jobs.crash_switch import CrashSwitch
     from spark_jobs.lake.claims_table import ClaimsTable
-    from spark_jobs.lake.tables import LakeTables
+    from spark_jobs.lake.tables import FIRST_NEEDED, TABLES, LakeTables
     from spark_jobs.log_source.retention_stop import clear_lost_ranges
     from spark_jobs.persist.batch import QueryIdentity
     from spark_jobs.schema_following import follow_registry
@@ -194,10 +194,14 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     claims = ClaimsTable(spark, LakeTables(spark, stream))
     crash = CrashSwitch(run.crash_points, jvm_pid=lambda: spark._jvm.java.lang.ProcessHandle.current().pid())
     ledger_existed = tables.exists("ledger")
-    # Creating or checking the tables is a fresh JVM's first Delta work (about 4 s on a new
-    # lake): it runs while the query starts, and the first batch waits for it.
+    # Creating or checking the tables is a fresh JVM's first Delta work (10-14 s for the six
+    # tables of a new lake on 2 cores, the first one the slowest): it runs while the query
+    # starts. The first batch waits only for the tables it touches before its events are
+    # written (FIRST_NEEDED); it reads and writes them while the others are made.
     preparing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidemark-tables")
-    tables_ready = preparing.submit(tables.ensure)
+    first_tables_ready = preparing.submit(tables.ensure, FIRST_NEEDED)
+    the_rest = tuple(table for table in TABLES if table not in FIRST_NEEDED)
+    tables_ready = preparing.submit(lambda: first_tables_ready.result() | tables.ensure(the_rest))
     start = _run_start(spark, stream, run, tables, claims, crash, tables_ready, ledger_existed, routing)
     _say_frozen(stream, run)
     feedback_dir = _feedback_dir(stream, run)
@@ -215,7 +219,19 @@ def run_pipeline(spark, stream: StreamConfig, run: PersistRun, progress=None) ->
     raw = spark.readStream.format(source.name()).options(**options.to_options()).load()
     identity = QueryIdentity()
     persist_batch = _persist_batch(
-        spark, stream, run, tables, claims, crash, tables_ready, start, feedback_dir, ledger_existed, identity, progress
+        spark,
+        stream,
+        run,
+        tables,
+        claims,
+        crash,
+        first_tables_ready,
+        tables_ready,
+        start,
+        feedback_dir,
+        ledger_existed,
+        identity,
+        progress,
     )
     try:
         query, startup_s = _run_query(spark, stream, run, raw, persist_batch, identity, feedback_dir, started)
@@ -308,6 +324,7 @@ def _persist_batch(
     tables,
     claims,
     crash,
+    first_tables_ready,
     tables_ready,
     start: _RunStart,
     feedback_dir: str,
@@ -344,6 +361,7 @@ def _persist_batch(
         sealed_through_ms=resumed.sealed_global_watermark_ms if resumed else None,
         checkpoint=run.checkpoint,
         replayed_batch=pending_batch(spark, run.checkpoint),
+        first_tables_ready=first_tables_ready,
         tables_ready=tables_ready,
         crash=crash,
         # The stream's erased records, which no job writes again, into its tables or a shadow set.
