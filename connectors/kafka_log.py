@@ -39,7 +39,8 @@ class LogBounds:
 class RawRecord(NamedTuple):
     """A data record as read: a tidemark.partitioned_log.LogRecord whose position is its offset.
     A named tuple, not a frozen dataclass: one is made per record read, and a frozen
-    dataclass's constructor costs 2.7 times as much (1.36 against 0.51 µs here)."""
+    dataclass's constructor costs 2.7 times as much (1.36 against 0.51 µs here). The source
+    reads its fields in this order (spark_jobs.log_source.rows, one transpose per batch)."""
 
     offset: int
     timestamp_ms: int
