@@ -47,6 +47,7 @@ def render_markdown(report: dict) -> str:
             lines += [f"**FAILED**: {_one_line(scenario['failed'])}", ""]
         if "runs" in scenario:
             lines += _runs_table(name, scenario)
+            lines += _profile_lines(scenario["runs"])
         if "planning" in scenario:
             lines += ["", *_planning_lines(scenario["planning"])]
         figures = {**scenario.get("ratios", {}), **scenario.get("targets", {})}
@@ -57,6 +58,30 @@ def render_markdown(report: dict) -> str:
     if report["failed"]:
         lines += ["", "## Failures", ""] + [f"- {_one_line(failure)}" for failure in report["failed"]]
     return "\n".join(lines) + "\n"
+
+
+def _profile_lines(runs: dict) -> list[str]:
+    """Where each tidemark run's time went (its ``profile``, from the job's own log)."""
+    lines = []
+    for name, run in runs.items():
+        profile = (run or {}).get("profile")
+        if not profile:
+            continue
+        query = profile["query_seconds"]
+        by_phase = ", ".join(f"{phase} {seconds} s" for phase, seconds in profile["batch_seconds_by_phase"].items())
+        per_batch = " · ".join(
+            f"{b['seconds']}" + (f" (tables {b['tables_wait']})" if b.get("tables_wait") else "")
+            for b in profile["batches"]
+        )
+        lines += [
+            "",
+            f"Where {RUN_LABELS.get(name, name)} spent its {profile['process_wall_seconds']} s: "
+            f"{profile['outside_query_seconds']} s outside its query (the process's, JVM's and session's start, "
+            f"the topic's check, the exit), then planning {query['planning']} s, batches {query['writing']} s "
+            f"({by_phase}), checkpoint {query['checkpoint']} s. "
+            f"Seconds per batch: {per_batch}.",
+        ]
+    return lines
 
 
 def _backlog_title(scenario: dict) -> str:

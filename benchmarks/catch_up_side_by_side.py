@@ -403,6 +403,7 @@ class Bench:
         counted = lake["persisted"] + lake["late"] + lake["quarantined"]
         return {
             "batches": micro_batches_in_log(run_dir / "job.log"),
+            "profile": run_profile(run_dir / "job.log", wall_s),
             **lake,
             "records": counted,
             "unread": produced - counted,
@@ -572,6 +573,41 @@ def micro_batches_in_log(log_file: Path) -> int | None:
                 found = True
                 batches += int(entry.get("records", 0) + entry.get("late", 0) + entry.get("quarantined", 0) > 0)
     return batches if found else None
+
+
+def run_profile(log_file: Path, wall_s: float) -> dict | None:
+    """Where a persist run's time went, from its own log: the process's wall time, the query's
+    phases (``query_finished``: up to the query's start, planning, writing, the checkpoint's
+    write-ahead log and commits) and per batch its seconds by phase (``batch_persisted``:
+    waiting for its tables, its records, its seals and ledger commits), with their sums. None
+    when the log has no ``query_finished`` line (the job failed, or its logging changed)."""
+    query, batches = None, []
+    for line in log_file.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if entry.get("event") == "batch_persisted":
+                batches.append(
+                    {
+                        "records": entry.get("records", 0) + entry.get("late", 0) + entry.get("quarantined", 0),
+                        "seconds": entry.get("seconds"),
+                        **entry.get("seconds_by_phase", {}),
+                    }
+                )
+            elif entry.get("event") == "query_finished":
+                query = entry.get("seconds")
+    if query is None:
+        return None
+    phases = sorted({key for batch in batches for key in batch} - {"records", "seconds"})
+    return {
+        "process_wall_seconds": round(wall_s, 1),
+        # Outside the query: the process's, JVM's and session's start, the topic's check, the exit.
+        "outside_query_seconds": round(wall_s - query["total"] + query["startup"], 1),
+        "query_seconds": query,
+        "batch_seconds_by_phase": {phase: round(sum(b.get(phase, 0) for b in batches), 2) for phase in phases},
+        "batches": batches,
+    }
 
 
 def tidemark_lake_figures(stream) -> dict:

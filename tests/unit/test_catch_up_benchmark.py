@@ -23,7 +23,12 @@ from benchmarks.catch_up_figures import (  # noqa: E402
     watermarks_from_maxima,
 )
 from benchmarks.catch_up_report import render_markdown  # noqa: E402
-from benchmarks.catch_up_side_by_side import failures, kept_under_spark_watermark, parse_args  # noqa: E402
+from benchmarks.catch_up_side_by_side import (  # noqa: E402
+    failures,
+    kept_under_spark_watermark,
+    parse_args,
+    run_profile,
+)
 from benchmarks.continuous_latency import EventsVisibility, latency_figures  # noqa: E402
 
 MINUTE_MS = 60_000
@@ -303,3 +308,32 @@ def test_a_bad_option_stops_at_start_naming_it(argv, option, capsys):
 
     assert stopped.value.code == 2
     assert option in capsys.readouterr().err
+
+
+def test_the_profile_of_a_run_comes_from_its_own_log_and_is_rendered(tmp_path):
+    log = tmp_path / "job.log"
+    lines = [
+        "26/11/29 22:22:31 WARN NativeCodeLoader: Unable to load native-hadoop library",
+        '{"event": "batch_persisted", "records": 200000, "late": 0, "quarantined": 0, "seconds": 12.5, '
+        '"seconds_by_phase": {"tables_wait": 6.0, "read_and_write": 5.0, "seals_and_ledger": 1.5}}',
+        '{"event": "batch_persisted", "records": 90, "late": 5, "quarantined": 5, "seconds": 3.0, '
+        '"seconds_by_phase": {"tables_wait": 0.0, "read_and_write": 2.5, "seals_and_ledger": 0.5}}',
+        '{"event": "query_finished", "seconds": {"startup": 4.0, "planning": 1.0, "writing": 15.5, '
+        '"checkpoint": 0.5, "total": 21.0}}',
+    ]
+    log.write_text("\n".join(lines) + "\n")
+
+    profile = run_profile(log, wall_s=30.0)
+
+    assert profile["outside_query_seconds"] == 13.0, "30 s of process, 21 s of run_pipeline, 4 s of them to start"
+    assert profile["batch_seconds_by_phase"] == {"read_and_write": 7.5, "seals_and_ledger": 2.0, "tables_wait": 6.0}
+    assert [b["records"] for b in profile["batches"]] == [200_000, 100]
+    a = {"records": 200_100, "batches": 2, "wall_seconds": 30.0, "records_per_second": 6_670}
+    a["peak_rss_megabytes"], a["profile"] = 1_000, profile
+    scenarios = {"uniform": {"backlog": {"records": 200_100, "hours": 1, "profiles": ["heavy"]}, "runs": {"a": a}}}
+    markdown = render_markdown(_report(scenarios))
+    assert "Where (a) tidemark, aligned spent its 30.0 s: 13.0 s outside its query" in markdown
+    assert "Seconds per batch: 12.5 (tables 6.0) · 3.0." in markdown
+    assert run_profile(tmp_path / "job.log", 30.0) is not None
+    log.write_text(lines[1] + "\n")
+    assert run_profile(log, 30.0) is None, "no query_finished line: the job failed"
