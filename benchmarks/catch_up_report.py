@@ -34,6 +34,7 @@ def render_markdown(report: dict) -> str:
         f"Command: `{report['command']}`  ",
         f"Machine: {machine['cores']} cores, Python {machine['python']} ({machine.get('platform', '')}); "
         f"measured at {report['measured_at']} (UTC)  ",
+        f"Topics of {options.get('partitions', 4)} partitions. "
         f"Row budget: {options['max_records_per_batch']:,} records per batch, every run. "
         f"Driver heap (TIDEMARK_DRIVER_MEMORY): {options.get('driver_memory', 'not recorded')}.",
         "",

@@ -86,7 +86,7 @@ from benchmarks.scratch_environment import scratch_broker, scratch_environment  
 from tidemark.event_time_text import format_optional_event_time  # noqa: E402
 
 STREAM = "telemetry"
-PARTITIONS = 4
+PARTITIONS = 4  # the default of --partitions
 HEAVY_RECORDS_PER_HOUR = 18_000  # generator/profiles.py, per partition
 SKEWED_PROFILES = ("slow", "heavy", "heavy", "heavy")
 SKEWED_HOURS = 6
@@ -140,6 +140,7 @@ def main() -> int:
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "options": {
             "records": args.records,
+            "partitions": args.partitions,
             "max_records_per_batch": args.max_records_per_batch,
             "latency_minutes": args.latency_minutes,
             "partition_records": args.partition_records,
@@ -152,7 +153,7 @@ def main() -> int:
         "failed": failures(scenarios),
     }
     args.results.mkdir(parents=True, exist_ok=True)
-    name = results_name(args.scenarios)
+    name = results_name(args.scenarios, args.partitions)
     (args.results / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     (args.results / f"{name}.md").write_text(markdown)
@@ -161,13 +162,15 @@ def main() -> int:
     return 1 if report["failed"] else 0
 
 
-def results_name(scenarios: list[str]) -> str:
-    """The results file's name: a run of some scenarios only is written beside the full run's file
-    (``catch_up_side_by_side-partitions.json``), never over it, so that each file's figures come
+def results_name(scenarios: list[str], partitions: int = PARTITIONS) -> str:
+    """The results file's name: a run of some scenarios only, or on other than 4 partitions, is
+    written beside the full run's file (``catch_up_side_by_side-partitions.json``,
+    ``catch_up_side_by_side-uniform-16p.json``), never over it, so that each file's figures come
     from one run on one machine."""
-    if set(scenarios) == set(SCENARIOS):
-        return RESULTS_NAME
-    return "-".join([RESULTS_NAME, *scenarios])
+    parts = [] if set(scenarios) == set(SCENARIOS) else list(scenarios)
+    if partitions != PARTITIONS:
+        parts.append(f"{partitions}p")
+    return "-".join([RESULTS_NAME, *parts])
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -179,6 +182,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"comma-separated subset of {','.join(SCENARIOS)} (default: all)",
     )
     parser.add_argument("--records", type=_positive_int, default=2_000_000, help="uniform backlog (default 2000000)")
+    parser.add_argument(
+        "--partitions",
+        type=_positive_int,
+        default=PARTITIONS,
+        help=f"partitions of the backlogs' topics (default {PARTITIONS}; the skewed profiles repeat over them)",
+    )
     parser.add_argument(
         "--max-records-per-batch",
         type=_positive_int,
@@ -290,8 +299,9 @@ class Bench:
         self.env = env
         self.args = args
         self._uniform: dict | None = None
-        # Topics of other than PARTITIONS partitions, and their counts (source.partitions).
+        # Topics of other than --partitions partitions, and their counts (source.partitions).
         self.topic_partitions: dict[str, int] = {}
+        self.partitions = args.partitions
         self._uniform_runs: dict[str, dict] = {}
 
     # backlogs
@@ -299,7 +309,7 @@ class Bench:
     def produce_backlog(self, topic: str, profiles: tuple[str, ...], hours: float, rate_scale: float = 1.0) -> dict:
         """``hours`` simulated hours ending an hour ago on the hour (no record ahead of the future
         guard); returns the generator's summary. ScenarioFailed when the generator fails."""
-        self.create_topic(topic, PARTITIONS)
+        self.create_topic(topic, self.partitions)
         end = time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(time.time() - 3600))
         print(
             f"  producing {topic}: {hours:g} h of {','.join(profiles)} at rate scale {rate_scale:g} ...",
@@ -311,6 +321,9 @@ class Bench:
                 sys.executable,
                 "-m",
                 "generator",
+                # The stream with this topic and its partitions: one profile per partition.
+                "--conf",
+                str(self.stream_config(self.scratch / f"produce_{topic}", topic)),
                 "--topic",
                 topic,
                 "backlog",
@@ -338,7 +351,7 @@ class Bench:
         """The uniform backlog, produced once; a failure is kept and raised again, so a second
         scenario never appends a second backlog to the same topic."""
         if self._uniform is None:
-            hours = uniform_hours(self.args.records)
+            hours = uniform_hours(self.args.records, self.partitions)
             try:
                 self._uniform = {**self.produce_backlog("bench_uniform", ("heavy",), hours), "hours": hours}
             except ScenarioFailed as error:
@@ -363,7 +376,7 @@ class Bench:
         document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
         stream = document["streams"][STREAM]
         stream["source"].update(
-            topic=topic, bootstrap_servers=self.bootstrap, partitions=self.topic_partitions.get(topic, PARTITIONS)
+            topic=topic, bootstrap_servers=self.bootstrap, partitions=self.topic_partitions.get(topic, self.partitions)
         )
         stream["lake"].update(root=str(run_dir / "lake"), checkpoint_root=str(run_dir / "checkpoints"))
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -510,9 +523,9 @@ def _memory_figures(peak: PeakMemory) -> dict:
     }
 
 
-def uniform_hours(records: int) -> int:
+def uniform_hours(records: int, partitions: int = PARTITIONS) -> int:
     """Hours of four heavy partitions that hold at least ``records``."""
-    return math.ceil(records / (HEAVY_RECORDS_PER_HOUR * PARTITIONS))
+    return math.ceil(records / (HEAVY_RECORDS_PER_HOUR * partitions))
 
 
 def run_measured(
@@ -684,7 +697,7 @@ def skewed_scenario(bench: Bench) -> dict:
         try:
             from benchmarks.spark_watermark_emulation import read_event_times
 
-            event_times = read_event_times(bench.bootstrap, topic, list(range(PARTITIONS)))
+            event_times = read_event_times(bench.bootstrap, topic, list(range(bench.partitions)))
             runs["b"] = {**b, **kept_under_spark_watermark(b["per_batch"], event_times, delay_ms)}
             runs["b"]["kept_records_per_second"] = records_per_second(runs["b"]["kept"], b["wall_seconds"])
         except Exception as error:  # noqa: BLE001
@@ -731,7 +744,7 @@ def kept_under_spark_watermark(batches: list[dict], event_times: dict[int, list[
 def sparse_scenario(bench: Bench) -> dict:
     # 18,000 × scale records an hour per heavy partition (rounded by the generator): aim at the
     # same total over 7 days and over 1 hour; the summaries say what was really produced.
-    per_hour_all = HEAVY_RECORDS_PER_HOUR * PARTITIONS
+    per_hour_all = HEAVY_RECORDS_PER_HOUR * bench.partitions
     sparse = bench.produce_backlog(
         "bench_sparse", ("heavy",), SPARSE_HOURS, SPARSE_RECORDS / (per_hour_all * SPARSE_HOURS)
     )
@@ -784,7 +797,7 @@ def continuous_scenario(bench: Bench) -> dict:
     conf = bench.stream_config(run_dir, topic)
     stream = bench.load_stream(conf)
     trigger_s = stream.persist.trigger_interval_ms / 1000
-    bench.create_topic(topic, PARTITIONS)
+    bench.create_topic(topic, bench.partitions)
     job = [
         sys.executable,
         str(REPO / "spark_jobs" / "persist" / "job.py"),
