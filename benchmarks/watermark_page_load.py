@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/watermark_page_load.py [--partitions 64] [--days 30]
 
 The ledger is generated (generator.ledger_history) and written with deltalake in the layout
-Delta's auto compaction leaves it in (spark_jobs.lake.tables): everything older in compacted
-files, the newest 49 batches one small file each; ``--uncompacted-days N`` writes the last N
+compaction leaves it in: everything older in compacted files, the newest 49 batches one small
+file each (more than the hour between two maintenance runs leaves); ``--uncompacted-days N`` writes the last N
 days one file per batch instead, as a ledger without compaction would hold them. The page is
 timed through its FastAPI app (login switched off), the log not asked: the lake alone. Prints
 the figures and writes benchmarks/results/watermark_page_load.{json,md}.
@@ -30,7 +30,7 @@ from generator.ledger_history import LedgerHistory  # noqa: E402
 
 MINUTE = 60_000
 DAY = 24 * 60 * MINUTE
-SMALL_FILES_LEFT = 49  # auto compaction merges once 50 small files have gathered
+SMALL_FILES_LEFT = 49  # the most Delta's auto compaction left; an hour between maintenance runs leaves fewer
 
 
 def main(argv: list[str] | None = None) -> int:

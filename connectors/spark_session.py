@@ -38,6 +38,13 @@ def lake_spark_session(app_name: str, extra_conf: dict[str, str] | None = None):
         # Spark job of this many tasks; at the default 50 that costs seconds per commit for a
         # micro-batch of a few thousand rows (measured: 3-4 s at 50, about 1 s at 1).
         .config("spark.databricks.delta.snapshotPartitions", os.environ.get("TIDEMARK_DELTA_SNAPSHOT_PARTITIONS", "1"))
+        # Delta's auto compaction, on for the ledger, seals and claims tables (their property), is
+        # off in tidemark's own sessions: its post-commit hook computes a table's whole state with
+        # Spark jobs the first time a JVM commits to it, about 5 s of every run's first batch on
+        # 2 cores (the ledger and the seals; measured on make bench's backlog: seals and ledger
+        # commits 5.61 s with it, 0.88 s without). The maintenance run compacts both tables
+        # whole once they hold maintenance.compact_min_files files, every hour by default.
+        .config("spark.databricks.delta.autoCompact.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         # The decoded batch is wider than Spark's default of 25 fields: without this every job
         # logs a "Truncated the string representation of a plan" warning nobody can act on.

@@ -46,8 +46,10 @@ MERGE_ATTEMPTS = 8
 FIRST_RETRY_WAIT_S = 0.2
 
 # The ledger and the seals get a few rows a batch: one small file per commit, thousands a month,
-# and every reader (the watermark page, the checks) opens them all. Delta's auto compaction
-# merges them once 50 small files have gathered (measured: a compaction every 50 appends).
+# and every reader (the watermark page, the checks) opens them all. The maintenance run compacts
+# them (spark_jobs.maintenance.compaction); the tables also carry Delta's auto compaction for
+# writers other than tidemark's, whose sessions turn it off (connectors.spark_session: its
+# post-commit hook cost each run's first batch about 5 s).
 _SMALL_APPEND_TABLES = ("ledger", "seals", "claims")
 # The tables a record of the log is persisted in, exactly one of them.
 PERSISTED = ("events", "late", "quarantine")

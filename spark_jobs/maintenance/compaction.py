@@ -13,12 +13,12 @@ retries. This side retries the day a few times and then yields it to the next ru
 (spark_jobs.maintenance.conflict_retry): a compaction may always wait, a writer of records
 should not.
 
-The ledger and the seals gain a small file per commit. Delta's auto compaction merges them once
-50 have gathered (spark_jobs.lake.tables), so a reader that opens them whole (the persist look,
-every quality run, the watermark page) meets anything from 1 to 50 files, about 1.5 ms each with
-pyarrow: on the aging benchmark's lake, the files of the ledger cost a quality run more than
-its rows. Each maintenance run compacts them whole once they hold ``compact_min_files`` files,
-with the same retry-then-yield rule against a concurrent writer.
+The ledger and the seals gain a small file per commit, and a reader that opens them whole (the
+persist look, every quality run, the watermark page) pays about 1.5 ms a file with pyarrow: on
+the aging benchmark's lake, the files of the ledger cost a quality run more than its rows. Each
+maintenance run compacts them whole once they hold ``compact_min_files`` files, with the same
+retry-then-yield rule against a concurrent writer; that is what keeps them small (tidemark's
+sessions turn Delta's auto compaction off: connectors.spark_session).
 
 The file counts come from the Delta log (deltalake: no Spark job, connectors.maintenance_look),
 the compaction's own figures from its commit's metrics.

@@ -7,9 +7,9 @@ First the sealed hours of events with ``maintenance.compact_min_files`` files or
 compacted, then the ledger and the seals whole when they hold as many
 (spark_jobs.maintenance.compaction), then the claims table is settled (finished claims folded
 into settled ranges: spark_jobs.maintenance.claims_settling), then every table of the stream is
-vacuumed with ``maintenance.vacuum_retain`` (spark_jobs.maintenance.vacuum). Between runs the
-ledger, seals and claims also compact themselves at 50 files (Delta's auto compaction,
-spark_jobs.lake.tables). ``--result`` receives a
+vacuumed with ``maintenance.vacuum_retain`` (spark_jobs.maintenance.vacuum). This run is what
+keeps the ledger and the seals small: tidemark's sessions do not run Delta's auto compaction
+(connectors.spark_session). ``--result`` receives a
 MaintenanceResult's JSON (tidemark.maintenance_result).
 
 Exit status: 0 done (an hour left to the next run because a writer kept winning is done too:

@@ -525,7 +525,7 @@ class PersistBatch:
                     )
                 )
             watermarks[partition] = watermark
-        # One file a commit: a few rows each (see lake_tables, auto compaction).
+        # One file a commit: a few rows each (the maintenance run compacts them).
         return spark.createDataFrame(rows, ddl(ledger_columns(positions))).coalesce(1), watermarks
 
     def _seals(self, spark, hours: list[int], batch: PlannedRange, micro_batch_id: int):
