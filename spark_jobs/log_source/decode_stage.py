@@ -214,8 +214,11 @@ class BatchDecoder:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        late_before = pc.subtract(routed_under, self._allowed_lateness_ms)
-        late = pc.fill_null(pc.less(event_times, late_before), False)
+        # event time + allowed lateness < G, not event time < G − allowed lateness: a G of
+        # -2^63 (a range no watermark covered, tidemark.write_claims.NO_WATERMARK_MS) would
+        # wrap around to a huge one there and make every record late. Event times are within
+        # years 1970..9999 (the decoder's bounds), so the sum cannot overflow.
+        late = pc.fill_null(pc.less(pc.add(event_times, self._allowed_lateness_ms), routed_under), False)
         valid_route = pc.if_else(late, pa.scalar(LATE), pa.scalar(EVENTS))
         refused_route = pc.if_else(records, pa.scalar(QUARANTINE), pa.scalar(None, pa.string()))
         return pc.if_else(valid, valid_route, refused_route)

@@ -88,6 +88,8 @@ def _columns(records) -> tuple:
     """The records' positions, log timestamps, keys, values and headers, as five sequences.
     Kafka's records are named tuples in that order (connectors.kafka_log.RawRecord): one
     transpose in C instead of five Python loops over the records."""
+    if not records:
+        return [], [], [], [], []
     if isinstance(records[0], tuple):
         return tuple(zip(*records))
     return (

@@ -124,3 +124,21 @@ def test_the_typed_path_changes_no_row_and_no_count():
     assert typed.decode(_raw(rows)).to_pylist() == plain.decode(_raw(rows)).to_pylist()
     assert typed.step_counts() == plain.step_counts()
     assert [c.data_records for c in typed.step_counts()] == [6, 1]
+
+
+def test_a_record_routed_under_no_watermark_is_never_late():
+    """A range no watermark covered is routed under NO_WATERMARK_MS (-2^63): every record of it
+    is on time, as tidemark.lateness says, on both paths (G minus the allowed lateness would
+    wrap around to a huge G in Arrow's int64 and send them all to late)."""
+    from tidemark.write_claims import NO_WATERMARK_MS
+
+    spec = DecodeSpec(PAYLOAD, 300_000, 600_000, (RoutedRange(1, 0, 10, NO_WATERMARK_MS),))
+    value = json.dumps({"event_time": "2025-11-22T07:30:00Z", "device_id": "d1"}).encode()
+    rows = [_record(0, value), {**_record(1, value), "global_watermark_ms": NO_WATERMARK_MS}]
+    typed, plain = spec.decoder(), spec.decoder()
+    plain._typed = None
+
+    for decoder in (typed, plain):
+        decoded = decoder.decode(_raw(rows)).to_pylist()
+        assert [row["route"] for row in decoded] == ["events", "events"]
+        assert [row["routed_under_ms"] for row in decoded] == [NO_WATERMARK_MS, NO_WATERMARK_MS]

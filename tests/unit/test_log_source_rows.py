@@ -44,3 +44,7 @@ def test_kafkas_named_tuples_and_records_with_attributes_make_the_same_rows():
     assert {(r["source_partition"], r["range_end"], r["log_end_offset"], r["read_time_ms"]) for r in kafka} == {
         (3, 20, 25, 9_999)
     }
+
+
+def test_no_records_make_no_rows():
+    assert record_batch(pa, KAFKA_OFFSETS, RANGE, PLANNED, []).num_rows == 0
