@@ -82,8 +82,8 @@ class Rejection:
 
 # The earliest and latest event times tidemark accepts at all (years 1970..9999); outside that the
 # value is garbage, not a clock that is a little off.
-_MIN_EVENT_TIME_MS = 0
-_MAX_EVENT_TIME_MS = 253_402_300_799_999
+MIN_EVENT_TIME_MS = 0
+MAX_EVENT_TIME_MS = 253_402_300_799_999
 
 
 class RecordDecoder:
@@ -221,7 +221,7 @@ class RecordDecoder:
                     f"{field!r} must be an ISO-8601 time with a UTC offset, e.g. 2026-11-22T08:59:59.999Z; "
                     f"got {_preview(raw)}",
                 )
-        if not _MIN_EVENT_TIME_MS <= event_time <= _MAX_EVENT_TIME_MS:
+        if not MIN_EVENT_TIME_MS <= event_time <= MAX_EVENT_TIME_MS:
             return Rejection(RejectReason.UNPARSABLE_EVENT_TIME, f"{field!r} {event_time} is outside years 1970..9999")
         return event_time
 

@@ -24,11 +24,8 @@ from typing import Annotated, Any
 import msgspec
 
 from tidemark.event_time_text import parse_event_time
+from tidemark.record_decoder import MAX_EVENT_TIME_MS, MIN_EVENT_TIME_MS
 from tidemark.stream_config import PayloadSchema
-
-# The years tidemark accepts an event time in (tidemark.record_decoder's bounds).
-_MIN_EVENT_TIME_MS = 0
-_MAX_EVENT_TIME_MS = 253_402_300_799_999
 
 _TYPES = {
     "string": str,
@@ -100,7 +97,7 @@ class TypedJson:
         event_times = [_iso_ms(raw) for raw in raw_times] if self._iso else raw_times
         skew = self._max_future_skew_ms
         event_times = [
-            t if t is not None and _MIN_EVENT_TIME_MS <= t <= _MAX_EVENT_TIME_MS and t - read_time <= skew else None
+            t if t is not None and MIN_EVENT_TIME_MS <= t <= MAX_EVENT_TIME_MS and t - read_time <= skew else None
             for t, read_time in zip(event_times, read_times_ms)
         ]
         for i in self._required:
