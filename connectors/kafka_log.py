@@ -202,6 +202,13 @@ class KafkaLog:
                 }
                 self._refusals.answered()
                 break
+            except NoOffsetYet as error:
+                if time.monotonic() > deadline:
+                    raise KafkaUnavailableError(
+                        f"Kafka at {self._bootstrap} did not answer ListOffsets for topic {self._topic!r} "
+                        f"(asked for {self._timeout_s:.0f} s): {error}"
+                    ) from None
+                time.sleep(0.2)
             except KafkaException as error:
                 # Asked again, within the timeout, where the answer may come a moment later: a
                 # partition added to the topic a moment ago (the admin client's metadata does not
@@ -403,7 +410,21 @@ def _answers(futures: Mapping, timeout_s: float, check=lambda: None) -> dict[int
         check()
         if time.monotonic() >= deadline:
             break  # result() below raises the timeout
-    return {where.partition: future.result(timeout=0).offset for where, future in futures.items()}
+    offsets = {where.partition: future.result(timeout=0).offset for where, future in futures.items()}
+    unanswered = sorted(partition for partition, offset in offsets.items() if offset < 0)
+    if unanswered:
+        raise NoOffsetYet(unanswered)
+    return offsets
+
+
+class NoOffsetYet(Exception):
+    """A ListOffsets answer without an error but without an offset either (-1001, OFFSET_INVALID),
+    as a broker gave one while the client's OAuth token was being refreshed. Earliest and latest
+    are never negative: planned with, it would read as an empty or rewound partition."""
+
+    def __init__(self, partitions: list[int]):
+        super().__init__(f"ListOffsets gave no offset for partitions {partitions}")
+        self.partitions = partitions
 
 
 def read_range(

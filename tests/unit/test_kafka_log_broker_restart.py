@@ -31,6 +31,7 @@ class RestartingAdmin:
     every latest 9."""
 
     failures = 0
+    no_offsets = 0  # answers of -1001 (OFFSET_INVALID) with no error, before the real ones
     asked = 0
 
     def poll(self, timeout=None):
@@ -44,6 +45,9 @@ class RestartingAdmin:
         if RestartingAdmin.failures > 0:
             RestartingAdmin.failures -= 1
             raise KafkaException(KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found"))
+        if RestartingAdmin.no_offsets > 0:
+            RestartingAdmin.no_offsets -= 1
+            return {tp: Done(-1001) for tp in requests}
         offset = 5 if "earliest" in repr(next(iter(requests.values()))).lower() else 9
         return {tp: Done(offset) for tp in requests}
 
@@ -65,6 +69,7 @@ def log(monkeypatch):
     monkeypatch.setattr(confluent_kafka, "Consumer", IdleConsumer)
     monkeypatch.setattr("connectors.kafka_log.time.sleep", lambda seconds: None)
     RestartingAdmin.asked = 0
+    RestartingAdmin.no_offsets = 0
     return KafkaLog("127.0.0.1:19092", "telemetry", timeout_s=30)
 
 
@@ -83,3 +88,16 @@ def test_a_broker_that_stays_away_past_the_timeout_fails_naming_it(log, monkeypa
     ):
         log.partition_bounds([0])
     assert 1 < RestartingAdmin.asked < 10
+
+
+def test_an_answer_without_an_offset_is_asked_again_never_planned_with(log):
+    RestartingAdmin.no_offsets = 2
+    assert log.partition_bounds([0]) == {0: LogBounds(5, 9, 9)}
+
+
+def test_answers_without_an_offset_past_the_timeout_fail_naming_the_broker(log, monkeypatch):
+    RestartingAdmin.no_offsets = 10**6
+    clock = iter(range(0, 10**6, 10))
+    monkeypatch.setattr("connectors.kafka_log.time.monotonic", lambda: next(clock))
+    with pytest.raises(KafkaUnavailableError, match=r"gave no offset for partitions \[0\]"):
+        log.partition_bounds([0])
