@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 
 @dataclass
 class PeakMemory:
-    """Peaks over a run, bytes: summed RSS, summed PSS (0 where the system has none), and at the
-    RSS peak the RSS per kind of process (jvm, the job's python, pyspark.daemon, its workers...)."""
+    """Peaks over a run, bytes: summed RSS, summed PSS (0 where the system has none), at the RSS
+    peak the RSS per kind of process (jvm, the job's python, pyspark.daemon, its workers...), and
+    per kind the most any one process of it held at any sample."""
 
     rss: int = 0
     pss: int = 0
     rss_by_kind_at_peak: dict[str, int] = field(default_factory=dict)
+    largest_rss_by_kind: dict[str, int] = field(default_factory=dict)
 
 
 def wait_sampling_peak_rss(job: subprocess.Popen, interval_s: float = 0.5) -> int:
@@ -47,6 +49,8 @@ def wait_sampling_peak_memory(job: subprocess.Popen, interval_s: float = 0.5) ->
                 with contextlib.suppress(psutil.Error):
                     samples.append((_kind(process), *_rss_and_pss(process)))
         rss = sum(sample[1] for sample in samples)
+        for kind, process_rss, _ in samples:
+            peak.largest_rss_by_kind[kind] = max(peak.largest_rss_by_kind.get(kind, 0), process_rss)
         peak.pss = max(peak.pss, sum(sample[2] for sample in samples))
         if rss > peak.rss:
             peak.rss = rss

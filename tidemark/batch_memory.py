@@ -83,6 +83,27 @@ def driver_memory_mib(max_records_per_batch: int, payload: RowShape) -> int:
     return int(-(-needed // _ROUND_TO_MIB) * _ROUND_TO_MIB)
 
 
+# The rest of a job's processes, whatever its budget and its backlog (measured with the uniform
+# backlog of `make bench` on 2 cores, 2026-11-30, budgets 50,000 and 200,000, 896 MiB heap): the
+# JVM held at most 255 MiB beyond its heap (metaspace, code cache, threads, the Arrow buffers the
+# Python source hands over); one Python process of the job at most 310 MiB (the interpreter,
+# pyarrow, the Kafka client's fetch buffers, one chunk of records decoded: a read task reads in
+# chunks, never a whole range at once). The bound leaves room above both.
+JVM_BEYOND_HEAP_MIB = 512
+PYTHON_PROCESS_MIB = 384
+# Python processes besides the read tasks' workers: the job's driver and the source's runner.
+_PYTHON_DRIVER_PROCESSES = 2
+
+
+def job_memory_bound_mib(driver_heap_mib: int, task_slots: int) -> int:
+    """The most memory (MiB of RSS, summed over the job's processes) a persist, backfill or
+    recovery job holds, however long its backlog: the driver heap (sized to the row budget, see
+    driver_memory_mib), the JVM's own memory beyond it, and a Python process per task slot (the
+    cores Spark runs tasks on) plus the driver's and the source's runner. RSS counts a page
+    shared by forked workers once per process, so the tree's real footprint is lower."""
+    return driver_heap_mib + JVM_BEYOND_HEAP_MIB + PYTHON_PROCESS_MIB * (task_slots + _PYTHON_DRIVER_PROCESSES)
+
+
 def largest_fitting_budget(limit_mib: int, payload: RowShape) -> int:
     """The largest row budget whose batch fits ``limit_mib`` of driver heap (0 if none does)."""
     room = (limit_mib - BASE_HEAP_MIB) * 2**20

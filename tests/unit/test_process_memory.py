@@ -20,5 +20,8 @@ def test_the_peak_of_a_process_tree_names_its_processes_and_counts_shared_pages_
     assert job.returncode == 0
     assert set(peak.rss_by_kind_at_peak) == {"timeit", f"{Path(sys.executable).name} -c"}, peak
     assert sum(peak.rss_by_kind_at_peak.values()) == peak.rss > 0
+    assert set(peak.largest_rss_by_kind) == set(peak.rss_by_kind_at_peak)
+    assert all(0 < peak.largest_rss_by_kind[kind] for kind in peak.largest_rss_by_kind)
+    assert max(peak.largest_rss_by_kind.values()) <= peak.rss
     # Two interpreters share their libraries' pages: counted once, the tree holds less than the sum.
     assert 0 < peak.pss < peak.rss
