@@ -35,6 +35,7 @@ from tidemark.record_decoder import RecordDecoder, Rejection
 from tidemark.step_counts import EVENTS, LATE, QUARANTINE, StepCounter
 from tidemark.stream_config import PayloadSchema
 from tidemark.table_schemas import ddl
+from tidemark.typed_documents import TypedDocuments
 from tidemark.typed_json import TypedJson
 
 _ARROW_TYPES = {"string": "string", "double": "float64", "long": "int64", "int": "int32", "boolean": "bool_"}
@@ -109,19 +110,26 @@ class BatchDecoder:
     """Decodes Arrow batches of raw rows (RAW_RECORD_SCHEMA); one per task. ``step_counts()``:
     what the records it decoded so far held, per (partition, aligned step)."""
 
-    def __init__(self, spec: DecodeSpec):
+    def __init__(self, spec: DecodeSpec, documents=None, key_documents=None):
+        """``documents``, ``key_documents``: how values and keys become documents (default:
+        ``payload_documents``'s, with this worker's registry client); a test or a benchmark hands
+        in steps whose writer schemas are in memory."""
         import pyarrow as pa
 
         payload = spec.payload
-        self._decoder = RecordDecoder(
-            payload, spec.max_future_skew_ms, payload_documents(payload), payload_documents(payload, of_key=True)
-        )
+        documents = payload_documents(payload) if documents is None else documents
+        key_documents = payload_documents(payload, of_key=True) if key_documents is None else key_documents
+        self._decoder = RecordDecoder(payload, spec.max_future_skew_ms, documents, key_documents)
         # A registry format may find the schema's id in a header; JSON never reads them.
         self._reads_headers = payload.reads_registry
         self._reads_keys = bool(payload.key_fields)
         self._allowed_lateness_ms = spec.allowed_lateness_ms
-        # The typed path of a JSON payload's valid records (None: every record takes RecordDecoder's).
-        self._typed = TypedJson.of(payload, spec.max_future_skew_ms)
+        # The typed path of a payload's valid records: JSON's (tidemark.typed_json), or Avro's and
+        # Protobuf's through the same documents step as RecordDecoder's (tidemark.typed_documents).
+        # None: every record takes RecordDecoder's.
+        self._typed = TypedJson.of(payload, spec.max_future_skew_ms) or TypedDocuments.of(
+            payload, spec.max_future_skew_ms, documents
+        )
         self._routing = LiveRouting(spec.live_routing) if spec.live_routing else None
         self._counter = StepCounter()
         self._field_names = [field.name for field in spec.payload.columns]
@@ -134,10 +142,10 @@ class BatchDecoder:
         return list(self._counter.counts.values())
 
     def decode(self, batch):
-        """``batch`` with its records decoded, routed and counted. A JSON stream's valid records
-        take the typed path (tidemark.typed_json); every other record takes RecordDecoder's,
-        which alone decides what is refused and why. Routes and counts are whole-batch Arrow
-        computations, the same for both."""
+        """``batch`` with its records decoded, routed and counted. Valid records take the typed
+        path where the payload has one (tidemark.typed_json, tidemark.typed_documents); every
+        other record takes RecordDecoder's, which alone decides what is refused and why. Routes
+        and counts are whole-batch Arrow computations, the same for both."""
         import pyarrow as pa
 
         kinds = batch.column("row_kind").to_pylist()
@@ -152,8 +160,10 @@ class BatchDecoder:
                 if live is not None:
                     routed_under[row] = live
         records = [kind == RECORD_ROW for kind in kinds]
-        event_times, payload_columns = self._typed_pass(values, read_times, records)
-        reasons, details = self._record_pass(batch, values, read_times, records, event_times, payload_columns)
+        # Both passes hand a registry step the same headers, where a schema id may be.
+        headers = _header_pairs(batch) if self._reads_headers else [None] * len(values)
+        event_times, payload_columns = self._typed_pass(values, read_times, records, headers)
+        reasons, details = self._record_pass(batch, values, read_times, records, headers, event_times, payload_columns)
 
         valid = pa.array([t is not None for t in event_times], pa.bool_())
         event_time_array = pa.array(event_times, pa.int64())
@@ -179,15 +189,19 @@ class BatchDecoder:
         names = list(batch.schema.names) + [name for name, _ in _DECODED_COLUMNS] + self._field_names
         return pa.RecordBatch.from_arrays(raw_columns + decoded + payload, names=names)
 
-    def _typed_pass(self, values: list, read_times: list, records: list[bool]):
+    def _typed_pass(self, values: list, read_times: list, records: list[bool], headers: list):
         """The event times and payload columns the typed path decided (None where it did not)."""
         count = len(values)
         if self._typed is None:
             return [None] * count, [[None] * count for _ in self._field_names]
-        typed = self._typed.decode([v if r else None for v, r in zip(values, records)], read_times)
+        record_values = [v if r else None for v, r in zip(values, records)]
+        if isinstance(self._typed, TypedDocuments):
+            typed = self._typed.decode(record_values, read_times, headers)
+        else:
+            typed = self._typed.decode(record_values, read_times)  # JSON reads no headers
         return typed.event_times, typed.columns
 
-    def _record_pass(self, batch, values, read_times, records, event_times, payload_columns):
+    def _record_pass(self, batch, values, read_times, records, headers, event_times, payload_columns):
         """RecordDecoder on every record the typed path left undecided: its event time and values
         go into ``event_times`` and ``payload_columns``; returns the reject reasons and details."""
         count = len(values)
@@ -195,7 +209,6 @@ class BatchDecoder:
         undecided = [row for row in range(count) if records[row] and event_times[row] is None]
         if not undecided:
             return reasons, details
-        headers = _header_pairs(batch) if self._reads_headers else [None] * count
         keys = batch.column("record_key").to_pylist() if self._reads_keys else [None] * count
         for row in undecided:
             result = self._decoder.decode(values[row], read_times[row], headers[row], keys[row])
