@@ -107,8 +107,8 @@ class RecordDecoder:
         self._max_future_skew_ms = max_future_skew_ms
         self._documents = documents or json_documents
         self._key_documents = key_documents or json_documents
-        self._checkers = _checkers(schema.fields)
-        self._key_checkers = _checkers(schema.key_fields)
+        self._checkers = field_checkers(schema.fields)
+        self._key_checkers = field_checkers(schema.key_fields)
 
     def decode(self, value: bytes | None, read_time_ms: int, headers=None, key: bytes | None = None):
         """Decode one record value read at ``read_time_ms`` (ms since the epoch, UTC); ``headers``
@@ -183,7 +183,7 @@ class RecordDecoder:
     def _typed(document: dict, checkers: list, values: dict[str, Any], what: str) -> Rejection | None:
         """Each checker's field of ``document`` typed into ``values``, or why the record is refused."""
         for name, path, required, check, expected in checkers:
-            raw = document.get(name) if path is None else _at_path(document, path)
+            raw = document.get(name) if path is None else value_at_path(document, path)
             if raw is None:
                 if required:
                     where = name if path is None else ".".join(path)
@@ -191,7 +191,7 @@ class RecordDecoder:
                 values[name] = None
                 continue
             typed = check(raw)
-            if typed is _WRONG:
+            if typed is NOT_OF_TYPE:
                 return Rejection(
                     RejectReason.WRONG_TYPE,
                     f"{what} {name!r} must be {expected}, got {_json_kind(raw)} {_preview(raw)}",
@@ -205,7 +205,7 @@ class RecordDecoder:
         if raw is None:
             return Rejection(RejectReason.MISSING_EVENT_TIME, f"the event-time field {field!r} is missing or null")
         if isinstance(raw, datetime):  # an Avro timestamp logical type: an instant, whatever the format says
-            event_time = _datetime_ms(raw)
+            event_time = datetime_ms(raw)
         elif self._schema.event_time_format == "epoch_millis":
             if isinstance(raw, bool) or not isinstance(raw, int):
                 return Rejection(
@@ -226,7 +226,7 @@ class RecordDecoder:
         return event_time
 
 
-def _checkers(fields) -> list:
+def field_checkers(fields) -> list:
     """(name, path or None, required, type check, type name) per declared field."""
     return [
         (
@@ -240,7 +240,7 @@ def _checkers(fields) -> list:
     ]
 
 
-def _at_path(document: dict, path: tuple[str, ...]) -> Any:
+def value_at_path(document: dict, path: tuple[str, ...]) -> Any:
     """The value at ``path`` (names into nested objects), None when a step is missing or not an object."""
     value: Any = document
     for name in path:
@@ -265,7 +265,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND = timedelta(milliseconds=1)
 
 
-def _datetime_ms(moment: datetime) -> int:
+def datetime_ms(moment: datetime) -> int:
     """An aware datetime → ms since the epoch (a naive one is taken as UTC, as Avro's local
     timestamps are by fastavro), exact to the millisecond."""
     if moment.tzinfo is None:
@@ -298,38 +298,39 @@ def _parse_iso8601_ms(raw: Any) -> int | None:
         return None
 
 
-_WRONG = object()
+# What a field check returns for a value it refuses (None is a value: a null field).
+NOT_OF_TYPE = object()
 
 
 def _as_string(raw: Any) -> Any:
-    return raw if isinstance(raw, str) else _WRONG
+    return raw if isinstance(raw, str) else NOT_OF_TYPE
 
 
 def _as_double(raw: Any) -> Any:
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        return _WRONG
+        return NOT_OF_TYPE
     try:
         value = float(raw)  # an integer past the double range (10**400) overflows: the wrong type, not a crash
     except OverflowError:
-        return _WRONG
-    return value if math.isfinite(value) else _WRONG
+        return NOT_OF_TYPE
+    return value if math.isfinite(value) else NOT_OF_TYPE
 
 
 def _integer_check(low: int, high: int):
     def check(raw: Any) -> Any:
         if isinstance(raw, bool):
-            return _WRONG
+            return NOT_OF_TYPE
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
         if not isinstance(raw, int) or not low <= raw <= high:
-            return _WRONG
+            return NOT_OF_TYPE
         return raw
 
     return check
 
 
 def _as_boolean(raw: Any) -> Any:
-    return raw if isinstance(raw, bool) else _WRONG
+    return raw if isinstance(raw, bool) else NOT_OF_TYPE
 
 
 _TYPE_CHECKS = {

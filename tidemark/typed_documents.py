@@ -34,13 +34,13 @@ from typing import Any
 
 from tidemark.event_time_text import parse_event_time
 from tidemark.record_decoder import (
-    _WRONG,
     MAX_EVENT_TIME_MS,
     MIN_EVENT_TIME_MS,
+    NOT_OF_TYPE,
     Documents,
-    _at_path,
-    _checkers,
-    _datetime_ms,
+    datetime_ms,
+    field_checkers,
+    value_at_path,
 )
 from tidemark.stream_config import REGISTRY_FORMATS, PayloadSchema
 from tidemark.typed_json import TypedBatch
@@ -59,7 +59,7 @@ class TypedDocuments:
         self._max_bytes = payload.max_record_bytes
         self._max_future_skew_ms = max_future_skew_ms
         # (name, path or None, required, check, type name) per field, as RecordDecoder holds them.
-        self._checkers = _checkers(payload.fields)
+        self._checkers = field_checkers(payload.fields)
 
     @classmethod
     def of(cls, payload: PayloadSchema, max_future_skew_ms: int, documents: Documents | None) -> TypedDocuments | None:
@@ -83,13 +83,13 @@ class TypedDocuments:
             if path is None:
                 raw = [None if d is None else d.get(name) for d in documents]
             else:
-                raw = [None if d is None else _at_path(d, path) for d in documents]
+                raw = [None if d is None else value_at_path(d, path) for d in documents]
             typed = _typed_column(raw, kind, check)
             # The check never turns a value into None: a None here is a field missing or null.
             if required:
-                undecided = [row for row, value in enumerate(typed) if value is _WRONG or value is None]
+                undecided = [row for row, value in enumerate(typed) if value is NOT_OF_TYPE or value is None]
             else:
-                undecided = [row for row, value in enumerate(typed) if value is _WRONG]
+                undecided = [row for row, value in enumerate(typed) if value is NOT_OF_TYPE]
             for row in undecided:
                 # None, not the refused value: the stage builds each column's Arrow array whole.
                 event_times[row] = typed[row] = None
@@ -125,7 +125,7 @@ _INTEGER_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 def _typed_column(raw: list, kind: str, check) -> list:
     """``raw`` typed as RecordDecoder types each value: None stays None, a value of the exact
     type the format gives (within the range, finite) is kept, and any other goes through the
-    decoder's ``check`` (its typed value, or _WRONG). The check looks at a value's type before
+    decoder's ``check`` (its typed value, or NOT_OF_TYPE). The check looks at a value's type before
     anything else, so no value a document holds makes it raise."""
     if kind == "string":
         return [v if v.__class__ is str else None if v is None else check(v) for v in raw]
@@ -143,7 +143,7 @@ def _event_time_ms(raw: Any, epoch_millis: bool) -> int | None:
     Timestamp) whatever the format; else whole milliseconds, or ISO-8601 text with an offset."""
     try:
         if isinstance(raw, datetime):
-            return _datetime_ms(raw)
+            return datetime_ms(raw)
         if epoch_millis:
             return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
         return parse_event_time(raw) if isinstance(raw, str) else None
