@@ -212,7 +212,8 @@ def test_a_partition_added_while_the_job_runs_is_persisted(kafka_broker, spark, 
     }
     registration = ledger.where("source_partition = 2").agg(F.min("step_id")).first()[0]
     assert reads_per_batch[registration] == 0, "the batch that registered partition 2 read nothing, from any partition"
-    # The table's own making is an empty write too (spark_jobs.lake.table_creation): not a batch's.
+    # The table's own making (spark_jobs.lake.table_creation: a CREATE TABLE commit, or over a
+    # creator's leftover folder an empty write) is not a batch's.
     appends = (
         DeltaTable.forPath(spark, str(events_path))
         .history()
