@@ -186,6 +186,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=_positive_int, default=100_000, help="records of each topic (default 100000)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"the JSON written (default {RESULTS})")
+    # The catch-up benchmark's runs (RegistryBench's base) read the topics' partition count here.
+    parser.set_defaults(partitions=PARTITIONS)
     args = parser.parse_args(argv)
     if args.records < 1000:
         parser.error("--records: at least 1000 (the proof topic corrupts one record per thousand)")
