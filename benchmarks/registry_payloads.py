@@ -141,7 +141,7 @@ def main() -> int:
             broker.create_topic,
             scratch,
             env,
-            argparse.Namespace(max_records_per_batch=MAX_RECORDS_PER_BATCH),
+            argparse.Namespace(max_records_per_batch=MAX_RECORDS_PER_BATCH, partitions=PARTITIONS),
             registry.url,
         )
         runs = throughput_runs(bench, args.records, window, checks)
@@ -186,8 +186,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=_positive_int, default=100_000, help="records of each topic (default 100000)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"the JSON written (default {RESULTS})")
-    # The catch-up benchmark's runs (RegistryBench's base) read the topics' partition count here.
-    parser.set_defaults(partitions=PARTITIONS)
     args = parser.parse_args(argv)
     if args.records < 1000:
         parser.error("--records: at least 1000 (the proof topic corrupts one record per thousand)")
