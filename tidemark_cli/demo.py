@@ -29,8 +29,10 @@ from stack.airflow_standalone import AirflowStandalone
 from stack.environment import tidemark_home
 from tidemark.backfill_result import backfill_result_from
 from tidemark.dag_ids import persist_dag_id, triggered_dag_id
+from tidemark.hour_report import HourReportUnreadable, read_hour_report
 from tidemark.offline_devices_result import OfflineDevicesResult, OfflineDevicesResultError
 from tidemark.quality_summary import QualitySummaryError, read_quality_summary
+from tidemark_cli.checked_hours_line import checked_hours_line
 from tidemark_cli.command_failed import CommandFailed
 from tidemark_cli.demo_backlog import demo_backlog
 from tidemark_cli.step_clock import StepClock
@@ -45,6 +47,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     run it waits for ended; CommandFailed names the one that did not."""
     from tidemark.stream_config import load_stream
 
+    started_ms = int(time.time() * 1000)
     clock = StepClock()
     clock.step("jars")
     ensure_jars(jars_root(), DEFAULT_GROUPS)
@@ -55,7 +58,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
     _produce_backlog(stream, hours, bad_records, reports, clock)
     api, password = _run_persist_dag(stream, airflow, clock)
     report_file = _persistence_report(stream, reports, clock)
-    summary_html = _run_quality_dag(stream, api, reports, clock)
+    summary_html = _run_quality_dag(stream, api, reports, clock, started_ms)
     _run_backfill_dag(stream, api, reports, clock)
     if stream.offline_devices is not None:
         _run_detector_dag(stream, api, clock)
@@ -178,9 +181,9 @@ def _persistence_report(stream, reports: Path, clock: StepClock) -> Path:
     return report_file
 
 
-def _run_quality_dag(stream, api: AirflowApi, reports: Path, clock: StepClock):
+def _run_quality_dag(stream, api: AirflowApi, reports: Path, clock: StepClock, since_ms: int):
     """Trigger the quality DAG (its recover DAG unpaused), wait, print each partition's status;
-    returns the HTML summary's path."""
+    returns the HTML summary's path. ``since_ms``: when the demo began (ms since the epoch)."""
     quality_dag = f"tidemark_quality__{stream.name}"
     _step(
         f"Running the DAG {quality_dag} (Great Expectations checks per sealed hour and partition)",
@@ -192,7 +195,7 @@ def _run_quality_dag(stream, api: AirflowApi, reports: Path, clock: StepClock):
         api.unpause(dag)
     quality_run = api.trigger(quality_dag)
     quality_state = api.wait_for_run(quality_dag, quality_run)
-    summary_html = _print_quality_summary(reports / stream.name / "runs")
+    summary_html = _print_quality_summary(reports / stream.name / "runs", since_ms)
     print(f"Run {quality_run}: {quality_state} (it fails while a partition is not OK, and triggers its recovery)")
     return summary_html
 
@@ -351,8 +354,10 @@ def _detector_result(xcom: dict | None) -> str:
         return f"{error}; see its log in the UI"
 
 
-def _print_quality_summary(runs: Path) -> Path | None:
-    """Print the newest quality run's per-partition status; returns its HTML summary's path."""
+def _print_quality_summary(runs: Path, since_ms: int) -> Path | None:
+    """Print the hours checked since ``since_ms`` (the demo's start, ms since the epoch) by
+    whichever run checked them, and the newest quality run's per-partition status; returns its
+    HTML summary's path."""
 
     summaries = sorted(runs.glob("*/summary.json"), key=lambda path: path.stat().st_mtime)
     if not summaries:
@@ -363,11 +368,14 @@ def _print_quality_summary(runs: Path) -> Path | None:
     except QualitySummaryError as error:
         print(f"({error})")
         return summaries[-1].with_suffix(".html")
-    checked = sorted(path.stem for path in (runs.parent / "hours").glob("*.json"))
-    print(
-        f"Hours checked by this run: {', '.join(summary.hours) or 'none new'}; sealed hours checked so far: {len(checked)}"
-        + (f", the latest {checked[-1]}" if checked else "")
-    )
+    hour_reports = []
+    for path in (runs.parent / "hours").glob("*.json"):
+        try:
+            hour_reports.append(read_hour_report(path))
+        except HourReportUnreadable as error:
+            print(f"({error})")
+    print(checked_hours_line(hour_reports, since_ms))
+    print(f"The newest quality run, {summary.run_name}, per partition:")
     for partition in summary.partitions:
         print(f"  partition {partition.partition}: {partition.status.value:<8} {'; '.join(partition.reasons)}")
     return summaries[-1].with_suffix(".html")
