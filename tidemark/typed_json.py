@@ -76,8 +76,10 @@ class TypedJson:
         root = _struct(tree, "TypedValue")
         return cls(payload, max_future_skew_ms, root, [_getter(root, path) for path in paths])
 
-    def decode(self, values: list[bytes | None], read_times_ms: list[int]) -> TypedBatch:
-        """``values`` (None for a row that is not a record: it stays None) read at ``read_times_ms``."""
+    def decode(self, values: list[bytes | None], read_times_ms: list[int], headers: list | None = None) -> TypedBatch:
+        """``values`` (None for a row that is not a record: it stays None) read at ``read_times_ms``.
+        ``headers`` is taken so that every typed path is called alike (tidemark.typed_documents
+        reads a schema id there); a JSON value never needs its headers."""
         decode, errors, max_bytes = (
             self._decode,
             (msgspec.DecodeError, UnicodeDecodeError, RecursionError),

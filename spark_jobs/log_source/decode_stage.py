@@ -194,11 +194,7 @@ class BatchDecoder:
         count = len(values)
         if self._typed is None:
             return [None] * count, [[None] * count for _ in self._field_names]
-        record_values = [v if r else None for v, r in zip(values, records)]
-        if isinstance(self._typed, TypedDocuments):
-            typed = self._typed.decode(record_values, read_times, headers)
-        else:
-            typed = self._typed.decode(record_values, read_times)  # JSON reads no headers
+        typed = self._typed.decode([v if r else None for v, r in zip(values, records)], read_times, headers)
         return typed.event_times, typed.columns
 
     def _record_pass(self, batch, values, read_times, records, headers, event_times, payload_columns):
