@@ -81,14 +81,14 @@ class AirflowStandalone:
         """
         if self.daemon.pid() is not None:
             if self._wait_answering(timeout_s):
-                return f"Airflow is already running at {self.url}. {self._login(first_start=False)}"
+                return f"Airflow is already running at {self.url}. {self._login()}"
             raise StackError(
                 f"Airflow runs but its API server does not answer at {self.url}; see "
                 f"{self.daemon.log_file}, or restart it with `tidemark down airflow`."
             )
         require_free(self.port, "Airflow API server", "TIDEMARK_AIRFLOW_PORT")
         self.airflow_home.mkdir(parents=True, exist_ok=True)
-        created_passwords = self._create_password_file_once()
+        self._create_password_file_once()
         self.daemon.launch(
             [sys.executable, "-m", "stack.airflow_components"],
             env=self.environment,
@@ -100,7 +100,7 @@ class AirflowStandalone:
             raise StackError(
                 f"Airflow's API server did not answer at {self.url} within {timeout_s:.0f} s; last log lines:\n{tails}"
             )
-        return f"Airflow started at {self.url}. {self._login(first_start=created_passwords)}"
+        return f"Airflow started at {self.url}. {self._login()}"
 
     def stop(self, timeout_s: float = 45.0) -> str:
         """Stop every Airflow process (the whole process group, task processes included)."""
@@ -138,15 +138,15 @@ class AirflowStandalone:
         except (FileNotFoundError, ValueError):
             return None
 
-    def _create_password_file_once(self) -> bool:
-        """Write a password for each configured user, unless the file exists; True if written.
+    def _create_password_file_once(self) -> None:
+        """Write a password for each configured user, unless the file exists.
 
         The API server generates missing passwords itself, but also prints them into its log;
-        a password written here first is only ever in this file (mode 600) and printed once
-        by ``start``.
+        a password written here first is only in this file (mode 600) and in what ``start``
+        returns to the person who started the stack.
         """
         if self.password_file.exists():
-            return False
+            return
         users = self.environment.get("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS", "admin:admin")
         names = [entry.split(":")[0].strip() for entry in users.split(",") if entry.strip()]
         passwords = {name: secrets.token_urlsafe(12) for name in names}
@@ -154,15 +154,17 @@ class AirflowStandalone:
         descriptor = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(json.dumps(passwords) + "\n")
-        return True
 
-    def _login(self, first_start: bool) -> str:
+    def _login(self) -> str:
+        """The same line at every start, first or not, for every stream a demo runs: the admin
+        password read from its file (mode 600), as the demo's last lines print it too."""
         password = self.admin_password()
         if password is None:
-            return f"Login as admin; the password is in {self.password_file}."
-        if first_start:
-            return f"Login: admin / {password} (kept in {self.password_file})."
-        return f"Login as admin; the password is in {self.password_file}."
+            return (
+                f"Login as admin: {self.password_file} holds no admin password; remove it and restart Airflow "
+                f"(`tidemark down airflow`, then `tidemark up`) to have one made."
+            )
+        return f"Login: admin / {password} (kept in {self.password_file})."
 
     def _wait_answering(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 import time
 from datetime import UTC, datetime
 
@@ -561,14 +560,15 @@ def _named_stream(stream: StreamConfig, name: str | None) -> StreamConfig:
 @click.option(
     "--persistence",
     is_flag=True,
-    help="Also run the per-partition persistence report (log against lake; starts Spark, needs Kafka).",
+    help="Also print the per-partition persistence report (log against lake, without Spark; asks the log).",
 )
 def report(stream: StreamConfig, run_name, persistence: bool) -> int:
     """The latest quality report of STREAM: each partition's status, the checks, the recovery
     requests, and the paths of the HTML summary and the Data Docs.
 
     Read from the quality run's summary.json, without starting Spark. --persistence adds the
-    offsets in the log against the records in the lake, per partition (a Spark job, ~30 s).
+    offsets in the log against the records in the lake, per partition (read with deltalake and
+    the log's client, about a second; the log must answer).
 
     \b
     Example:
@@ -579,7 +579,10 @@ def report(stream: StreamConfig, run_name, persistence: bool) -> int:
     path = latest_summary(tidemark_home() / "reports", stream.name, run_name)
     print_summary(_console, read_summary(path), path)
     if persistence:
-        _persistence_report(stream, configuration_path(click.get_current_context()))
+        from tidemark_cli.persistence_report import print_persistence_report
+
+        _console.print("\nPersistence per partition:")
+        print_persistence_report(stream)
     return 0
 
 
@@ -632,22 +635,6 @@ def _follow(
         print_result(_console, result)
     print_failure(_console, connection, dag_id, run_id, snapshot)
     return EXIT_FAILED
-
-
-def _persistence_report(stream: StreamConfig, conf: str) -> None:
-    """spark_jobs/persist/report.py in its own process, as the demo runs it: Spark stays out of the CLI."""
-    import subprocess
-
-    _console.print("\nPersistence per partition (a Spark job, about 30 s):")
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.persist.report", "--stream", stream.name, "--conf", conf],
-        cwd=REPO_ROOT,
-    )
-    if done.returncode != 0:
-        raise CommandFailed(
-            f"the persistence report failed with exit code {done.returncode} (its output is above); it reads the "
-            f"{stream.source.description}: is it up? Start the embedded stack with `tidemark up`."
-        )
 
 
 def _new_run_id() -> str:

@@ -159,10 +159,12 @@ def _run_persist_dag(stream, airflow: AirflowStandalone, clock: StepClock) -> tu
 
 
 def _persistence_report(stream, reports: Path, clock: StepClock) -> Path:
-    """Print the per-partition (per-shard) report of what the lake holds; returns its JSON file."""
+    """Print the per-partition (per-shard) report of what the lake holds; returns its JSON file.
+    Read without Spark (tidemark_cli.persistence_report): no JVM, no Spark lines, about a second."""
     from tidemark.duration import format_duration_ms
+    from tidemark_cli.persistence_report import print_persistence_report
 
-    # What spark_jobs.persist.report gives: dense offsets can be counted, sparse sequence numbers not.
+    # Dense offsets can be counted, sparse sequence numbers not.
     _step(
         "Per partition: offsets in the log, offsets with no record, records persisted, late, quarantined, unread"
         if stream.source.position_type.dense
@@ -171,7 +173,7 @@ def _persistence_report(stream, reports: Path, clock: StepClock) -> Path:
         "persistence report",
     )
     report_file = reports / f"persist_{stream.name}.json"
-    _run([sys.executable, "-m", "spark_jobs.persist.report", "--stream", stream.name, "--json", str(report_file)])
+    print_persistence_report(stream, report_file)
     print(
         f"late: records whose event time was more than the allowed lateness "
         f"({format_duration_ms(stream.event_time.allowed_lateness_ms)}) behind the global watermark when read (their "

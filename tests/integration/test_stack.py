@@ -170,9 +170,11 @@ def test_airflow_starts_answers_a_login_and_stops_with_all_its_processes(tmp_pat
     try:
         first = airflow.start(timeout_s=150)
         password = airflow.admin_password()
-        assert password and f"admin / {password}" in first
-        assert "already running" in airflow.start()
-        assert password not in airflow.start()
+        # The same login line at every start (a demo of a second stream finds Airflow running).
+        login = f"Login: admin / {password} (kept in {airflow.password_file})."
+        assert password and first == f"Airflow started at {airflow.url}. {login}"
+        assert airflow.password_file.stat().st_mode & 0o777 == 0o600
+        assert airflow.start() == f"Airflow is already running at {airflow.url}. {login}"
 
         request = urllib.request.Request(
             airflow.url + "/auth/token",
