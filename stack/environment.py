@@ -16,6 +16,7 @@ Everything stateful lives under ``TIDEMARK_HOME`` (default ``<repo>/.tidemark``,
     $TIDEMARK_HOME/s3           the loopback S3 (s3proxy): its buckets, config and log
     $TIDEMARK_HOME/kinesis      the loopback Kinesis (moto's server): its pid and log; its streams
                                 live in the server's memory and are gone when it stops
+    $TIDEMARK_HOME/inbox        the alarm inbox: alarms.jsonl (every alarm received), pid and log
 
 ``TIDEMARK_LAKE_STORE=s3`` puts the lake and the checkpoints on the loopback S3 instead
 (``s3a://tidemark/lake``, ``s3a://tidemark/checkpoints``) and points the storage settings at it
@@ -41,6 +42,7 @@ DEFAULT_AIRFLOW_PORT = 18080
 DEFAULT_S3_PORT = 19400
 DEFAULT_KINESIS_PORT = 19450
 DEFAULT_REGISTRY_PORT = 19480
+DEFAULT_INBOX_PORT = 19490
 LOOPBACK = "127.0.0.1"
 # The loopback S3's bucket and the identity it accepts: its own, bound to 127.0.0.1, no secret.
 LOOPBACK_S3_BUCKET = "tidemark"
@@ -52,6 +54,10 @@ LAKE_STORES = ("local", "s3")
 LOOPBACK_KINESIS_IDENTITY = ("tidemark", "tidemark-loopback-kinesis")
 LOOPBACK_KINESIS_REGION = "us-east-1"
 LOOPBACK_KINESIS_CONN_ID = "tidemark_kinesis_loopback"
+# The alarm inbox (stack.alarm_inbox): the webhook receiver the shipped streams' alarms go to. Its
+# identity is the loopback's own, like the ones above; the Airflow connection below carries it.
+LOOPBACK_INBOX_IDENTITY = ("tidemark", "tidemark-loopback-inbox")
+LOOPBACK_INBOX_CONN_ID = "tidemark_inbox"
 
 # A URI such as spark://local[2] makes the Spark provider treat the host as a cluster master
 # and fall back to YARN; the JSON form keeps "local[*]" as the master verbatim.
@@ -106,6 +112,19 @@ def registry_port(environ: Mapping[str, str] | None = None) -> int:
     return _port(os.environ if environ is None else environ, "TIDEMARK_REGISTRY_PORT", DEFAULT_REGISTRY_PORT)
 
 
+def inbox_port(environ: Mapping[str, str] | None = None) -> int:
+    """The alarm inbox's port (``TIDEMARK_INBOX_PORT``)."""
+    return _port(os.environ if environ is None else environ, "TIDEMARK_INBOX_PORT", DEFAULT_INBOX_PORT)
+
+
+def loopback_inbox_connection(port: int) -> str:
+    """The Airflow HTTP connection (JSON form) of the alarm inbox on ``port``."""
+    login, password = LOOPBACK_INBOX_IDENTITY
+    return json.dumps(
+        {"conn_type": "http", "host": LOOPBACK, "port": port, "schema": "http", "login": login, "password": password}
+    )
+
+
 def loopback_kinesis_connection(port: int) -> str:
     """The Airflow AWS connection (JSON form) of the loopback Kinesis on ``port``."""
     key, secret = LOOPBACK_KINESIS_IDENTITY
@@ -147,6 +166,10 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         "TIDEMARK_S3_PORT": str(s3_port(environ)),
         "TIDEMARK_KINESIS_PORT": str(kinesis_port(environ)),
         "TIDEMARK_REGISTRY_PORT": str(registry_port(environ)),
+        "TIDEMARK_INBOX_PORT": str(inbox_port(environ)),
+        # The chaos switch as a file (tidemark.chaos_freeze): off while the file does not exist;
+        # `tidemark demo --incident` writes and removes it under a running Airflow.
+        "TIDEMARK_CHAOS_FREEZE_FILE": str(home / "chaos" / "freeze"),
         "TIDEMARK_KINESIS_ENDPOINT": f"http://{LOOPBACK}:{kinesis_port(environ)}",
         # The loopback Kinesis's own identity (not anyone's secret): the processes the CLI starts
         # (the persistence report, `tidemark status`) read a Kinesis stream without Airflow, where
@@ -186,6 +209,8 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         "AIRFLOW__LOGGING__COLORED_CONSOLE_LOG": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": SPARK_DEFAULT_CONNECTION,
         f"AIRFLOW_CONN_{LOOPBACK_KINESIS_CONN_ID.upper()}": loopback_kinesis_connection(kinesis_port(environ)),
+        # The shipped streams' alarms go to the alarm inbox (conf/streams.yaml, alerts:).
+        f"AIRFLOW_CONN_{LOOPBACK_INBOX_CONN_ID.upper()}": loopback_inbox_connection(inbox_port(environ)),
     }
     result = {name: value for name, value in defaults.items() if not environ.get(name)}
     result["PATH"] = _path_with_venv_first(environ.get("PATH", ""))

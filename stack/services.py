@@ -1,8 +1,8 @@
 """The embedded services by name, and the order they start and stop in.
 
 The ``tidemark`` CLI (up, down, services, demo) starts and stops them through here: Kafka first,
-the loopback S3 and the loopback Kinesis next, then the schema registry, Airflow last (its tasks
-talk to all of them), and the reverse on the way down. The schema registry starts only when named
+the loopback S3 and the loopback Kinesis next, then the schema registry and the alarm inbox,
+Airflow last (its tasks talk to all of them), and the reverse on the way down. The schema registry starts only when named
 (``tidemark up registry``): the shipped streams are JSON, and it costs a JVM. Each function
 yields a service's one-line message as soon as that service is done (starting Airflow takes a
 minute: the Kafka line should not wait for it); an expected failure raises ``StackError``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-SERVICES = ("kafka", "s3", "kinesis", "registry", "airflow")
+SERVICES = ("kafka", "s3", "kinesis", "registry", "inbox", "airflow")
 # Started (and shown by `tidemark services`) only when named; stopped with the rest.
 ON_DEMAND = frozenset({"registry"})
 DEFAULT_SERVICES = tuple(name for name in SERVICES if name not in ON_DEMAND)
@@ -36,6 +36,10 @@ def service(name: str):
         from stack.schema_registry import SchemaRegistry
 
         return SchemaRegistry.from_environment()
+    if name == "inbox":
+        from stack.alarm_inbox import AlarmInbox
+
+        return AlarmInbox.from_environment()
     if name == "airflow":
         from stack.airflow_standalone import AirflowStandalone
 

@@ -56,7 +56,7 @@ def cli(conf: str) -> None:
 @cli.command(short_help="Start the embedded stack (make up).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def up(services: tuple[str, ...]) -> int:
-    """Start the embedded stack: Kafka, the loopback S3 and Kinesis, then Airflow (or only SERVICES).
+    """Start the embedded stack: Kafka, the loopback S3 and Kinesis, the alarm inbox, then Airflow (or only SERVICES).
     The schema registry starts only when named (`tidemark up registry`).
 
     The same as `make up`. Fetches the pinned JVM jars first (Maven, once).
@@ -80,7 +80,7 @@ def up(services: tuple[str, ...]) -> int:
 @cli.command(short_help="Stop the embedded stack (make down).")
 @click.argument("services", nargs=-1, type=click.Choice(SERVICES))
 def down(services: tuple[str, ...]) -> int:
-    """Stop the embedded stack: Airflow, the schema registry, the loopback Kinesis and S3, then Kafka (or only SERVICES).
+    """Stop the embedded stack: Airflow, the alarm inbox, the schema registry, the loopback Kinesis and S3, then Kafka (or only SERVICES).
     Keeps all state but the loopback Kinesis's streams, which live in its memory.
 
     The same as `make down`.

@@ -26,6 +26,7 @@ from connectors.jars import DEFAULT_GROUPS, ensure_jars, jars_root
 from connectors.lake_reader import last_global_watermark_ms
 from stack.airflow_api import AirflowApi
 from stack.airflow_standalone import AirflowStandalone
+from stack.alarm_inbox import AlarmInbox
 from stack.environment import tidemark_home
 from tidemark.backfill_result import backfill_result_from
 from tidemark.dag_ids import persist_dag_id, triggered_dag_id
@@ -80,6 +81,8 @@ def _start_services(stream, clock: StepClock) -> AirflowStandalone:
             "Starting the loopback S3 (TIDEMARK_LAKE_STORE=s3: the lake and checkpoints go there)", clock, "loopback S3"
         )
         print(LoopbackS3.from_environment().start())
+    _step("Starting the alarm inbox (the streams' alarms arrive there)", clock, "alarm inbox")
+    print(AlarmInbox.from_environment().start())
     _step("Starting Airflow", clock, "Airflow start")
     airflow = AirflowStandalone.from_environment()
     print(airflow.start())

@@ -166,7 +166,7 @@ def notice_alarms(
         )
 
     def was(notice: AlarmNotice) -> str:
-        return f"{notice.previous_status} for {format_duration_ms(max(now_ms - notice.since_ms, 1))}"
+        return f"{notice.previous_status} for {_lasted(now_ms - notice.since_ms)}"
 
     groups = (
         (
@@ -179,7 +179,7 @@ def notice_alarms(
         (
             REMINDER,
             [n for n in notices if n.kind == REMINDER],
-            lambda n: f"partition {n.partition} {n.status} for {format_duration_ms(max(now_ms - n.since_ms, 1))}",
+            lambda n: f"partition {n.partition} {n.status} for {_lasted(now_ms - n.since_ms)}",
         ),
         (
             RESOLVED,
@@ -300,6 +300,11 @@ def overdue_hours(newest_sealed_ms: int | None, bound_ms: int, now_ms: int) -> l
     start = newest_sealed_ms - newest_sealed_ms % HOUR_MS + HOUR_MS
     due = now_ms - bound_ms - HOUR_MS  # the latest hour start whose deadline has passed
     return list(range(start, due + 1, HOUR_MS))
+
+
+def _lasted(ms: int) -> str:
+    """How long an alarm lasted, for a person: whole seconds (99s, not 99666ms), at least 1s."""
+    return format_duration_ms(max(ms // 1000, 1) * 1000)
 
 
 def _severity(summary: QualitySummary, status: str) -> int:

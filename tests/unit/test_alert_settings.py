@@ -15,6 +15,7 @@ ENV = {"TIDEMARK_LAKE_ROOT": "/lake", "TIDEMARK_CHECKPOINT_ROOT": "/checkpoints"
 
 def _load_alerts(tmp_path, alerts, environ=ENV):
     document = yaml.safe_load((REPO / "conf" / "streams.yaml").read_text())
+    document["streams"]["telemetry"].pop("alerts", None)  # `...`: the stream without the section
     if alerts is not ...:
         document["streams"]["telemetry"]["alerts"] = alerts
     path = tmp_path / "streams.yaml"
@@ -117,19 +118,29 @@ def test_a_bad_value_fails_loading_naming_the_key(tmp_path, alerts, message):
         _load_alerts(tmp_path, alerts)
 
 
-def test_the_commented_example_in_the_shipped_file_is_valid(tmp_path):
+def test_the_shipped_streams_alarm_the_loopback_inbox_unless_told_otherwise(tmp_path):
+    shipped = load_streams(REPO / "conf" / "streams.yaml", ENV)
+    inbox = AlertSettings(webhook=WebhookReceiver("tidemark_inbox", "alarms"), remind_every_ms=4 * 3_600_000)
+    assert {name: stream.alerts for name, stream in shipped.items()} == {"telemetry": inbox, "rides": inbox}
+    elsewhere = load_streams(REPO / "conf" / "streams.yaml", {**ENV, "TIDEMARK_ALARM_WEBHOOK_CONN": "oncall_hook"})
+    assert elsewhere["telemetry"].alerts.webhook == WebhookReceiver("oncall_hook", "alarms")
+
+
+def test_the_commented_lines_of_the_shipped_section_are_valid(tmp_path):
     lines = (REPO / "conf" / "streams.yaml").read_text().splitlines()
-    start = lines.index("    # alerts:")
-    example = []
-    for line in lines[start:]:
-        if not line.startswith("    # "):
+    start = lines.index("    alerts:")
+    uncommented = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("      "):
             break
-        example.append("    " + line[len("    # ") :])
+        uncommented.append("      " + line[len("      # ") :] if line.startswith("      # ") else line)
+    end = start + 1 + len(uncommented)
     path = tmp_path / "streams.yaml"
-    path.write_text("\n".join(lines[:start] + example) + "\n")
+    path.write_text("\n".join(lines[: start + 1] + uncommented + lines[end:]) + "\n")
     alerts = load_streams(path, ENV)["telemetry"].alerts
     assert alerts == AlertSettings(
         email=EmailReceiver("smtp_default", ("oncall@example.com",), "tidemark@example.com"),
-        webhook=WebhookReceiver("tidemark_webhook", "hooks/tidemark"),
+        webhook=WebhookReceiver("tidemark_inbox", "alarms"),
         unsealed_hour_after_ms=2 * 3_600_000,
+        remind_every_ms=4 * 3_600_000,
     )

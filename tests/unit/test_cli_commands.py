@@ -255,12 +255,13 @@ def test_valid_params_and_no_stack_say_how_to_start_it(cli_home, capsys, command
     )
 
 
-def test_down_stops_airflow_the_registry_then_the_loopback_kinesis_and_s3_then_kafka_through_the_stacks_own_services(
+def test_down_stops_airflow_the_inbox_the_registry_then_the_loopback_kinesis_and_s3_then_kafka_through_the_stacks_own_services(
     cli_home, capsys
 ):
     assert main(["down"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "Airflow is not running.",
+        "Alarm inbox is not running.",
         "Schema registry is not running.",
         "Loopback Kinesis is not running.",
         "Loopback S3 is not running.",
@@ -270,7 +271,7 @@ def test_down_stops_airflow_the_registry_then_the_loopback_kinesis_and_s3_then_k
 
 def test_an_unknown_service_is_a_usage_error(cli_home, capsys):
     assert main(["up", "spark"]) == 2
-    assert "'spark' is not one of 'kafka', 's3', 'kinesis', 'registry', 'airflow'" in capsys.readouterr().err
+    assert "'spark' is not one of 'kafka', 's3', 'kinesis', 'registry', 'inbox', 'airflow'" in capsys.readouterr().err
 
 
 def test_services_says_which_run_and_exits_3_when_one_does_not(cli_home, capsys):
@@ -279,6 +280,7 @@ def test_services_says_which_run_and_exits_3_when_one_does_not(cli_home, capsys)
         "kafka: not running",
         "s3: not running",
         "kinesis: not running",
+        "inbox: not running",
         "airflow: not running",
     ], "the schema registry starts on demand: not listed unless named"
     assert main(["services", "registry"]) == 3
