@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 TIDEMARK := $(VENV)/bin/tidemark
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install up down status demo test lint docs format unit bench bench-idle bench-persist bench-alignment clean
+.PHONY: install up down status demo incident test lint docs format unit bench bench-idle bench-persist bench-alignment clean
 
 # Reinstall only when the dependency list changes. pip installs with --no-compile (it would
 # byte-compile every module in one process: 91 s instead of 57 s, 2026-11-28); compileall then does
@@ -45,6 +45,10 @@ status:
 
 demo: install
 	$(TIDEMARK) demo
+
+# On the stack `make demo` left running: a partition stalls, a person is told, recovery puts it right.
+incident: install
+	$(TIDEMARK) demo --incident
 
 # Unit tests first and alone (a failure stops there, within a minute; on TEST_WORKERS processes
 # too: they are hermetic, and one process took 44 s on CI where two take under 30), then the

@@ -89,6 +89,12 @@ class AirflowApi:
         """The run's state: queued, running, success or failed."""
         return self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{_segment(run_id)}")["state"]
 
+    def dag_runs(self, dag_id: str, limit: int = 100) -> list[dict]:
+        """The newest ``limit`` runs of ``dag_id``, oldest first, as the API gives them
+        (``dag_run_id``, ``state``, ``conf``, ``run_type``, ``queued_at``, ``start_date``, ...)."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns?order_by=-run_after&limit={limit}"
+        return list(reversed(self._call("GET", path).get("dag_runs", [])))
+
     def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
         """The run's task instances as the API gives them (``task_id``, ``map_index``, ``state``
         (None before it is scheduled), ``try_number``, ...); a mapped task has one per index."""

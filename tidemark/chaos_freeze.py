@@ -4,14 +4,34 @@ A frozen partition keeps its position (nothing of it is read) while its log end,
 W_p are planned as usual: the ledger then shows it as a stalled consumer leaves a partition,
 read position constant while the log end grows. The stall alarms are tested with it
 (TIDEMARK_CHAOS_FREEZE, spark_jobs.persist.pipeline); no production run sets it.
+
+The switch is ``TIDEMARK_CHAOS_FREEZE=<stream>:<partition>[,...]``, or, when that is unset, the
+same text in the file ``TIDEMARK_CHAOS_FREEZE_FILE`` names, while that file exists. The file is
+the embedded stack's switch: `tidemark demo --incident` turns it on and off under a running
+Airflow, whose tasks inherit an environment fixed when it started.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from tidemark.source_state import SourceState
+
+FREEZE_VARIABLE = "TIDEMARK_CHAOS_FREEZE"
+FREEZE_FILE_VARIABLE = "TIDEMARK_CHAOS_FREEZE_FILE"
+
+
+def chaos_freeze_setting(environ: Mapping[str, str]) -> str:
+    """The switch's text, stripped; '' when it is off (see the module)."""
+    setting = environ.get(FREEZE_VARIABLE, "").strip()
+    if setting or not environ.get(FREEZE_FILE_VARIABLE):
+        return setting
+    try:
+        return Path(environ[FREEZE_FILE_VARIABLE]).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
 
 
 def freeze_partitions(previous: SourceState, planned: SourceState, frozen: Iterable[int]) -> SourceState:

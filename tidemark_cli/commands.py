@@ -107,16 +107,37 @@ def down(services: tuple[str, ...]) -> int:
     show_default=True,
     help="The configured stream to run it on: telemetry (Kafka) or rides (Kinesis, on the loopback Kinesis).",
 )
-def demo(hours: int, stream_name: str) -> int:
+@click.option(
+    "--incident",
+    is_flag=True,
+    help="On the running demo stack: freeze one partition, watch the checks find it, the alarms arrive "
+    "and recovery put it right (Kafka streams).",
+)
+@click.option(
+    "--partition",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="With --incident: the partition to freeze.",
+)
+def demo(hours: int, stream_name: str, incident: bool, partition: int) -> int:
     """Start everything, produce a backlog, run the persist, quality and backfill DAGs, report.
 
-    The same as `make demo`. Run it again and it adds another backlog.
+    The same as `make demo`. Run it again and it adds another backlog. With --incident, on the
+    stack a demo left running: a partition stalls while the others go on, the quality DAG reports
+    it STALL then STOP, the alarms reach the alarm inbox, the recover DAG replays the unread range,
+    live is restarted and the next quality run is OK (`make incident`).
 
     \b
     Example:
       tidemark demo --hours 2
       tidemark demo --stream rides     # the same on the Kinesis stream
+      tidemark demo --incident         # then: partition 2 stalls and is put right
     """
+    if incident:
+        from tidemark_cli.incident import run_incident
+
+        return run_incident(stream_name, partition)
     from tidemark_cli.demo import run_demo
 
     return run_demo(hours=hours, stream_name=stream_name)

@@ -72,7 +72,7 @@ def run_demo(hours: int = 3, bad_records: int = 14, stream_name: str = DEMO_STRE
 
 def _start_services(stream, clock: StepClock) -> AirflowStandalone:
     """The log (Kafka broker or loopback Kinesis, its topic or stream made), the loopback S3 when
-    the lake is there, and Airflow; returns Airflow."""
+    the lake is there, the alarm inbox and Airflow; returns Airflow."""
     _start_log(stream, clock)
     if os.environ.get("TIDEMARK_LAKE_STORE") == "s3":
         from stack.loopback_s3 import LoopbackS3
@@ -282,7 +282,7 @@ def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, repo
     lake = f"{stream.lake.root.rstrip('/')}/{stream.name}"
     print(
         f"\nAirflow UI:  {airflow.url}  (login: admin / {password}; also in {airflow.password_file})\n"
-        f"DAG:         {airflow.url}/dags/{persist_dag_id(stream)}  (unpaused: it persists new records every 5 minutes)\n"
+        f"DAG:         {airflow.url}/dags/{persist_dag_id(stream)}  (unpaused: it persists new records on its schedule, {stream.persist.schedule})\n"
         f"Watermarks:  {airflow.url}/tidemark/streams/{stream.name}  (per partition; in the UI under Browse, "
         f"'tidemark watermarks')\n"
         f"Lake tables: {lake}/{{events,late,quarantine,ledger,seals,claims}}\n"
@@ -290,6 +290,9 @@ def _print_where_to_look(stream, airflow: AirflowStandalone, password: str, repo
         f"Quality:     {summary_html}  (and Data Docs, linked from it)\n"
         f"Backfill:    {airflow.url}/dags/tidemark_backfill__{stream.name}  (Trigger with params for any range; daily "
         f"reconciliation at {stream.backfill.reconcile_schedule} UTC)\n"
+        f"Alarms:      {AlarmInbox.from_environment().url}  (the alarm inbox: every alarm the stream's checks sent)\n"
+        f"Incident:    tidemark demo --incident  (or make incident: a partition stalls, a person is told, "
+        f"recovery puts it right; about 6 minutes)\n"
         f"Stop with:   tidemark down  (or make down)"
     )
 

@@ -23,11 +23,18 @@ class StepClock:
             self._steps.append((self._current[0], now - self._current[1]))
         self._current = (name, now)
 
-    def lines(self) -> list[str]:
-        now = self._clock()
+    def seconds(self, now: float | None = None) -> list[tuple[str, float]]:
+        """Every step's name and seconds until ``now`` (the clock's time), the running one
+        included, in order."""
+        now = self._clock() if now is None else now
         steps = list(self._steps)
         if self._current is not None:
             steps.append((self._current[0], now - self._current[1]))
+        return steps
+
+    def lines(self) -> list[str]:
+        now = self._clock()
+        steps = self.seconds(now)
         width = max((len(name) for name, _ in steps), default=0)
         return [f"  {name:<{width}}  {seconds:6.1f} s" for name, seconds in steps] + [
             f"  {'total':<{width}}  {now - self._started:6.1f} s"

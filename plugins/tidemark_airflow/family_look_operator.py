@@ -54,6 +54,7 @@ class FamilyLookOperator(BaseOperator):
     def _with_work(self) -> list[str]:
         from airflow.sdk.exceptions import AirflowFailException
 
+        from tidemark.chaos_freeze import chaos_freeze_setting
         from tidemark.stream_config import StreamConfigError, read_streams_file
 
         started = time.monotonic()
@@ -66,6 +67,8 @@ class FamilyLookOperator(BaseOperator):
         if gone:
             self.log.info("Family %s: no longer members (excluded since the DAG was parsed): %s", self.family, gone)
         switches = [name for name in _RUN_SWITCHES if os.environ.get(name, "").strip()]
+        if chaos_freeze_setting(os.environ):  # the embedded stack's switch file (tidemark.chaos_freeze)
+            switches.append("TIDEMARK_CHAOS_FREEZE_FILE")
         if switches:
             self.log.info("Family %s: %s is set: every member runs its %s", self.family, switches[0], self.work)
             return [stream.name for stream in streams]

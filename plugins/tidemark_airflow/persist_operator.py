@@ -96,11 +96,14 @@ class PersistStreamOperator(TidemarkSparkJobOperator):
         import time
 
         from connectors.persist_look import look_before_persist
+        from tidemark.chaos_freeze import chaos_freeze_setting
 
         if not self.skip_when_nothing_new or (self.mode or stream.persist.mode) != "available_now":
             return False
         started = time.monotonic()
         switches = [name for name in _RUN_SWITCHES if os.environ.get(name, "").strip()]
+        if chaos_freeze_setting(os.environ):  # the embedded stack's switch file (tidemark.chaos_freeze)
+            switches.append("TIDEMARK_CHAOS_FREEZE_FILE")
         if switches:
             self.log.info("Stream %s: %s is set: running the job without looking first", stream.name, switches[0])
             return False

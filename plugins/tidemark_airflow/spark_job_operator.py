@@ -28,6 +28,7 @@ _FORWARDED_ENVIRONMENT = (
     "SPARK_LOCAL_IP",
     "TIDEMARK_SPARK_LOG_LEVEL",  # WARN by default; INFO brings Spark's chatter back for debugging
     "TIDEMARK_CHAOS_FREEZE",  # the chaos switch (off unless set): see spark_jobs/persist/job.py
+    "TIDEMARK_CHAOS_FREEZE_FILE",  # the embedded stack's chaos switch file (tidemark.chaos_freeze)
     "TIDEMARK_CHAOS_THROTTLE",  # Kinesis throttling injected (off unless set): spark_jobs/persist/pipeline.py
     # Where a Kinesis stream is (the stream's endpoint, or its connection's). Its keys are secret:
     # like the lake's, they reach spark-submit through this process's environment, never here.

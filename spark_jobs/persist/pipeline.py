@@ -73,8 +73,11 @@ class PersistRun:
 
 def frozen_partitions_from_environment(stream: StreamConfig, environ=os.environ) -> tuple[int, ...]:
     """The chaos switch, off unless set: ``TIDEMARK_CHAOS_FREEZE=<stream>:<partition>[,...]``
-    freezes those partitions of that stream in the live source (it reads nothing from them)."""
-    setting = environ.get("TIDEMARK_CHAOS_FREEZE", "").strip()
+    (or the file ``TIDEMARK_CHAOS_FREEZE_FILE`` names, tidemark.chaos_freeze) freezes those
+    partitions of that stream in the live source (it reads nothing from them)."""
+    from tidemark.chaos_freeze import chaos_freeze_setting
+
+    setting = chaos_freeze_setting(environ)
     if not setting:
         return ()
     frozen = set()

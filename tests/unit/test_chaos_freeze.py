@@ -52,3 +52,20 @@ def test_a_frozen_partition_whose_log_grew_still_makes_a_batch_to_show_the_stall
 def test_a_frozen_partition_the_topic_does_not_have_changes_nothing():
     planned = _state(5, G1, {0: _partition(150, 150), 1: _partition(60, 60)})
     assert freeze_partitions(PREVIOUS, planned, (7,)) == planned
+
+
+def test_the_switch_is_the_variable_else_the_file_it_names_while_that_file_exists(tmp_path):
+    from tidemark.chaos_freeze import chaos_freeze_setting
+
+    switch = tmp_path / "chaos" / "freeze"
+    environ = {"TIDEMARK_CHAOS_FREEZE_FILE": str(switch)}
+    assert chaos_freeze_setting(environ) == "", "no file: off"
+    switch.parent.mkdir()
+    switch.write_text("telemetry:2\n")
+    assert chaos_freeze_setting(environ) == "telemetry:2"
+    assert chaos_freeze_setting({**environ, "TIDEMARK_CHAOS_FREEZE": "telemetry:1"}) == "telemetry:1", (
+        "the variable wins"
+    )
+    switch.unlink()
+    assert chaos_freeze_setting(environ) == ""
+    assert chaos_freeze_setting({}) == ""

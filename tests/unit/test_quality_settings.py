@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
@@ -47,8 +48,11 @@ def test_the_dataclass_defaults_are_the_documented_ones():
     assert QualitySettings() == DEFAULTS
 
 
-def test_the_shipped_file_states_the_defaults():
-    assert load_stream(REPO / "conf" / "streams.yaml", "telemetry", ENV).quality == DEFAULTS
+def test_the_shipped_file_states_the_defaults_but_the_demos_stall_thresholds():
+    shipped = load_stream(REPO / "conf" / "streams.yaml", "telemetry", ENV)
+    # Shortened for `tidemark demo --incident`, longer than the persist schedule's 2 minutes.
+    assert shipped.quality == msgspec.structs.replace(DEFAULTS, stall_window=2, stall_timeout_ms=3 * MINUTE)
+    assert shipped.persist.schedule == "*/2 * * * *"
 
 
 def test_a_stream_without_the_section_or_with_an_empty_one_gets_the_defaults(tmp_path):
