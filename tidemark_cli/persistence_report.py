@@ -68,17 +68,13 @@ def render(stream: StreamConfig, reports: list[PartitionReport], sealing: str) -
         ("quarantined", 11),
         ("not yet read", 12),
     )
-    header = " ".join(f"{name:>{width}}" for name, width in columns)
+    header = _row(columns, [name for name, _ in columns])
     lines = [f"stream {stream.name} (topic {stream.source.topic})", header, "-" * len(header)]
-
-    def row(label, values):
-        return " ".join(f"{value:>{width}}" for value, (_, width) in zip([label, *values], columns))
-
     attributes = ("in_log", "without_data", "persisted", "late", "quarantined", "lag")
     for r in reports:
-        lines.append(row(r.partition, [getattr(r, a) for a in attributes]))
+        lines.append(_row(columns, [r.partition, *(getattr(r, a) for a in attributes)]))
     lines.append("-" * len(header))
-    lines.append(row("total", [sum(getattr(r, a) for r in reports) for a in attributes]))
+    lines.append(_row(columns, ["total", *(sum(getattr(r, a) for r in reports) for a in attributes)]))
     if any(r.without_data for r in reports):
         lines.append(
             "offsets are not records: 'no record' counts commit and abort markers, aborted transactions and "
@@ -98,28 +94,21 @@ def render_kinesis(stream: StreamConfig, reports: list[ShardReport], sealing: st
         ("quarantined", 11),
         ("behind", 10),
     )
-    header = " ".join(f"{name:>{width}}" for name, width in columns)
+    header = _row(columns, [name for name, _ in columns])
     lines = [f"stream {stream.name} ({stream.source.description})", header, "-" * len(header)]
-
-    def row(values):
-        return " ".join(f"{value:>{width}}" for value, (_, width) in zip(values, columns))
-
     for r in reports:
         behind = "" if r.millis_behind_latest is None else f"{r.millis_behind_latest / 1000:.1f} s"
-        lines.append(row([r.shard_id, r.state, r.read, r.persisted, r.late, r.quarantined, behind]))
+        lines.append(_row(columns, [r.shard_id, r.state, r.read, r.persisted, r.late, r.quarantined, behind]))
     lines.append("-" * len(header))
-    lines.append(
-        row(
-            [
-                "total",
-                "",
-                *(sum(getattr(r, a) for r in reports) for a in ("read", "persisted", "late", "quarantined")),
-                "",
-            ]
-        )
-    )
+    totals = (sum(getattr(r, a) for r in reports) for a in ("read", "persisted", "late", "quarantined"))
+    lines.append(_row(columns, ["total", "", *totals, ""]))
     lines.append(
         "read = persisted + late + quarantined; 'behind' is Kinesis's MillisBehindLatest at the lake's position"
     )
     lines.append(sealing)
     return "\n".join(lines)
+
+
+def _row(columns: tuple[tuple[str, int], ...], values) -> str:
+    """One line of a report's table: each value right-aligned to its column's width."""
+    return " ".join(f"{value:>{width}}" for value, (_, width) in zip(values, columns, strict=True))
