@@ -194,6 +194,8 @@ def embedded_environment(repo_root: Path | None = None, environ: Mapping[str, st
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
         "AIRFLOW__API__HOST": LOOPBACK,
         "AIRFLOW__API__PORT": str(api),
+        # The links Airflow writes (an alarm's task log URL) name this server, not localhost:8080.
+        "AIRFLOW__API__BASE_URL": f"http://{LOOPBACK}:{api}",
         "AIRFLOW__API__WORKERS": "1",
         # Task processes reach the API server here; the default is http://localhost:8080.
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://{LOOPBACK}:{api}/execution/",

@@ -113,7 +113,9 @@ class _Incident:
         self.recover_dag = triggered_dag_id("recover", stream)
         for dag in (self.persist_dag, self.quality_dag, self.recover_dag):
             self.api.wait_for_dag(dag)
-            self.api.unpause(dag)
+        # Quality runs once the lake has been read (unpaused, a scheduled DAG runs its latest
+        # interval at once): before, its check finds no ledger and fails, an alarm of its own.
+        self.api.unpause(self.persist_dag)
         print(
             f"Stream {stream.name}: stall_window {stream.quality.stall_window} rows, stall_timeout "
             f"{format_duration_ms(timeout_ms)} (shortened for the demo stream in conf/streams.yaml; "
@@ -125,6 +127,8 @@ class _Incident:
         self._step(f"A persist run reads every partition, {self.partition} included")
         self._persist()
         read_at = time.time()
+        for dag in (self.quality_dag, self.recover_dag):
+            self.api.unpause(dag)
 
         self._step(
             f"The chaos switch freezes partition {self.partition}: the persist runs plan it but read nothing of it"
@@ -241,7 +245,7 @@ class _Incident:
             if self.switch.exists():
                 self.frozen_run_queued_at = max(self.frozen_run_queued_at, _queued_at(run))
             frozen = "the partition still frozen" if self.switch.exists() else "every partition read"
-            print(f"Persist run {run['dag_run_id']} (live restarted): {state} ({frozen})")
+            print(f"Persist run {run['dag_run_id']} after the recovery: {state} ({frozen})")
 
     # -- what the incident reads ---------------------------------------------------------------
 
