@@ -82,7 +82,6 @@ class _Incident:
         self.partition = partition
         self.switch = switch
         self.clock = StepClock()
-        self.steps: list[IncidentStep] = []
         self.generator: subprocess.Popen | None = None
         self.runs_folder = tidemark_home() / "reports" / stream.name / "runs"
         self.verdicts: list[QualityVerdict] = []
