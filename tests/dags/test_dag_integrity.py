@@ -114,7 +114,15 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["offline_devices_params"] == ["end", "output", "start"]
     assert described["offline_devices_schedule"] == "tidemark_sealed_hours__telemetry"
     assert described["offline_devices_max_active_runs"] == 1
-    assert described["quality_tasks"] == ["check", "hours_to_check", "recovery_requests", "trigger_recovery", "verdict"]
+    # The shipped streams alarm the embedded stack's inbox: the quality and sweep DAGs have an alarms task.
+    assert described["quality_tasks"] == [
+        "alarms",
+        "check",
+        "hours_to_check",
+        "recovery_requests",
+        "trigger_recovery",
+        "verdict",
+    ]
     assert described["recover_tasks"] == [
         "live_job_was_the_cause",
         "recheck",
@@ -132,7 +140,7 @@ def test_dag_bag_imports_and_persist_dag_follows_the_config(described):
     assert described["erase_max_active_runs"] == 1
     assert described["accept_lost_tasks"] == ["accept_lost", "validate"]
     assert described["accept_lost_params"] == ["by", "partition", "range", "reason", "stream"]
-    assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
+    assert described["sweep_tasks"] == ["alarms", "recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert described["sweep_schedule"] == "40 */6 * * *"
     assert (described["sweep_flag"], described["sweep_reconcile"]) == (True, False)
     assert described["maintenance_tasks"] == ["maintain"]
@@ -227,7 +235,7 @@ print(json.dumps({{"errors": {{str(k): v for k, v in bag.import_errors.items()}}
     assert described["backfill_stream"]["enum"] == ["", "shops_eu", "shops_us"]
     assert described["backfill_tasks"] == ["backfill", "recovery_requests", "trigger_recovery", "validate", "verdict"]
     assert described["backfill_bound"] == 4
-    assert described["sweep_tasks"] == ["recovery_requests", "sweep", "trigger_recovery", "verdict"]
+    assert described["sweep_tasks"] == ["alarms", "recovery_requests", "sweep", "trigger_recovery", "verdict"]
     assert (described["sweep_family"], described["sweep_sweeps"]) == ("shops", True)
     assert described["sweep_recover"] == "tidemark_recover__family__shops"
     assert (described["schedule"], described["tasks"], described["family"]) == ("*/2 * * * *", ["refresh"], "shops")
