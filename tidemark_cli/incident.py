@@ -88,7 +88,6 @@ class _Incident:
         self.replays: list[ReplayFigure] = []
         self.alarms_seen = 0
         self.alarms_at_start = 0
-        self.frozen_run_queued_at = 0.0  # time.time() when the newest frozen persist run was queued
         self.started_at = time.time()
 
     # -- the story ----------------------------------------------------------------------------
@@ -125,7 +124,6 @@ class _Incident:
         self._start_generator()
         self._step(f"A persist run reads every partition, {self.partition} included")
         self._persist()
-        read_at = time.time()
         for dag in (self.quality_dag, self.recover_dag):
             self.api.unpause(dag)
 
@@ -142,18 +140,25 @@ class _Incident:
             self._step(
                 f"Round {round_number}: the quality DAG, after a persist run (the partition frozen) if it needs one"
             )
-            # STALL needs two frozen rows: this round's run is the second. STOP needs a row at
-            # least stall_timeout after the partition's last read: a restart, still frozen, may be it.
-            due = read_at + timeout_ms / 1000
-            if status is None or self.frozen_run_queued_at < due:
-                if status is not None and due > time.time():
-                    print(
-                        f"(waiting {due - time.time():.0f} s: STOP needs the position still for {format_duration_ms(timeout_ms)})"
-                    )
-                    time.sleep(max(due - time.time(), 0))
+            # STALL needs two frozen rows: this round's run is the second. STOP needs the live
+            # rows to show the position still for stall_timeout: the restart, still frozen, may.
+            if status is None:
                 self._persist()
             else:
-                print("The restarted live run, still frozen, planned after the stall_timeout: no other run needed")
+                first_s, newest_s = self._rows_at(self.verdicts[-1].position)
+                due_s = first_s + timeout_ms / 1000
+                if newest_s >= due_s:
+                    print(
+                        f"The live rows already show offset {self.verdicts[-1].position} still for "
+                        f"{newest_s - first_s:.0f} s (the last written by the restarted run, still frozen)"
+                    )
+                else:
+                    if due_s > time.time():
+                        print(
+                            f"(waiting {due_s - time.time():.0f} s: STOP needs the position still for {format_duration_ms(timeout_ms)})"
+                        )
+                        time.sleep(max(due_s - time.time(), 0))
+                    self._persist()
             status = self._quality()
             if status == "STOP":
                 break
@@ -162,8 +167,13 @@ class _Incident:
             raise CommandFailed(f"partition {self.partition} never became STOP in {MAX_ROUNDS} rounds")
 
         self._step(
-            "The cause is fixed (the switch goes off, the generator stops); the recover DAG replays, then restarts live"
+            "The STOP's recovery replays the unread range; then the cause is fixed (the switch goes off, the "
+            "generator stops) and live restarts"
         )
+        # The switch goes off only once the replay has committed: a persist run the schedule
+        # starts in between would otherwise read the same offsets first (each record would still
+        # be written once, but not by the recovery this step shows).
+        self._wait_for_replays()
         self.switch.unlink(missing_ok=True)
         self._stop_generator()
         self._wait_for_recovery()
@@ -182,10 +192,7 @@ class _Incident:
 
     def _persist(self) -> None:
         """Trigger a persist run and wait for it."""
-        queued_at = time.time()
         run = self.api.trigger(self.persist_dag)
-        if self.switch.exists():
-            self.frozen_run_queued_at = queued_at
         state = self.api.wait_for_run(self.persist_dag, run)
         if state != "success":
             raise CommandFailed(f"the persist run {run} ended {state}; its log: {self.api_url_of(self.persist_dag)}")
@@ -217,6 +224,24 @@ class _Incident:
         self._print_new_alarms()
         return mine.status.value
 
+    def _wait_for_replays(self, timeout_s: float = 900.0) -> None:
+        """Wait until the ``recover`` task of every recover run not yet ended has ended (its
+        replay committed), not for the rest of the run (the re-check, the restart)."""
+        deadline = time.monotonic() + timeout_s
+        for run in self.api.dag_runs(self.recover_dag):
+            if run["state"] in ("success", "failed") or _queued_before(run, self.started_at):
+                continue
+            while time.monotonic() < deadline:
+                states = {
+                    t["task_id"]: t["state"] for t in self.api.task_instances(self.recover_dag, run["dag_run_id"])
+                }
+                if states.get("recover") in _ENDED_TASK_STATES or self.api.run_state(
+                    self.recover_dag, run["dag_run_id"]
+                ) in ("success", "failed"):
+                    print(f"Recover run {run['dag_run_id']}: its replay {states.get('recover')}")
+                    break
+                time.sleep(3)
+
     def _wait_for_recovery(self) -> None:
         """Wait for the recover runs the incident's quality runs started, note what each replayed,
         then wait for the persist runs they started (the restarts)."""
@@ -241,12 +266,22 @@ class _Incident:
             if run["state"] in ("success", "failed") or _queued_before(run, self.started_at):
                 continue
             state = self.api.wait_for_run(self.persist_dag, run["dag_run_id"])
-            if self.switch.exists():
-                self.frozen_run_queued_at = max(self.frozen_run_queued_at, _queued_at(run))
             frozen = "the partition still frozen" if self.switch.exists() else "every partition read"
             print(f"Persist run {run['dag_run_id']} after the recovery: {state} ({frozen})")
 
     # -- what the incident reads ---------------------------------------------------------------
+
+    def _rows_at(self, position: int | None) -> tuple[float, float]:
+        """The read times (s since the epoch) of the partition's first and newest live ledger rows
+        whose position is ``position``: the span the stall rule's STOP measures."""
+        from connectors.lake_storage import open_delta_table
+
+        rows = open_delta_table(self.stream.table_path("ledger")).to_pyarrow_table(
+            columns=["read_time"],
+            filters=[("source_partition", "=", self.partition), ("mode", "=", "live"), ("end_offset", "=", position)],
+        )
+        times = [moment.timestamp() for moment in rows["read_time"].to_pylist() if moment is not None]
+        return (min(times), max(times)) if times else (time.time(), 0.0)
 
     def _summary_since(self, since_ms: int) -> QualitySummary:
         """The newest quality summary written by a run that checked at or after ``since_ms``."""
@@ -361,6 +396,9 @@ class _Incident:
 
     def api_url_of(self, dag_id: str) -> str:
         return f"{AirflowStandalone.from_environment().url}/dags/{dag_id}"
+
+
+_ENDED_TASK_STATES = ("success", "failed", "upstream_failed", "skipped")
 
 
 def _queued_at(run: dict) -> float:
